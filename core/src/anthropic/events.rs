@@ -1,0 +1,380 @@
+//! Anthropic streaming events and the response message they fold into.
+//!
+//! Field order follows the API's own output, so encoded events read like Anthropic's.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// One SSE event of a Messages stream; its `type` is also the SSE `event:` name.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// First event: the message shell with input usage.
+    MessageStart {
+        /// The message with empty content.
+        message: MessageShell,
+    },
+    /// A content block opens at `index`.
+    ContentBlockStart {
+        /// Position in the final content array.
+        index: u32,
+        /// The block's initial (empty) state.
+        content_block: BlockStart,
+    },
+    /// A piece of the open block.
+    ContentBlockDelta {
+        /// Index of the open block.
+        index: u32,
+        /// The piece.
+        delta: Delta,
+    },
+    /// The block at `index` is complete.
+    ContentBlockStop {
+        /// Index of the closed block.
+        index: u32,
+    },
+    /// Stop reason and cumulative usage.
+    MessageDelta {
+        /// Stop reason and sequence.
+        delta: MessageDeltaBody,
+        /// Cumulative usage.
+        usage: Usage,
+    },
+    /// Last event of a complete message.
+    MessageStop,
+    /// Keep-alive.
+    Ping,
+    /// The stream failed; nothing follows.
+    Error {
+        /// What failed.
+        error: ApiError,
+    },
+}
+
+impl StreamEvent {
+    /// The SSE `event:` name (equal to the JSON `type`).
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::MessageStart { .. } => "message_start",
+            Self::ContentBlockStart { .. } => "content_block_start",
+            Self::ContentBlockDelta { .. } => "content_block_delta",
+            Self::ContentBlockStop { .. } => "content_block_stop",
+            Self::MessageDelta { .. } => "message_delta",
+            Self::MessageStop => "message_stop",
+            Self::Ping => "ping",
+            Self::Error { .. } => "error",
+        }
+    }
+}
+
+/// The message as announced by `message_start`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageShell {
+    /// `msg_…`
+    pub id: String,
+    /// Always `"message"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Always `"assistant"`.
+    pub role: String,
+    /// The model name the client asked for.
+    pub model: String,
+    /// Always empty at start.
+    pub content: Vec<Value>,
+    /// Always null at start.
+    pub stop_reason: Option<String>,
+    /// Always null at start.
+    pub stop_sequence: Option<String>,
+    /// Input usage (an estimate until the upstream reports).
+    pub usage: Usage,
+}
+
+/// Token usage. `input_tokens` excludes cached tokens, as in Anthropic's API.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Uncached input tokens.
+    #[serde(default)]
+    pub input_tokens: u32,
+    /// Tokens written to the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation_input_tokens: Option<u32>,
+    /// Tokens read from the cache.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read_input_tokens: Option<u32>,
+    /// Output tokens (cumulative).
+    #[serde(default)]
+    pub output_tokens: u32,
+}
+
+/// The empty state a content block starts in.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum BlockStart {
+    /// Text.
+    Text {
+        /// Always empty at start.
+        text: String,
+    },
+    /// Model reasoning.
+    Thinking {
+        /// Always empty at start.
+        thinking: String,
+        /// Always empty at start; set by a `signature_delta`.
+        signature: String,
+    },
+    /// A client tool call.
+    ToolUse {
+        /// `toolu_…` (or the upstream's id).
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Always `{}` at start; the input streams as `input_json_delta`.
+        input: Value,
+    },
+}
+
+/// A piece of a content block.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Delta {
+    /// Text piece.
+    TextDelta {
+        /// The text.
+        text: String,
+    },
+    /// Piece of a tool call's JSON input.
+    InputJsonDelta {
+        /// Raw JSON fragment.
+        partial_json: String,
+    },
+    /// Reasoning piece.
+    ThinkingDelta {
+        /// The reasoning text.
+        thinking: String,
+    },
+    /// The thinking block's signature.
+    SignatureDelta {
+        /// Opaque signature.
+        signature: String,
+    },
+}
+
+/// Body of `message_delta`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MessageDeltaBody {
+    /// Why the model stopped.
+    pub stop_reason: Option<StopReason>,
+    /// The stop sequence that matched, if known.
+    pub stop_sequence: Option<String>,
+}
+
+/// Why generation stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// Natural end.
+    EndTurn,
+    /// Output token limit.
+    MaxTokens,
+    /// A stop sequence matched.
+    StopSequence,
+    /// The model called tools.
+    ToolUse,
+    /// The model refused (content filter).
+    Refusal,
+}
+
+/// Anthropic error types, each with its HTTP status.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ErrorKind {
+    /// 400
+    #[serde(rename = "invalid_request_error")]
+    InvalidRequest,
+    /// 401
+    #[serde(rename = "authentication_error")]
+    Authentication,
+    /// 402
+    #[serde(rename = "billing_error")]
+    Billing,
+    /// 403
+    #[serde(rename = "permission_error")]
+    Permission,
+    /// 404
+    #[serde(rename = "not_found_error")]
+    NotFound,
+    /// 413
+    #[serde(rename = "request_too_large")]
+    RequestTooLarge,
+    /// 429
+    #[serde(rename = "rate_limit_error")]
+    RateLimit,
+    /// 500
+    #[serde(rename = "api_error")]
+    Api,
+    /// 504
+    #[serde(rename = "timeout_error")]
+    Timeout,
+    /// 529
+    #[serde(rename = "overloaded_error")]
+    Overloaded,
+}
+
+impl ErrorKind {
+    /// The `error.type` string.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::InvalidRequest => "invalid_request_error",
+            Self::Authentication => "authentication_error",
+            Self::Billing => "billing_error",
+            Self::Permission => "permission_error",
+            Self::NotFound => "not_found_error",
+            Self::RequestTooLarge => "request_too_large",
+            Self::RateLimit => "rate_limit_error",
+            Self::Api => "api_error",
+            Self::Timeout => "timeout_error",
+            Self::Overloaded => "overloaded_error",
+        }
+    }
+
+    /// Parse an `error.type` string; unknown strings are `api_error`.
+    #[must_use]
+    pub fn from_type_str(s: &str) -> Self {
+        match s {
+            "invalid_request_error" => Self::InvalidRequest,
+            "authentication_error" => Self::Authentication,
+            "billing_error" => Self::Billing,
+            "permission_error" => Self::Permission,
+            "not_found_error" => Self::NotFound,
+            "request_too_large" => Self::RequestTooLarge,
+            "rate_limit_error" => Self::RateLimit,
+            "timeout_error" => Self::Timeout,
+            "overloaded_error" => Self::Overloaded,
+            _ => Self::Api,
+        }
+    }
+
+    /// The HTTP status Anthropic answers this error with.
+    #[must_use]
+    pub fn status(self) -> u16 {
+        match self {
+            Self::InvalidRequest => 400,
+            Self::Authentication => 401,
+            Self::Billing => 402,
+            Self::Permission => 403,
+            Self::NotFound => 404,
+            Self::RequestTooLarge => 413,
+            Self::RateLimit => 429,
+            Self::Api => 500,
+            Self::Timeout => 504,
+            Self::Overloaded => 529,
+        }
+    }
+
+    /// The error kind for an upstream HTTP status (OpenAI-compatible servers).
+    #[must_use]
+    pub fn from_upstream_status(status: u16) -> Self {
+        match status {
+            401 => Self::Authentication,
+            402 => Self::Billing,
+            403 => Self::Permission,
+            404 => Self::NotFound,
+            413 => Self::RequestTooLarge,
+            429 => Self::RateLimit,
+            503 | 529 => Self::Overloaded,
+            504 | 408 => Self::Timeout,
+            400..=499 => Self::InvalidRequest,
+            _ => Self::Api,
+        }
+    }
+}
+
+/// The `error` object of an error response or event.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ApiError {
+    /// Error type.
+    #[serde(rename = "type")]
+    pub kind: ErrorKind,
+    /// Human-readable message (what to fix).
+    pub message: String,
+}
+
+impl ApiError {
+    /// An error of `kind` saying `message`.
+    #[must_use]
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+        }
+    }
+
+    /// The error response body `{"type":"error","error":{…}}`.
+    #[must_use]
+    pub fn envelope(&self) -> String {
+        let body = ErrorEnvelope {
+            kind: "error",
+            error: self,
+        };
+        serde_json::to_string(&body).unwrap_or_else(|_| {
+            String::from(r#"{"type":"error","error":{"type":"api_error","message":"error"}}"#)
+        })
+    }
+}
+
+#[derive(Serialize)]
+struct ErrorEnvelope<'a> {
+    #[serde(rename = "type")]
+    kind: &'static str,
+    error: &'a ApiError,
+}
+
+/// A complete (non-streaming) response message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// `msg_…`
+    pub id: String,
+    /// Always `"message"`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// Always `"assistant"`.
+    pub role: String,
+    /// Model name.
+    pub model: String,
+    /// Content blocks in index order.
+    pub content: Vec<ContentBlock>,
+    /// Why the model stopped.
+    pub stop_reason: Option<StopReason>,
+    /// The stop sequence that matched.
+    pub stop_sequence: Option<String>,
+    /// Final usage.
+    pub usage: Usage,
+}
+
+/// A complete content block of a response.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// Reasoning.
+    Thinking {
+        /// The reasoning text.
+        thinking: String,
+        /// Opaque signature.
+        signature: String,
+    },
+    /// A tool call.
+    ToolUse {
+        /// Call id.
+        id: String,
+        /// Tool name.
+        name: String,
+        /// Parsed input object.
+        input: Value,
+    },
+}

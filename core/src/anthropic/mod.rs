@@ -1,0 +1,7 @@
+//! The Anthropic Messages API: tolerant request types, stream events, the stream validator and
+//! the accumulator that folds a stream into one message.
+
+pub mod accumulate;
+pub mod events;
+pub mod request;
+pub mod stream;

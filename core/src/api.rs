@@ -1,0 +1,165 @@
+//! The facade every build of the core exposes: native host, WASI component and npm package.
+//!
+//! Values that cross a runtime boundary are JSON strings or bytes, so the three builds can be
+//! compared byte for byte. Each operation has one function (or one stateful type) here; the
+//! component (`core/component`) and the JS facade (`pkg-js`) only map these to their own types.
+//!
+//! ```
+//! use bridge_core::api::{convert_request, ChatStream, ConvertOptions, StreamOptions};
+//!
+//! let req = br#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+//! let converted = convert_request(req, &ConvertOptions::default()).unwrap();
+//! assert!(converted.body.contains(r#""stream":true"#));
+//!
+//! let mut stream = ChatStream::new(StreamOptions {
+//!     stream: true,
+//!     model: converted.client_model.clone(),
+//!     input_tokens_estimate: converted.input_tokens_estimate,
+//!     id_seed: 7,
+//! });
+//! let mut sse = stream.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n");
+//! sse.push_str(&stream.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
+//! sse.push_str(&stream.finish().body);
+//! assert!(sse.starts_with("event: message_start\n"));
+//! assert!(sse.contains(r#""text":"Hello""#));
+//! assert!(sse.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
+//! ```
+
+use serde::{Deserialize, Serialize};
+
+use crate::anthropic::accumulate::Accumulator;
+use crate::anthropic::events::{ApiError, ErrorKind, StreamEvent};
+use crate::error::RequestError;
+use crate::sse::encoder::encode_event;
+use crate::translate::chat_stream::ChatStreamTranslator;
+
+pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
+
+/// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
+///
+/// # Errors
+/// [`RequestError`] when the body is not JSON or lacks a field the Messages API requires.
+pub fn convert_request(
+    request: &[u8],
+    options: &ConvertOptions,
+) -> Result<ConvertedRequest, RequestError> {
+    crate::translate::chat_request::convert(request, options)
+}
+
+/// Estimated input tokens of an Anthropic request (`/v1/messages/count_tokens`).
+///
+/// # Errors
+/// [`RequestError`] when the body is not JSON or has no `messages`.
+pub fn count_tokens(request: &[u8]) -> Result<u32, RequestError> {
+    crate::tokens::count_request_tokens(request)
+}
+
+/// How a [`ChatStream`] presents its output.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct StreamOptions {
+    /// `true`: `feed`/`finish` return Anthropic SSE bytes. `false`: they return nothing until
+    /// `finish`, which returns the folded `Message` JSON (or an error envelope).
+    pub stream: bool,
+    /// The model name reported to the client (the one it asked for).
+    pub model: String,
+    /// Input-token estimate reported in `message_start` until the upstream reports real usage.
+    pub input_tokens_estimate: u32,
+    /// Seed for the ids the bridge must invent (`msg_…`, `toolu_…`, signatures).
+    pub id_seed: u64,
+}
+
+/// What [`ChatStream::finish`] returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finished {
+    /// HTTP status a non-streaming response should carry (200, or the error's status).
+    /// For a streaming response this is 200 even when the stream ended with an `error` event.
+    pub status: u16,
+    /// Streaming: the last SSE bytes. Non-streaming: the `Message` JSON or the error envelope.
+    pub body: String,
+}
+
+/// OpenAI Chat Completions stream (raw upstream bytes) → Anthropic response, as SSE or folded.
+///
+/// The same translator serves both modes; non-streaming output is its events folded by the
+/// [`Accumulator`] the tests use, so the two can never disagree.
+#[derive(Debug)]
+pub struct ChatStream {
+    translator: ChatStreamTranslator,
+    sink: Sink,
+}
+
+#[derive(Debug)]
+enum Sink {
+    Sse,
+    Fold(Box<Accumulator>),
+}
+
+impl ChatStream {
+    /// A translator for one upstream response.
+    #[must_use]
+    pub fn new(options: StreamOptions) -> Self {
+        let sink = if options.stream {
+            Sink::Sse
+        } else {
+            Sink::Fold(Box::default())
+        };
+        Self {
+            translator: ChatStreamTranslator::new(
+                options.model,
+                options.input_tokens_estimate,
+                options.id_seed,
+            ),
+            sink,
+        }
+    }
+
+    /// Feed upstream bytes (any chunking); returns SSE bytes to write now (empty when folding).
+    pub fn feed(&mut self, chunk: &[u8]) -> String {
+        let events = self.translator.feed(chunk);
+        self.emit(&events)
+    }
+
+    /// The upstream failed (transport error, timeout, disconnect): end the response with an
+    /// `error` event (streaming) or make `finish` return the error (folding).
+    pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
+        let events = self.translator.fail(ApiError::new(kind, message));
+        self.emit(&events)
+    }
+
+    /// The upstream body ended. Returns the last SSE bytes, or the folded message.
+    pub fn finish(&mut self) -> Finished {
+        let events = self.translator.finish();
+        match &mut self.sink {
+            Sink::Sse => Finished {
+                status: 200,
+                body: encode_all(&events),
+            },
+            Sink::Fold(acc) => {
+                for event in &events {
+                    acc.push(event);
+                }
+                acc.result()
+            }
+        }
+    }
+
+    fn emit(&mut self, events: &[StreamEvent]) -> String {
+        match &mut self.sink {
+            Sink::Sse => encode_all(events),
+            Sink::Fold(acc) => {
+                for event in events {
+                    acc.push(event);
+                }
+                String::new()
+            }
+        }
+    }
+}
+
+fn encode_all(events: &[StreamEvent]) -> String {
+    let mut out = String::new();
+    for event in events {
+        encode_event(&mut out, event);
+    }
+    out
+}

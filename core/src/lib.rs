@@ -1,0 +1,22 @@
+//! `bridge-core`: the pure, sans-IO translation core of claude-bridge.
+//!
+//! Everything that knows a protocol lives here; nothing here touches the world. Time and
+//! randomness come in as arguments, so the same input gives the same bytes natively, inside
+//! wasmtime (the `core/component` build) and in Node or a browser (the `pkg-js` build).
+//!
+//! - [`anthropic`]: tolerant request types, stream events, the stream [`anthropic::stream::Validator`]
+//!   and the [`anthropic::accumulate::Accumulator`] that folds a stream into one message.
+//! - [`openai`]: OpenAI Chat Completions request and chunk types.
+//! - [`sse`]: incremental Server-Sent Events decoder and exact-bytes encoder.
+//! - [`translate`]: Anthropic → OpenAI Chat request conversion, OpenAI Chat stream → Anthropic events.
+//! - [`tokens`]: token estimates.
+//! - [`api`]: the facade the host, the component and the npm package call.
+
+pub mod anthropic;
+pub mod api;
+pub mod error;
+pub mod ids;
+pub mod openai;
+pub mod sse;
+pub mod tokens;
+pub mod translate;

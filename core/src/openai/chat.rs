@@ -1,0 +1,166 @@
+//! OpenAI Chat Completions request (written) and stream chunk (read, tolerantly) types.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// `POST /v1/chat/completions` body.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatRequest {
+    /// Upstream model.
+    pub model: String,
+    /// Conversation.
+    pub messages: Vec<ChatMessage>,
+    /// Output limit (`max_tokens`, or `max_completion_tokens` for providers that want it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Output limit for o-series style providers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_completion_tokens: Option<u64>,
+    /// Sampling temperature.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f64>,
+    /// Nucleus sampling.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_p: Option<f64>,
+    /// Stop strings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stop: Option<Vec<String>>,
+    /// Function tools.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<Value>>,
+    /// `auto` / `required` / `none` / `{type:function,…}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_choice: Option<Value>,
+    /// `false` when the client disabled parallel tool use.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parallel_tool_calls: Option<bool>,
+    /// `low` / `medium` / `high` (only when the provider takes it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_effort: Option<String>,
+    /// Structured output.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response_format: Option<Value>,
+    /// Always `true`: the bridge streams from upstreams even for non-streaming clients.
+    pub stream: bool,
+    /// `{include_usage: true}`.
+    pub stream_options: Value,
+}
+
+/// One chat message.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatMessage {
+    /// `system`, `user`, `assistant`, `tool`.
+    pub role: &'static str,
+    /// String or content parts; `null` for an assistant turn with only tool calls.
+    pub content: Value,
+    /// Assistant tool calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_calls: Option<Vec<Value>>,
+    /// For `tool` messages: the call answered.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+    /// Reasoning of an assistant turn, passed back (DeepSeek-style servers require it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
+}
+
+/// One streamed chunk. Every field is optional: servers differ.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ChatChunk {
+    /// Choices (empty on the trailing usage chunk).
+    #[serde(default)]
+    pub choices: Vec<ChunkChoice>,
+    /// Usage (on the last chunk with `include_usage`; some servers put it on every chunk).
+    #[serde(default)]
+    pub usage: Option<ChatUsage>,
+    /// A mid-stream error object.
+    #[serde(default)]
+    pub error: Option<Value>,
+}
+
+/// One choice of a chunk.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ChunkChoice {
+    /// Choice index (the bridge reads choice 0).
+    #[serde(default)]
+    pub index: u32,
+    /// The new content (`message` on non-streaming responses).
+    #[serde(default, alias = "message")]
+    pub delta: ChunkDelta,
+    /// Why generation stopped.
+    #[serde(default)]
+    pub finish_reason: Option<String>,
+}
+
+/// What a chunk adds.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ChunkDelta {
+    /// Text.
+    #[serde(default)]
+    pub content: Option<String>,
+    /// Reasoning (DeepSeek, vLLM ≤ 0.19.0, llama.cpp, SGLang, LM Studio).
+    #[serde(default)]
+    pub reasoning_content: Option<String>,
+    /// Reasoning (OpenRouter, Ollama, vLLM ≥ 0.19.1).
+    #[serde(default)]
+    pub reasoning: Option<String>,
+    /// Refusal text.
+    #[serde(default)]
+    pub refusal: Option<String>,
+    /// Tool call fragments.
+    #[serde(default)]
+    pub tool_calls: Option<Vec<ToolCallDelta>>,
+}
+
+/// A fragment of a tool call.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ToolCallDelta {
+    /// Which call (Ollama reuses 0 for every call; a new id there means a new call).
+    #[serde(default)]
+    pub index: Option<u32>,
+    /// Call id (some servers send integers).
+    #[serde(default)]
+    pub id: Option<Value>,
+    /// Name and argument fragment.
+    #[serde(default)]
+    pub function: Option<FunctionDelta>,
+    /// Everything else (e.g. Gemini's `extra_content`).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+/// Name and arguments fragment.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct FunctionDelta {
+    /// Name (usually only on the first fragment; some servers repeat it).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// Arguments fragment (a JSON text piece; some servers send an object).
+    #[serde(default)]
+    pub arguments: Option<Value>,
+}
+
+/// Token usage as OpenAI reports it (`prompt_tokens` includes cached tokens).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct ChatUsage {
+    /// All prompt tokens, cached included.
+    #[serde(default)]
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens.
+    #[serde(default)]
+    pub completion_tokens: Option<u64>,
+    /// Cache details.
+    #[serde(default)]
+    pub prompt_tokens_details: Option<PromptTokensDetails>,
+}
+
+/// Cached prompt tokens.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct PromptTokensDetails {
+    /// Tokens read from the cache.
+    #[serde(default)]
+    pub cached_tokens: Option<u64>,
+    /// Tokens written to the cache (some providers).
+    #[serde(default)]
+    pub cache_write_tokens: Option<u64>,
+}

@@ -1,0 +1,183 @@
+//! Incremental SSE decoder. Partial input is normal: bytes after the last line break are kept
+//! until the next `feed`, so a frame, a line or a UTF-8 character may be split anywhere.
+//!
+//! ```
+//! use bridge_core::sse::decoder::SseDecoder;
+//! let mut d = SseDecoder::new();
+//! assert!(d.feed(b"event: ping\r\nda").is_empty());
+//! let frames = d.feed(b"ta: {}\r\n\r\n: comment\n");
+//! assert_eq!(frames.len(), 1);
+//! assert_eq!(frames[0].event.as_deref(), Some("ping"));
+//! assert_eq!(frames[0].data, "{}");
+//! ```
+
+/// One dispatched event.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct SseFrame {
+    /// The `event:` field, if any.
+    pub event: Option<String>,
+    /// The `data:` lines joined with `\n`.
+    pub data: String,
+    /// The `id:` field, if any.
+    pub id: Option<String>,
+}
+
+/// The decoder's state between chunks.
+#[derive(Debug, Default)]
+pub struct SseDecoder {
+    buf: Vec<u8>,
+    pending: SseFrame,
+    has_data: bool,
+    seen_first_line: bool,
+    /// The previous chunk ended with `\r`: a `\n` at the start of the next one belongs to it.
+    skip_lf: bool,
+}
+
+impl SseDecoder {
+    /// A decoder at the start of a stream.
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Feed bytes; returns the frames completed by them.
+    pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseFrame> {
+        let mut frames = Vec::new();
+        let mut input = chunk;
+        if self.skip_lf {
+            if let Some((&b'\n', rest)) = input.split_first() {
+                input = rest;
+            }
+            if !input.is_empty() {
+                self.skip_lf = false;
+            }
+        }
+        let mut start = 0;
+        let mut i = 0;
+        while i < input.len() {
+            let byte = input[i];
+            if byte == b'\n' || byte == b'\r' {
+                let line_end = i;
+                if byte == b'\r' {
+                    if i + 1 < input.len() {
+                        if input[i + 1] == b'\n' {
+                            i += 1;
+                        }
+                    } else {
+                        self.skip_lf = true;
+                    }
+                }
+                if self.buf.is_empty() {
+                    self.line(&input[start..line_end], &mut frames);
+                } else {
+                    let mut line = std::mem::take(&mut self.buf);
+                    line.extend_from_slice(&input[start..line_end]);
+                    self.line(&line, &mut frames);
+                }
+                start = i + 1;
+            }
+            i += 1;
+        }
+        self.buf.extend_from_slice(&input[start..]);
+        frames
+    }
+
+    /// The stream ended: a last line without a line break and a frame without the closing
+    /// blank line are still delivered (servers often omit them).
+    pub fn finish(&mut self) -> Vec<SseFrame> {
+        let mut frames = Vec::new();
+        if !self.buf.is_empty() {
+            let line = std::mem::take(&mut self.buf);
+            self.line(&line, &mut frames);
+        }
+        self.line(b"", &mut frames);
+        frames
+    }
+
+    fn line(&mut self, raw: &[u8], frames: &mut Vec<SseFrame>) {
+        let mut raw = raw;
+        if !self.seen_first_line {
+            self.seen_first_line = true;
+            if let Some(rest) = raw.strip_prefix(b"\xEF\xBB\xBF") {
+                raw = rest;
+            }
+        }
+        if raw.is_empty() {
+            if self.has_data {
+                frames.push(std::mem::take(&mut self.pending));
+            } else {
+                self.pending = SseFrame::default();
+            }
+            self.has_data = false;
+            return;
+        }
+        if raw[0] == b':' {
+            return;
+        }
+        let (name, value) = match raw.iter().position(|&b| b == b':') {
+            Some(colon) => {
+                let value = &raw[colon + 1..];
+                (&raw[..colon], value.strip_prefix(b" ").unwrap_or(value))
+            }
+            None => (raw, &b""[..]),
+        };
+        let value = String::from_utf8_lossy(value);
+        match name {
+            b"data" => {
+                if self.has_data {
+                    self.pending.data.push('\n');
+                }
+                self.pending.data.push_str(&value);
+                self.has_data = true;
+            }
+            b"event" => self.pending.event = Some(value.into_owned()),
+            b"id" => self.pending.id = Some(value.into_owned()),
+            _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn all_at_once(input: &[u8]) -> Vec<SseFrame> {
+        let mut d = SseDecoder::new();
+        let mut f = d.feed(input);
+        f.extend(d.finish());
+        f
+    }
+
+    #[test]
+    fn every_split_point_gives_the_same_frames() {
+        let input = "\u{feff}event: a\r\ndata: h\u{e9}llo \u{1f600}\r\ndata: two\r\r: c\ndata: x\n\nid: 7\ndata: last";
+        let expected = all_at_once(input.as_bytes());
+        assert_eq!(expected.len(), 3);
+        assert_eq!(expected[0].data, "h\u{e9}llo \u{1f600}\ntwo");
+        assert_eq!(expected[0].event.as_deref(), Some("a"));
+        assert_eq!(expected[1].data, "x");
+        assert_eq!(expected[2].id.as_deref(), Some("7"));
+        let bytes = input.as_bytes();
+        for cut in 0..=bytes.len() {
+            for cut2 in cut..=bytes.len() {
+                let mut d = SseDecoder::new();
+                let mut f = d.feed(&bytes[..cut]);
+                f.extend(d.feed(&bytes[cut..cut2]));
+                f.extend(d.feed(&bytes[cut2..]));
+                f.extend(d.finish());
+                assert_eq!(f, expected, "split at {cut}/{cut2}");
+            }
+        }
+    }
+
+    #[test]
+    fn blank_lines_without_data_dispatch_nothing() {
+        assert!(all_at_once(b"\n\n\r\n: only a comment\n\nevent: x\n\n").is_empty());
+    }
+
+    #[test]
+    fn field_without_colon_and_without_space() {
+        let f = all_at_once(b"data\ndata:x\n\n");
+        assert_eq!(f[0].data, "\nx");
+    }
+}

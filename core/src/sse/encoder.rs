@@ -1,0 +1,80 @@
+//! Exact-bytes SSE encoder for Anthropic events: `event: <type>\ndata: <json>\n\n`.
+//!
+//! ```
+//! use bridge_core::anthropic::events::StreamEvent;
+//! use bridge_core::sse::encoder::encode_event;
+//! let mut out = String::new();
+//! encode_event(&mut out, &StreamEvent::Ping);
+//! assert_eq!(out, "event: ping\ndata: {\"type\":\"ping\"}\n\n");
+//! ```
+
+use crate::anthropic::events::StreamEvent;
+
+/// Why a frame cannot be written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EncodeError {
+    /// An `event:` name containing CR or LF would split the frame.
+    #[error("an SSE event name may not contain CR or LF")]
+    LineBreakInName,
+}
+
+/// Append one frame with a raw event name and data. Data lines are split on line breaks into
+/// several `data:` lines (the decoder joins them back with `\n`).
+///
+/// # Errors
+/// [`EncodeError::LineBreakInName`] when `name` contains CR or LF.
+pub fn encode_frame(out: &mut String, name: &str, data: &str) -> Result<(), EncodeError> {
+    if name.contains(['\r', '\n']) {
+        return Err(EncodeError::LineBreakInName);
+    }
+    out.push_str("event: ");
+    out.push_str(name);
+    out.push('\n');
+    if data.contains(['\r', '\n']) {
+        for line in data.split("\r\n").flat_map(|l| l.split(['\r', '\n'])) {
+            out.push_str("data: ");
+            out.push_str(line);
+            out.push('\n');
+        }
+    } else {
+        out.push_str("data: ");
+        out.push_str(data);
+        out.push('\n');
+    }
+    out.push('\n');
+    Ok(())
+}
+
+/// Append one Anthropic event. serde_json never writes raw line breaks, and event names are
+/// fixed identifiers, so this cannot fail.
+pub fn encode_event(out: &mut String, event: &StreamEvent) {
+    let data = serde_json::to_string(event).unwrap_or_else(|_| String::from("{}"));
+    out.push_str("event: ");
+    out.push_str(event.name());
+    out.push_str("\ndata: ");
+    out.push_str(&data);
+    out.push_str("\n\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sse::decoder::SseDecoder;
+
+    #[test]
+    fn refuses_line_breaks_in_names() {
+        let mut out = String::new();
+        assert_eq!(encode_frame(&mut out, "a\nb", "{}"), Err(EncodeError::LineBreakInName));
+        assert_eq!(encode_frame(&mut out, "a\rb", "{}"), Err(EncodeError::LineBreakInName));
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn multi_line_data_round_trips() {
+        let mut out = String::new();
+        assert!(encode_frame(&mut out, "x", "one\ntwo\r\nthree").is_ok());
+        assert_eq!(out, "event: x\ndata: one\ndata: two\ndata: three\n\n");
+        let frames = SseDecoder::new().feed(out.as_bytes());
+        assert_eq!(frames[0].data, "one\ntwo\nthree");
+    }
+}

@@ -1,0 +1,537 @@
+//! Anthropic Messages request → OpenAI Chat Completions request.
+//!
+//! What a Chat upstream cannot express is dropped here, deliberately and in one place, with a
+//! warning the host logs: `cache_control` (everywhere), `metadata`, `context_management`,
+//! `top_k`, `thinking` (unless mapped to `reasoning_effort`), server tools without an input
+//! schema, redacted thinking, and the `x-anthropic-billing-header` attribution block Claude Code
+//! puts first in `system`.
+//!
+//! ```
+//! use bridge_core::translate::chat_request::{convert, ConvertOptions};
+//! let req = br#"{"model":"claude-x","max_tokens":100000,"system":"Be brief.",
+//!   "messages":[{"role":"user","content":"hi"}]}"#;
+//! let out = convert(req, &ConvertOptions { model: Some("qwen3".into()), max_tokens_cap: Some(8192), ..Default::default() }).unwrap();
+//! assert_eq!(out.upstream_model, "qwen3");
+//! assert_eq!(out.client_model, "claude-x");
+//! let body: serde_json::Value = serde_json::from_str(&out.body).unwrap();
+//! assert_eq!(body["max_tokens"], 8192);
+//! assert_eq!(body["messages"][0], serde_json::json!({"role":"system","content":"Be brief."}));
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+
+use crate::anthropic::request::{
+    Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
+};
+use crate::error::RequestError;
+use crate::openai::chat::{ChatMessage, ChatRequest};
+use crate::translate::schema::clean_schema;
+
+/// How to shape the upstream request (set by the host from flags and routes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ConvertOptions {
+    /// Upstream model; `None` forwards the client's model name.
+    pub model: Option<String>,
+    /// Upper bound for `max_tokens` (Claude Code asks for 32k–128k).
+    pub max_tokens_cap: Option<u64>,
+    /// Send `max_completion_tokens` instead of `max_tokens` (OpenAI o-series).
+    pub use_max_completion_tokens: bool,
+    /// Clean tool schemas for strict validators (Gemini-style).
+    pub strict_schemas: bool,
+    /// Map `thinking`/`output_config.effort` to `reasoning_effort`.
+    pub reasoning_effort: bool,
+    /// Send earlier thinking back as `reasoning_content` on assistant turns (DeepSeek requires it
+    /// after tool calls; other servers ignore it).
+    pub reasoning_passback: bool,
+    /// Require `max_tokens` as `/v1/messages` does (`false` for `count_tokens`).
+    pub require_max_tokens: bool,
+}
+
+impl Default for ConvertOptions {
+    fn default() -> Self {
+        Self {
+            model: None,
+            max_tokens_cap: None,
+            use_max_completion_tokens: false,
+            strict_schemas: false,
+            reasoning_effort: false,
+            reasoning_passback: true,
+            require_max_tokens: true,
+        }
+    }
+}
+
+/// The converted request and what the response translator needs to know about it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConvertedRequest {
+    /// The Chat Completions body (JSON), always with `stream: true`.
+    pub body: String,
+    /// The model sent upstream.
+    pub upstream_model: String,
+    /// The model the client asked for (reported back to it).
+    pub client_model: String,
+    /// Whether the client wants SSE (`stream: true`) or one JSON message.
+    pub client_stream: bool,
+    /// Estimated input tokens (for `message_start` before real usage arrives).
+    pub input_tokens_estimate: u32,
+    /// What was dropped or degraded, for the host's log.
+    pub warnings: Vec<String>,
+}
+
+/// Parse an Anthropic request, with field-level messages for what the Messages API requires.
+///
+/// # Errors
+/// [`RequestError`] naming the field and what to send instead.
+pub fn parse_request(request: &[u8]) -> Result<MessagesRequest, RequestError> {
+    match serde_json::from_slice::<MessagesRequest>(request) {
+        Ok(req) => Ok(req),
+        Err(first) => Err(explain(request, &first)),
+    }
+}
+
+fn explain(request: &[u8], first: &serde_json::Error) -> RequestError {
+    let value: Value = match serde_json::from_slice(request) {
+        Ok(v) => v,
+        Err(e) => return RequestError::Json(e.to_string()),
+    };
+    let Some(obj) = value.as_object() else {
+        return RequestError::Json(String::from("expected a JSON object"));
+    };
+    match obj.get("model") {
+        None => return RequestError::field("model", "Field required"),
+        Some(Value::String(_)) => {}
+        Some(_) => return RequestError::field("model", "must be a string"),
+    }
+    let Some(messages) = obj.get("messages") else {
+        return RequestError::field("messages", "Field required");
+    };
+    let Some(messages) = messages.as_array() else {
+        return RequestError::field("messages", "must be an array of {role, content} objects");
+    };
+    for (i, m) in messages.iter().enumerate() {
+        match m.get("role") {
+            Some(Value::String(_)) => {}
+            _ => return RequestError::field(format!("messages.{i}.role"), "Field required: \"user\" or \"assistant\""),
+        }
+        match m.get("content") {
+            Some(Value::String(_) | Value::Array(_)) => {}
+            Some(_) => {
+                return RequestError::field(format!("messages.{i}.content"), "must be a string or an array of content blocks");
+            }
+            None => return RequestError::field(format!("messages.{i}.content"), "Field required"),
+        }
+    }
+    RequestError::Json(first.to_string())
+}
+
+/// Convert an Anthropic request to a Chat Completions request.
+///
+/// # Errors
+/// [`RequestError`] when the request lacks what the Messages API requires.
+pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequest, RequestError> {
+    let req = parse_request(request)?;
+    if options.require_max_tokens && req.max_tokens.is_none() {
+        return Err(RequestError::field("max_tokens", "Field required"));
+    }
+    let mut warnings = Vec::new();
+    let mut messages = Vec::with_capacity(req.messages.len() + 1);
+
+    if let Some(system) = &req.system {
+        let text = system_text(system, &mut warnings);
+        if !text.is_empty() {
+            messages.push(text_message("system", text));
+        }
+    }
+    for (i, message) in req.messages.iter().enumerate() {
+        convert_message(i, message, options, &mut messages, &mut warnings);
+    }
+
+    let tools = convert_tools(req.tools.as_deref(), options.strict_schemas, &mut warnings);
+    let (tool_choice, parallel_tool_calls) = if tools.is_some() {
+        convert_tool_choice(req.tool_choice.as_ref(), &mut warnings)
+    } else {
+        (None, None)
+    };
+
+    let max_tokens = req
+        .max_tokens
+        .map(|m| options.max_tokens_cap.map_or(m, |cap| m.min(cap)));
+    let (max_tokens, max_completion_tokens) = if options.use_max_completion_tokens {
+        (None, max_tokens)
+    } else {
+        (max_tokens, None)
+    };
+    if req.top_k.is_some() {
+        warnings.push(String::from("top_k dropped: Chat Completions has no top_k"));
+    }
+    let reasoning_effort = if options.reasoning_effort {
+        reasoning_effort(req.thinking.as_ref(), req.output_config.as_ref())
+    } else {
+        None
+    };
+    let response_format = req
+        .output_config
+        .as_ref()
+        .and_then(|c| c.get("format"))
+        .and_then(response_format);
+    let upstream_model = options.model.clone().unwrap_or_else(|| req.model.clone());
+    let chat = ChatRequest {
+        model: upstream_model.clone(),
+        messages,
+        max_tokens,
+        max_completion_tokens,
+        temperature: req.temperature,
+        top_p: req.top_p,
+        stop: req.stop_sequences.clone().filter(|s| !s.is_empty()),
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        reasoning_effort,
+        response_format,
+        stream: true,
+        stream_options: json!({"include_usage": true}),
+    };
+    let body = serde_json::to_string(&chat).map_err(|e| RequestError::Json(e.to_string()))?;
+    Ok(ConvertedRequest {
+        body,
+        upstream_model,
+        client_model: req.model.clone(),
+        client_stream: req.stream.unwrap_or(false),
+        input_tokens_estimate: crate::tokens::estimate_request(&req),
+        warnings,
+    })
+}
+
+fn text_message(role: &'static str, text: String) -> ChatMessage {
+    ChatMessage {
+        role,
+        content: Value::String(text),
+        tool_calls: None,
+        tool_call_id: None,
+        reasoning_content: None,
+    }
+}
+
+fn system_text(system: &Content, warnings: &mut Vec<String>) -> String {
+    match system {
+        Content::Text(text) => text.clone(),
+        Content::Blocks(blocks) => {
+            let mut parts = Vec::new();
+            for block in blocks {
+                match block {
+                    Block::Known(KnownBlock::Text { text, .. }) => {
+                        if text.starts_with("x-anthropic-billing-header:") {
+                            continue;
+                        }
+                        parts.push(text.as_str());
+                    }
+                    _ => warnings.push(String::from("non-text system block dropped")),
+                }
+            }
+            parts.join("\n\n")
+        }
+    }
+}
+
+/// Converts one Anthropic message into one or more Chat messages.
+fn convert_message(
+    position: usize,
+    message: &InputMessage,
+    options: &ConvertOptions,
+    out: &mut Vec<ChatMessage>,
+    warnings: &mut Vec<String>,
+) {
+    match &message.role {
+        Role::System => {
+            let text = plain_text(&message.content);
+            if !text.is_empty() {
+                out.push(text_message("system", text));
+            }
+        }
+        Role::Assistant => convert_assistant(&message.content, options, out, warnings),
+        Role::User => convert_user(&message.content, out, warnings),
+        Role::Other(role) => {
+            warnings.push(format!("messages.{position}: unknown role {role:?} sent as user"));
+            convert_user(&message.content, out, warnings);
+        }
+    }
+}
+
+fn plain_text(content: &Content) -> String {
+    match content {
+        Content::Text(text) => text.clone(),
+        Content::Blocks(blocks) => blocks
+            .iter()
+            .filter_map(|b| match b {
+                Block::Known(KnownBlock::Text { text, .. }) => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("\n"),
+    }
+}
+
+/// User content parts collected in order.
+#[derive(Default)]
+struct Parts {
+    items: Vec<Value>,
+    has_image: bool,
+}
+
+impl Parts {
+    fn text(&mut self, text: &str) {
+        self.items.push(json!({"type": "text", "text": text}));
+    }
+
+    fn image(&mut self, url: String) {
+        self.has_image = true;
+        self.items.push(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+
+    /// A string when there are only text parts (accepted by every server), parts otherwise.
+    fn into_content(self) -> Option<Value> {
+        if self.items.is_empty() {
+            return None;
+        }
+        if self.has_image {
+            return Some(Value::Array(self.items));
+        }
+        let texts: Vec<&str> = self
+            .items
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect();
+        Some(Value::String(texts.join("\n")))
+    }
+}
+
+fn image_url(source: &ImageSource) -> Option<String> {
+    match source {
+        ImageSource::Base64 { media_type, data } => Some(format!("data:{media_type};base64,{data}")),
+        ImageSource::Url { url } => Some(url.clone()),
+        ImageSource::Other(_) => None,
+    }
+}
+
+fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Vec<String>) {
+    let mut parts = Parts::default();
+    let mut tool_images = Parts::default();
+    match content {
+        Content::Text(text) => parts.text(text),
+        Content::Blocks(blocks) => {
+            for block in blocks {
+                match block {
+                    Block::Known(KnownBlock::Text { text, .. }) => parts.text(text),
+                    Block::Known(KnownBlock::Image { source, .. }) => match image_url(source) {
+                        Some(url) => parts.image(url),
+                        None => {
+                            warnings.push(String::from("image with an unsupported source dropped"));
+                            parts.text("[image omitted: its source type cannot be sent to this backend]");
+                        }
+                    },
+                    Block::Known(KnownBlock::ToolResult { tool_use_id, content, is_error, .. }) => {
+                        let text = tool_result_text(content.as_ref(), &mut tool_images);
+                        let text = if is_error.unwrap_or(false) { format!("Error: {text}") } else { text };
+                        out.push(ChatMessage {
+                            role: "tool",
+                            content: Value::String(text),
+                            tool_calls: None,
+                            tool_call_id: Some(tool_use_id.clone()),
+                            reasoning_content: None,
+                        });
+                    }
+                    Block::Known(KnownBlock::Document { source, .. }) => document(source, &mut parts, warnings),
+                    Block::Known(KnownBlock::Thinking { .. } | KnownBlock::RedactedThinking { .. } | KnownBlock::ToolUse { .. }) => {
+                        warnings.push(String::from("assistant-only block in a user turn dropped"));
+                    }
+                    Block::Other(value) => {
+                        let kind = value.get("type").and_then(Value::as_str).unwrap_or("unknown");
+                        warnings.push(format!("{kind} block dropped: no Chat Completions equivalent"));
+                    }
+                }
+            }
+        }
+    }
+    if let Some(content) = tool_images.into_content() {
+        out.push(ChatMessage { role: "user", content, tool_calls: None, tool_call_id: None, reasoning_content: None });
+    }
+    if let Some(content) = parts.into_content() {
+        out.push(ChatMessage { role: "user", content, tool_calls: None, tool_call_id: None, reasoning_content: None });
+    }
+}
+
+fn document(source: &Value, parts: &mut Parts, warnings: &mut Vec<String>) {
+    match source.get("type").and_then(Value::as_str) {
+        Some("text") => parts.text(source.get("data").and_then(Value::as_str).unwrap_or_default()),
+        Some("content") => match source.get("content") {
+            Some(Value::String(s)) => parts.text(s),
+            Some(Value::Array(items)) => {
+                for item in items {
+                    if let Some(t) = item.get("text").and_then(Value::as_str) {
+                        parts.text(t);
+                    }
+                }
+            }
+            _ => {}
+        },
+        _ => {
+            let media = source.get("media_type").and_then(Value::as_str).unwrap_or("unknown");
+            warnings.push(format!("document ({media}) cannot be sent to a Chat Completions backend"));
+            parts.text(&format!("[document omitted: {media} is not supported by this backend]"));
+        }
+    }
+}
+
+fn tool_result_text(content: Option<&Content>, images: &mut Parts) -> String {
+    match content {
+        None => String::new(),
+        Some(Content::Text(text)) => text.clone(),
+        Some(Content::Blocks(blocks)) => {
+            let mut texts = Vec::new();
+            for block in blocks {
+                match block {
+                    Block::Known(KnownBlock::Text { text, .. }) => texts.push(text.clone()),
+                    Block::Known(KnownBlock::Image { source, .. }) => {
+                        if let Some(url) = image_url(source) {
+                            images.image(url);
+                            texts.push(String::from("[image attached below]"));
+                        }
+                    }
+                    Block::Known(KnownBlock::Document { source, .. }) => {
+                        if let Some(t) = source.get("data").and_then(Value::as_str) {
+                            texts.push(t.to_owned());
+                        }
+                    }
+                    Block::Other(value) => {
+                        if let Some(t) = value.get("text").and_then(Value::as_str) {
+                            texts.push(t.to_owned());
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            texts.join("\n")
+        }
+    }
+}
+
+fn convert_assistant(
+    content: &Content,
+    options: &ConvertOptions,
+    out: &mut Vec<ChatMessage>,
+    warnings: &mut Vec<String>,
+) {
+    let mut text = String::new();
+    let mut reasoning = String::new();
+    let mut tool_calls = Vec::new();
+    for block in content.blocks() {
+        match block {
+            Block::Known(KnownBlock::Text { text: t, .. }) => text.push_str(&t),
+            Block::Known(KnownBlock::Thinking { thinking, .. }) => reasoning.push_str(&thinking),
+            Block::Known(KnownBlock::ToolUse { id, name, input, .. }) => {
+                let arguments = if input.is_null() { String::from("{}") } else { input.to_string() };
+                tool_calls.push(json!({
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": arguments}
+                }));
+            }
+            Block::Known(KnownBlock::RedactedThinking { .. }) => {}
+            Block::Known(_) | Block::Other(_) => {
+                warnings.push(String::from("non-text block in an assistant turn dropped"));
+            }
+        }
+    }
+    let reasoning_content = (options.reasoning_passback && !reasoning.is_empty()).then_some(reasoning);
+    if text.is_empty() && tool_calls.is_empty() && reasoning_content.is_none() {
+        return;
+    }
+    let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) };
+    out.push(ChatMessage {
+        role: "assistant",
+        content,
+        tool_calls: (!tool_calls.is_empty()).then_some(tool_calls),
+        tool_call_id: None,
+        reasoning_content,
+    });
+}
+
+fn convert_tools(tools: Option<&[Tool]>, strict: bool, warnings: &mut Vec<String>) -> Option<Vec<Value>> {
+    let tools = tools?;
+    let mut out = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let Some(schema) = &tool.input_schema else {
+            warnings.push(format!(
+                "tool {:?} ({}) dropped: server tools have no Chat Completions equivalent",
+                tool.name,
+                tool.kind.as_deref().unwrap_or("no input_schema")
+            ));
+            continue;
+        };
+        let mut function = Map::new();
+        function.insert(String::from("name"), Value::String(tool.name.clone()));
+        if let Some(description) = &tool.description {
+            function.insert(String::from("description"), Value::String(description.clone()));
+        }
+        function.insert(String::from("parameters"), clean_schema(schema, strict));
+        out.push(json!({"type": "function", "function": function}));
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+fn convert_tool_choice(choice: Option<&Value>, warnings: &mut Vec<String>) -> (Option<Value>, Option<bool>) {
+    let Some(choice) = choice else { return (None, None) };
+    let parallel = choice
+        .get("disable_parallel_tool_use")
+        .and_then(Value::as_bool)
+        .filter(|d| *d)
+        .map(|_| false);
+    let mapped = match choice.get("type").and_then(Value::as_str) {
+        Some("auto") => Some(json!("auto")),
+        Some("any") => Some(json!("required")),
+        Some("none") => Some(json!("none")),
+        Some("tool") => match choice.get("name").and_then(Value::as_str) {
+            Some(name) => Some(json!({"type": "function", "function": {"name": name}})),
+            None => {
+                warnings.push(String::from("tool_choice {type:tool} without a name: using auto"));
+                Some(json!("auto"))
+            }
+        },
+        other => {
+            warnings.push(format!("unknown tool_choice type {other:?}: using auto"));
+            None
+        }
+    };
+    (mapped, parallel)
+}
+
+fn reasoning_effort(thinking: Option<&Value>, output_config: Option<&Value>) -> Option<String> {
+    let thinking = thinking?;
+    let effort = match thinking.get("type").and_then(Value::as_str)? {
+        "disabled" => return None,
+        "enabled" => match thinking.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0) {
+            0..4096 => "low",
+            4096..16384 => "medium",
+            _ => "high",
+        },
+        _ => match output_config.and_then(|c| c.get("effort")).and_then(Value::as_str) {
+            Some("low") => "low",
+            Some("high" | "xhigh" | "max") => "high",
+            _ => "medium",
+        },
+    };
+    Some(effort.to_owned())
+}
+
+fn response_format(format: &Value) -> Option<Value> {
+    if format.get("type").and_then(Value::as_str) != Some("json_schema") {
+        return None;
+    }
+    let schema = format.get("schema")?;
+    Some(json!({
+        "type": "json_schema",
+        "json_schema": {"name": "response", "schema": schema}
+    }))
+}

@@ -1,0 +1,113 @@
+//! Tool input schemas, cleaned in one place for upstreams that reject parts of JSON Schema.
+//!
+//! Always: `$schema` is removed (many servers reject it). Strict mode (for Gemini-style
+//! validators) also removes `format`, `exclusiveMinimum`/`exclusiveMaximum`, `propertyNames`,
+//! turns `const` into a one-value `enum`, and gives arrays without `items` an empty `items`.
+//! Property *names* are never touched: only schema keywords are.
+//!
+//! ```
+//! use bridge_core::translate::schema::clean_schema;
+//! let schema = serde_json::json!({"$schema":"x","type":"object","properties":{"format":{"type":"string","format":"uri"}}});
+//! let strict = clean_schema(&schema, true);
+//! assert_eq!(strict, serde_json::json!({"type":"object","properties":{"format":{"type":"string"}}}));
+//! ```
+
+use serde_json::{Map, Value};
+
+/// A cleaned copy of `schema`.
+#[must_use]
+pub fn clean_schema(schema: &Value, strict: bool) -> Value {
+    match schema {
+        Value::Object(map) => Value::Object(clean_object(map, strict)),
+        other => other.clone(),
+    }
+}
+
+fn clean_object(map: &Map<String, Value>, strict: bool) -> Map<String, Value> {
+    let mut out = Map::with_capacity(map.len());
+    for (key, value) in map {
+        match key.as_str() {
+            "$schema" => {}
+            "format" | "exclusiveMinimum" | "exclusiveMaximum" | "propertyNames" if strict => {}
+            "const" if strict => {
+                out.insert(String::from("enum"), Value::Array(vec![value.clone()]));
+            }
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                let cleaned = match value {
+                    Value::Object(props) => Value::Object(
+                        props
+                            .iter()
+                            .map(|(name, sub)| (name.clone(), clean_schema(sub, strict)))
+                            .collect(),
+                    ),
+                    other => other.clone(),
+                };
+                out.insert(key.clone(), cleaned);
+            }
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                let cleaned = match value {
+                    Value::Array(items) => {
+                        Value::Array(items.iter().map(|s| clean_schema(s, strict)).collect())
+                    }
+                    other => clean_schema(other, strict),
+                };
+                out.insert(key.clone(), cleaned);
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                let cleaned = match value {
+                    Value::Array(items) => {
+                        Value::Array(items.iter().map(|s| clean_schema(s, strict)).collect())
+                    }
+                    other => other.clone(),
+                };
+                out.insert(key.clone(), cleaned);
+            }
+            _ => {
+                out.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    if strict && out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
+        out.insert(String::from("items"), Value::Object(Map::new()));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn strict_mode_rewrites_keywords_everywhere() {
+        let schema = json!({
+            "$schema": "http://json-schema.org/draft-07/schema#",
+            "type": "object",
+            "propertyNames": {"pattern": "^a"},
+            "properties": {
+                "n": {"type": "integer", "exclusiveMinimum": 0},
+                "kind": {"const": "x"},
+                "list": {"type": "array"},
+                "nested": {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}]}
+            }
+        });
+        assert_eq!(
+            clean_schema(&schema, true),
+            json!({
+                "type": "object",
+                "properties": {
+                    "n": {"type": "integer"},
+                    "kind": {"enum": ["x"]},
+                    "list": {"type": "array", "items": {}},
+                    "nested": {"anyOf": [{"type": "string"}, {"type": "null"}]}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn lenient_mode_only_drops_dollar_schema() {
+        let schema = json!({"$schema": "x", "type": "string", "format": "uri", "const": "a"});
+        assert_eq!(clean_schema(&schema, false), json!({"type": "string", "format": "uri", "const": "a"}));
+    }
+}
