@@ -334,12 +334,14 @@ impl ChatStreamTranslator {
         });
     }
 
+    /// An open call may still receive fragments until its arguments are a complete JSON value
+    /// (empty arguments are not complete: the first fragment may simply not have come yet).
     fn open_tool_incomplete(&self) -> bool {
         match self.open {
             Some(Open::Tool(c)) => self
                 .calls
                 .get(c)
-                .is_some_and(|call| !is_complete_json(&call.args)),
+                .is_some_and(|call| call.args.trim().is_empty() || !is_complete_json(&call.args)),
             _ => false,
         }
     }

@@ -1,0 +1,97 @@
+//! `bridge-core` as a WASI 0.2 component: the world in `wit/bridge-core.wit`.
+//!
+//! This crate only maps the core's facade ([`bridge_core::api`]) to the component types; every
+//! rule lives in the core. Options and results cross as JSON strings, so the output is
+//! byte-identical to the native build's (the conformance test in `tests/` checks it).
+//!
+//! Built by `host-native/build.rs` with
+//! `cargo build -p bridge-core-component --target wasm32-wasip2 --profile component`.
+
+use std::cell::RefCell;
+
+use bridge_core::anthropic::events::ErrorKind;
+use bridge_core::api::{self, ConvertOptions, StreamOptions};
+use bridge_core::error::RequestError;
+
+mod bindings {
+    wit_bindgen::generate!({
+        path: "../../wit",
+        world: "bridge-core",
+    });
+}
+
+use bindings::exports::fabstir::bridge_core::translate::{
+    self as wit, Converted, CoreError, Finished,
+};
+
+struct Component;
+
+bindings::export!(Component with_types_in bindings);
+
+fn request_error(error: &RequestError) -> CoreError {
+    CoreError {
+        kind: error.kind().as_str().to_owned(),
+        message: error.to_string(),
+    }
+}
+
+fn options_error(what: &str, error: &serde_json::Error) -> CoreError {
+    CoreError {
+        kind: ErrorKind::Api.as_str().to_owned(),
+        message: format!("invalid {what} JSON: {error}"),
+    }
+}
+
+impl wit::Guest for Component {
+    type ChatStream = ChatStream;
+
+    fn convert_request(request: Vec<u8>, options_json: String) -> Result<Converted, CoreError> {
+        let options: ConvertOptions = serde_json::from_str(&options_json)
+            .map_err(|e| options_error("convert options", &e))?;
+        let converted = api::convert_request(&request, &options).map_err(|e| request_error(&e))?;
+        Ok(Converted {
+            body: converted.body,
+            upstream_model: converted.upstream_model,
+            client_model: converted.client_model,
+            client_stream: converted.client_stream,
+            input_tokens_estimate: converted.input_tokens_estimate,
+            warnings: converted.warnings,
+        })
+    }
+
+    fn count_tokens(request: Vec<u8>) -> Result<u32, CoreError> {
+        api::count_tokens(&request).map_err(|e| request_error(&e))
+    }
+}
+
+/// One upstream response being translated. Resource methods take `&self`, hence the cell; a
+/// component instance is single-threaded and never re-entered, so the borrow cannot clash.
+struct ChatStream(RefCell<api::ChatStream>);
+
+impl wit::GuestChatStream for ChatStream {
+    fn create(options_json: String) -> Result<wit::ChatStream, CoreError> {
+        let options: StreamOptions = serde_json::from_str(&options_json)
+            .map_err(|e| options_error("stream options", &e))?;
+        Ok(wit::ChatStream::new(Self(RefCell::new(
+            api::ChatStream::new(options),
+        ))))
+    }
+
+    fn feed(&self, chunk: Vec<u8>) -> String {
+        self.0.borrow_mut().feed(&chunk)
+    }
+
+    fn fail(&self, kind: String, message: String) -> String {
+        self.0
+            .borrow_mut()
+            .fail(ErrorKind::from_type_str(&kind), &message)
+    }
+
+    fn finish(&self) -> Finished {
+        let finished = self.0.borrow_mut().finish();
+        Finished {
+            status: finished.status,
+            body: finished.body,
+        }
+    }
+}
