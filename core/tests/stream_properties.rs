@@ -3,7 +3,7 @@
 //!    the output is a stream the validator accepts;
 //! 2. nothing is lost: interleaved tool-call fragments come out as complete calls with exactly
 //!    the arguments the upstream sent, and all text arrives in order.
-#![expect(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::disallowed_methods, reason = "test code reads fixture files")]
+#![expect(clippy::panic, clippy::disallowed_methods, reason = "test code reads fixture files")]
 
 use bridge_core::anthropic::accumulate::Accumulator;
 use bridge_core::anthropic::events::{ContentBlock, StreamEvent};
