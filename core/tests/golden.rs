@@ -2,7 +2,7 @@
 //! against insta snapshots in `tests/fixtures/snapshots/` (the same files the wasmtime and Node
 //! runs compare against). Each output must also pass the stream validator, and every chunking of
 //! the upstream bytes must give the same bytes.
-#![expect(clippy::unwrap_used, clippy::panic, clippy::disallowed_methods, reason = "test code reads fixture files")]
+#![expect(clippy::unwrap_used, clippy::disallowed_methods, reason = "test code reads fixture files")]
 
 use std::path::{Path, PathBuf};
 

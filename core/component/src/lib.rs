@@ -13,11 +13,15 @@ use bridge_core::anthropic::events::ErrorKind;
 use bridge_core::api::{self, ConvertOptions, StreamOptions};
 use bridge_core::error::RequestError;
 
+#[expect(unsafe_code, reason = "the canonical-ABI glue wit-bindgen generates is unsafe")]
 mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
         world: "bridge-core",
     });
+
+    use super::Component;
+    export!(Component with_types_in self);
 }
 
 use bindings::exports::fabstir::bridge_core::translate::{
@@ -25,8 +29,6 @@ use bindings::exports::fabstir::bridge_core::translate::{
 };
 
 struct Component;
-
-bindings::export!(Component with_types_in bindings);
 
 fn request_error(error: &RequestError) -> CoreError {
     CoreError {
