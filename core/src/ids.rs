@@ -36,9 +36,10 @@ impl IdSource {
     pub fn next_id(&mut self, prefix: &str) -> String {
         let mut out = String::with_capacity(prefix.len() + 24);
         out.push_str(prefix);
-        for _ in 0..2 {
+        // Eight base62 digits use 48 of the 64 random bits of each draw.
+        for _ in 0..3 {
             let mut bits = self.next_u64();
-            for _ in 0..12 {
+            for _ in 0..8 {
                 let digit = usize::try_from(bits % 62).unwrap_or(0);
                 out.push(char::from(ALPHABET[digit]));
                 bits /= 62;

@@ -1,0 +1,222 @@
+//! Command line: flags > `CLAUDE_BRIDGE_*` environment > `--env-file` (DESIGN §5).
+//!
+//! The stable contract other tools rely on:
+//! `claude-bridge serve --listen 127.0.0.1:3456 --provider openai --base-url URL --model M [--api-key K]`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// claude-bridge: run Claude Code and any Anthropic Messages API client on other model backends.
+#[derive(Debug, Parser)]
+#[command(name = "claude-bridge", version, about, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    /// What to do (default: serve).
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Serve options when no subcommand is given.
+    #[command(flatten)]
+    pub serve: ServeArgs,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the Anthropic Messages API (the default).
+    Serve(ServeArgs),
+    /// Start a bridge on a free local port and run Claude Code (`claude`) wired to it.
+    Claude {
+        /// Bridge options.
+        #[command(flatten)]
+        serve: ServeArgs,
+        /// The Claude Code executable.
+        #[arg(long, env = "CLAUDE_BRIDGE_CLAUDE_BIN", default_value = "claude")]
+        claude_bin: String,
+        /// Arguments passed to Claude Code (after `--`).
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
+    /// Run the translator over files (a debugging aid): print the upstream request, and with
+    /// `--upstream` the Anthropic events (or the folded message with `--no-stream`).
+    Translate {
+        /// Anthropic Messages request (JSON file).
+        #[arg(long)]
+        request: PathBuf,
+        /// OpenAI Chat Completions stream captured from an upstream (SSE file).
+        #[arg(long)]
+        upstream: Option<PathBuf>,
+        /// Fold the answer into one message instead of SSE.
+        #[arg(long)]
+        no_stream: bool,
+        /// Engine options.
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
+}
+
+/// Upstream protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Provider {
+    /// OpenAI Chat Completions (`/v1/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM,
+    /// llama.cpp, LM Studio, DeepSeek, Groq, …
+    Openai,
+}
+
+/// Which build of the translation core runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum EngineChoice {
+    /// The core as a WASI component in wasmtime (default).
+    Wasm,
+    /// The core compiled into the binary.
+    Native,
+}
+
+/// Log line format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable.
+    Pretty,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Options of the server.
+#[derive(Debug, Clone, Args)]
+pub struct ServeArgs {
+    /// Address to listen on (keep it on loopback unless you set --client-key).
+    #[arg(long, env = "CLAUDE_BRIDGE_LISTEN", default_value = "127.0.0.1:3456")]
+    pub listen: SocketAddr,
+    /// Upstream protocol.
+    #[arg(long, env = "CLAUDE_BRIDGE_PROVIDER", value_enum, default_value_t = Provider::Openai)]
+    pub provider: Provider,
+    /// Upstream base URL (`…/v1`; `/chat/completions` is appended).
+    #[arg(long, env = "CLAUDE_BRIDGE_BASE_URL", default_value = "http://127.0.0.1:11434/v1")]
+    pub base_url: String,
+    /// Upstream model for every request; without it the client's model name is forwarded.
+    #[arg(long, env = "CLAUDE_BRIDGE_MODEL")]
+    pub model: Option<String>,
+    /// Upstream API key (sent as `Authorization: Bearer`).
+    #[arg(long, env = "CLAUDE_BRIDGE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Key clients must send (`x-api-key` or `Authorization: Bearer`); none when unset.
+    #[arg(long, env = "CLAUDE_BRIDGE_CLIENT_KEY", hide_env_values = true)]
+    pub client_key: Option<String>,
+    /// Translation engine.
+    #[arg(long, env = "CLAUDE_BRIDGE_ENGINE", value_enum, default_value_t = EngineChoice::Wasm)]
+    pub engine: EngineChoice,
+    /// A translation plug-in: a WASI component implementing `wit/bridge-core.wit` (implies --engine wasm).
+    #[arg(long, env = "CLAUDE_BRIDGE_CORE")]
+    pub core: Option<PathBuf>,
+    /// Upper bound for `max_tokens` sent upstream (Claude Code asks for 32k–128k); 0 = no cap.
+    #[arg(long, env = "CLAUDE_BRIDGE_MAX_TOKENS_CAP", default_value_t = 32_768)]
+    pub max_tokens_cap: u64,
+    /// Send `max_completion_tokens` instead of `max_tokens` (OpenAI o-series and gpt-5 models).
+    #[arg(long, env = "CLAUDE_BRIDGE_MAX_COMPLETION_TOKENS")]
+    pub max_completion_tokens: bool,
+    /// Clean tool schemas for strict validators (Gemini-style upstreams).
+    #[arg(long, env = "CLAUDE_BRIDGE_STRICT_SCHEMAS")]
+    pub strict_schemas: bool,
+    /// Map Claude Code's thinking/effort settings to `reasoning_effort`.
+    #[arg(long, env = "CLAUDE_BRIDGE_REASONING_EFFORT")]
+    pub reasoning_effort: bool,
+    /// Do not send earlier thinking back as `reasoning_content`.
+    #[arg(long, env = "CLAUDE_BRIDGE_NO_REASONING_PASSBACK")]
+    pub no_reasoning_passback: bool,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
+    pub max_body_bytes: usize,
+    /// Seconds to wait for a TCP/TLS connection to the upstream.
+    #[arg(long, env = "CLAUDE_BRIDGE_CONNECT_TIMEOUT", default_value_t = 10)]
+    pub connect_timeout: u64,
+    /// Seconds to wait for the upstream's response headers.
+    #[arg(long, env = "CLAUDE_BRIDGE_FIRST_BYTE_TIMEOUT", default_value_t = 300)]
+    pub first_byte_timeout: u64,
+    /// Seconds an upstream stream may stay silent before the response ends with a timeout error.
+    #[arg(long, env = "CLAUDE_BRIDGE_IDLE_TIMEOUT", default_value_t = 300)]
+    pub idle_timeout: u64,
+    /// Seconds of upstream silence after which a `ping` event is sent to the client.
+    #[arg(long, env = "CLAUDE_BRIDGE_PING_INTERVAL", default_value_t = 10)]
+    pub ping_interval: u64,
+    /// Log format.
+    #[arg(long, env = "CLAUDE_BRIDGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
+    pub log_format: LogFormat,
+    /// Log filter (`info`, `debug`, `claude_bridge=trace`, …).
+    #[arg(long, env = "CLAUDE_BRIDGE_LOG", default_value = "info")]
+    pub log: String,
+    /// Read `KEY=VALUE` lines from this file into the environment (real environment wins).
+    #[arg(long, env = "CLAUDE_BRIDGE_ENV_FILE")]
+    pub env_file: Option<PathBuf>,
+}
+
+impl ServeArgs {
+    /// The options the request translator gets.
+    #[must_use]
+    pub fn convert_options(&self) -> bridge_core::api::ConvertOptions {
+        bridge_core::api::ConvertOptions {
+            model: self.model.clone(),
+            max_tokens_cap: (self.max_tokens_cap > 0).then_some(self.max_tokens_cap),
+            use_max_completion_tokens: self.max_completion_tokens,
+            strict_schemas: self.strict_schemas,
+            reasoning_effort: self.reasoning_effort,
+            reasoning_passback: !self.no_reasoning_passback,
+            require_max_tokens: true,
+        }
+    }
+}
+
+/// Load `KEY=VALUE` lines (`#` comments, optional `export `, optional quotes) into the
+/// environment, without overriding variables that are already set. Must run before any
+/// thread is started.
+///
+/// # Errors
+/// The file cannot be read.
+pub fn load_env_file(path: &std::path::Path) -> std::io::Result<usize> {
+    let text = std::fs::read_to_string(path)?;
+    let mut loaded = 0;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        let line = line.strip_prefix("export ").unwrap_or(line);
+        let Some((key, value)) = line.split_once('=') else { continue };
+        let key = key.trim();
+        let value = value.trim();
+        let value = value
+            .strip_prefix('"')
+            .and_then(|v| v.strip_suffix('"'))
+            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
+            .unwrap_or(value);
+        if std::env::var_os(key).is_none() {
+            // SAFETY-free in Rust 2024 terms only while single-threaded: called first thing in main.
+            set_env(key, value);
+            loaded += 1;
+        }
+    }
+    Ok(loaded)
+}
+
+#[expect(unsafe_code, reason = "set_var is unsafe in edition 2024; called from main before any thread starts")]
+fn set_env(key: &str, value: &str) {
+    // SAFETY: only called from `main` before the tokio runtime or any other thread exists.
+    unsafe { std::env::set_var(key, value) };
+}
+
+/// Find `--env-file PATH` / `--env-file=PATH` / `CLAUDE_BRIDGE_ENV_FILE` before clap parses.
+#[must_use]
+pub fn env_file_from_args(args: &[String]) -> Option<PathBuf> {
+    let mut iter = args.iter();
+    while let Some(arg) = iter.next() {
+        if arg == "--" {
+            break;
+        }
+        if arg == "--env-file" {
+            return iter.next().map(PathBuf::from);
+        }
+        if let Some(path) = arg.strip_prefix("--env-file=") {
+            return Some(PathBuf::from(path));
+        }
+    }
+    std::env::var_os("CLAUDE_BRIDGE_ENV_FILE").map(PathBuf::from)
+}

@@ -1,0 +1,163 @@
+//! Every way a request can fail, and the one place that turns a failure into an HTTP response.
+//!
+//! Each variant knows whose fault it was ([`Fault`]), so logs and metrics can tell a client's
+//! bad request from an upstream outage from a bridge bug (linkerd's error rescue, pingora's
+//! `ErrorSource`). The response body is always Anthropic's envelope,
+//! `{"type":"error","error":{"type":…,"message":…},"request_id":…}`, with a message that says
+//! what to fix.
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+
+use bridge_core::anthropic::events::{ApiError, ErrorKind};
+
+use crate::engine::EngineError;
+use crate::server::body::{full, ResponseBody};
+
+/// Whose fault a failure was.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fault {
+    /// The client sent something wrong.
+    Client,
+    /// The upstream model server failed or refused.
+    Upstream,
+    /// The bridge itself failed.
+    Bridge,
+}
+
+/// A failed request.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// The request body could not be translated.
+    #[error("{0}")]
+    Engine(#[from] EngineError),
+    /// No route for this method and path.
+    #[error("{method} {path} is not a route of this bridge (try POST /v1/messages)")]
+    NotFound {
+        /// Method.
+        method: String,
+        /// Path.
+        path: String,
+    },
+    /// Missing or wrong client key.
+    #[error("invalid x-api-key: this bridge requires the key set with --client-key / CLAUDE_BRIDGE_CLIENT_KEY")]
+    Unauthorized,
+    /// The body exceeds the limit.
+    #[error("request body is larger than the bridge's limit of {limit} bytes (--max-body-bytes)")]
+    TooLarge {
+        /// The limit.
+        limit: usize,
+    },
+    /// The body could not be read from the client.
+    #[error("could not read the request body: {0}")]
+    ClientBody(String),
+    /// The upstream answered with an error status.
+    #[error("{message}")]
+    UpstreamStatus {
+        /// The Anthropic error type it maps to.
+        kind: ErrorKind,
+        /// The upstream's status.
+        status: u16,
+        /// What the upstream said.
+        message: String,
+        /// `retry-after` from the upstream, kept.
+        retry_after: Option<HeaderValue>,
+    },
+    /// The upstream could not be reached.
+    #[error("could not reach the upstream at {url}: {reason}")]
+    UpstreamConnect {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The upstream did not answer in time.
+    #[error("the upstream at {url} did not answer within {seconds} s (--first-byte-timeout)")]
+    UpstreamTimeout {
+        /// The URL.
+        url: String,
+        /// The limit.
+        seconds: u64,
+    },
+    /// The bridge could not build or send the upstream request.
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+impl BridgeError {
+    /// Anthropic error type.
+    #[must_use]
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Engine(e) => e.kind(),
+            Self::NotFound { .. } => ErrorKind::NotFound,
+            Self::Unauthorized => ErrorKind::Authentication,
+            Self::TooLarge { .. } => ErrorKind::RequestTooLarge,
+            Self::ClientBody(_) => ErrorKind::InvalidRequest,
+            Self::UpstreamStatus { kind, .. } => *kind,
+            Self::UpstreamConnect { .. } | Self::Internal(_) => ErrorKind::Api,
+            Self::UpstreamTimeout { .. } => ErrorKind::Timeout,
+        }
+    }
+
+    /// HTTP status of the response.
+    #[must_use]
+    pub fn status(&self) -> StatusCode {
+        let code = match self {
+            // Unreachable upstream: a gateway error, retried by Anthropic clients (≥ 500).
+            Self::UpstreamConnect { .. } => 502,
+            _ => self.kind().status(),
+        };
+        StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
+    }
+
+    /// Whose fault it was.
+    #[must_use]
+    pub fn fault(&self) -> Fault {
+        match self {
+            Self::Engine(EngineError::Trap(_)) | Self::Internal(_) => Fault::Bridge,
+            Self::Engine(EngineError::Request { kind, .. }) if *kind == ErrorKind::Api => Fault::Bridge,
+            Self::Engine(_)
+            | Self::NotFound { .. }
+            | Self::Unauthorized
+            | Self::TooLarge { .. }
+            | Self::ClientBody(_) => Fault::Client,
+            Self::UpstreamStatus { .. } | Self::UpstreamConnect { .. } | Self::UpstreamTimeout { .. } => {
+                Fault::Upstream
+            }
+        }
+    }
+
+    /// The Anthropic-style error response.
+    #[must_use]
+    pub fn into_response(self, request_id: &str) -> Response<ResponseBody> {
+        let status = self.status();
+        let retry_after = match &self {
+            Self::UpstreamStatus { retry_after, .. } => retry_after.clone(),
+            _ => None,
+        };
+        let body = error_body(&ApiError::new(self.kind(), self.to_string()), request_id);
+        let mut response = Response::new(full(Bytes::from(body)));
+        *response.status_mut() = status;
+        let headers = response.headers_mut();
+        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        if let Some(value) = retry_after {
+            headers.insert(http::header::RETRY_AFTER, value);
+        }
+        if matches!(self.fault(), Fault::Client) {
+            headers.insert("x-should-retry", HeaderValue::from_static("false"));
+        }
+        response
+    }
+}
+
+/// `{"type":"error","error":{…},"request_id":"req_…"}`
+#[must_use]
+pub fn error_body(error: &ApiError, request_id: &str) -> String {
+    serde_json::json!({
+        "type": "error",
+        "error": error,
+        "request_id": request_id,
+    })
+    .to_string()
+}

@@ -1,0 +1,18 @@
+//! `claude-bridge`: the host. It owns everything that touches the world (sockets, upstream
+//! HTTP, the clock, randomness, configuration) and runs every translation through the pure core,
+//! by default inside wasmtime ([`engine`]).
+//!
+//! - [`cli`]: flags and environment (the stable CLI contract).
+//! - [`server`]: the Anthropic front (hyper).
+//! - [`upstream`]: the OpenAI Chat Completions client.
+//! - [`error`]: the one place failures become HTTP responses.
+//! - [`run`]: wiring them together.
+
+pub mod cli;
+pub mod engine;
+pub mod error;
+pub mod ids;
+pub mod launch;
+pub mod run;
+pub mod server;
+pub mod upstream;

@@ -1,0 +1,121 @@
+//! Wiring: build the engine, the upstream client and the server from the command line.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tracing::{info, warn};
+
+use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs};
+use crate::engine::{self, Engine};
+use crate::server::{self, AppState};
+use crate::upstream::Upstream;
+
+/// Set up logging (stderr). Secrets never reach it: keys are not logged anywhere.
+pub fn init_tracing(args: &ServeArgs) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&args.log))
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(ansi);
+    let _ = match args.log_format {
+        LogFormat::Json => builder.json().try_init(),
+        LogFormat::Pretty => builder.try_init(),
+    };
+}
+
+/// The engine the arguments ask for.
+///
+/// # Errors
+/// The wasm engine could not be set up.
+pub fn build_engine(args: &ServeArgs) -> Result<Arc<dyn Engine>, String> {
+    match (args.engine, &args.core) {
+        (_, Some(plugin)) => engine::wasm(Some(plugin)).map_err(|e| format!("--core {}: {e}", plugin.display())),
+        (EngineChoice::Wasm, None) => engine::wasm(None).map_err(|e| e.to_string()),
+        (EngineChoice::Native, None) => Ok(engine::native()),
+    }
+}
+
+/// The shared state of a server.
+///
+/// # Errors
+/// Bad upstream configuration or engine set-up failure.
+pub fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
+    let engine = build_engine(args)?;
+    let upstream = Upstream::new(
+        &args.base_url,
+        args.api_key.as_deref(),
+        Duration::from_secs(args.connect_timeout),
+        Duration::from_secs(args.first_byte_timeout),
+    )?;
+    Ok(Arc::new(AppState {
+        engine,
+        upstream,
+        convert: args.convert_options(),
+        client_key: args.client_key.clone().filter(|k| !k.is_empty()),
+        max_body_bytes: args.max_body_bytes,
+        ping_interval: Duration::from_secs(args.ping_interval.max(1)),
+        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+        provider: match args.provider {
+            Provider::Openai => "openai",
+        },
+    }))
+}
+
+/// Bind and serve until SIGINT/SIGTERM.
+///
+/// # Errors
+/// The address cannot be bound, or set-up failed.
+pub async fn serve(args: &ServeArgs) -> Result<(), String> {
+    let state = build_state(args)?;
+    let listener = TcpListener::bind(args.listen)
+        .await
+        .map_err(|e| format!("cannot listen on {}: {e} (is another bridge running? try --listen 127.0.0.1:0)", args.listen))?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    announce(args, &state, local);
+    server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
+        .await
+        .map_err(|e| e.to_string())
+}
+
+/// Log what is being served, where, and how to point Claude Code at it.
+pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr) {
+    info!(
+        listen = %local,
+        provider = state.provider,
+        upstream = %state.upstream.url(),
+        model = args.model.as_deref().unwrap_or("(client's model name)"),
+        engine = state.engine.name(),
+        client_key = if state.client_key.is_some() { "required" } else { "none" },
+        "claude-bridge serving the Anthropic Messages API"
+    );
+    if !local.ip().is_loopback() && state.client_key.is_none() {
+        warn!("listening on a non-loopback address without --client-key: anyone who can reach it can use your upstream");
+    }
+    info!("point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_API_KEY=any claude");
+}
+
+/// Resolves on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        let _ = tokio::signal::ctrl_c().await;
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => info!("SIGINT received"),
+        () = term => info!("SIGTERM received"),
+    }
+}

@@ -1,0 +1,220 @@
+//! `POST /v1/messages`: convert, send upstream, relay the translated stream as it arrives.
+//!
+//! Streaming clients get the response headers and `message_start` as soon as the upstream
+//! answers, then every translated event the moment its upstream bytes arrive (no buffering),
+//! `ping` events while the upstream is silent, and a well-formed `error` event if the upstream
+//! fails mid-stream. Non-streaming clients get the same stream folded into one message by the
+//! core. A client that disconnects drops the response body; the relay's next send fails and the
+//! upstream request is dropped with it (its connection is closed, cancelling generation).
+
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderValue, Response, StatusCode};
+use http_body_util::BodyExt;
+use hyper::body::Incoming;
+use tokio::sync::mpsc;
+use tracing::{debug, info, warn, Instrument};
+
+use bridge_core::anthropic::events::ErrorKind;
+use bridge_core::api::StreamOptions;
+
+use super::body::ResponseBody;
+use super::{json_response, AppState};
+use crate::engine::{EngineError, StreamSession};
+use crate::error::BridgeError;
+
+/// Exact bytes of a keep-alive event.
+const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+
+/// Chunks buffered between the relay task and a slow client before the relay waits.
+const CHANNEL_DEPTH: usize = 64;
+
+pub(super) async fn create(
+    state: &AppState,
+    body: Bytes,
+) -> Result<Response<ResponseBody>, BridgeError> {
+    let converted = state.engine.convert_request(&body, &state.convert)?;
+    drop(body);
+    for warning in &converted.warnings {
+        debug!(%warning, "dropped in translation");
+    }
+    info!(
+        model = %converted.client_model,
+        upstream_model = %converted.upstream_model,
+        stream = converted.client_stream,
+        input_tokens_estimate = converted.input_tokens_estimate,
+        "forwarding"
+    );
+    let upstream = state.upstream.chat(converted.body).await?;
+    let options = StreamOptions {
+        stream: converted.client_stream,
+        model: converted.client_model,
+        input_tokens_estimate: converted.input_tokens_estimate,
+        id_seed: crate::ids::seed(),
+    };
+    let mut session = state.engine.chat_stream(&options)?;
+    let relay = Relay {
+        ping_interval: state.ping_interval,
+        idle_timeout: state.idle_timeout,
+    };
+    let body = upstream.into_body();
+    if !options.stream {
+        let finished = relay.run(session, body, None).await;
+        let status = StatusCode::from_u16(finished.status).unwrap_or(StatusCode::BAD_GATEWAY);
+        if status != StatusCode::OK {
+            warn!(status = finished.status, body = %finished.body, "upstream answer folded into an error");
+        }
+        return Ok(json_response(status, finished.body));
+    }
+    let first = session.feed(b"").map_err(BridgeError::Engine)?;
+    let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
+    // Cannot fail: the channel is new and empty.
+    let _ = tx.try_send(Bytes::from(first));
+    let span = tracing::Span::current();
+    tokio::spawn(
+        async move {
+            relay.run(session, body, Some(tx)).await;
+        }
+        .instrument(span),
+    );
+    let mut response = Response::new(ResponseBody::Channel(rx));
+    let headers = response.headers_mut();
+    headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
+    headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    Ok(response)
+}
+
+pub(super) fn count_tokens(state: &AppState, body: &[u8]) -> Result<Response<ResponseBody>, BridgeError> {
+    let tokens = state.engine.count_tokens(body)?;
+    Ok(json_response(StatusCode::OK, format!("{{\"input_tokens\":{tokens}}}")))
+}
+
+/// Moves bytes from the upstream body through the translator to the client.
+#[derive(Debug, Clone, Copy)]
+struct Relay {
+    ping_interval: Duration,
+    idle_timeout: Duration,
+}
+
+/// What one step of the relay produced.
+enum Step {
+    Continue,
+    Stop,
+}
+
+impl Relay {
+    /// Runs until the upstream ends, fails or goes silent too long, or the client leaves.
+    /// Returns the translator's final output (the folded message when not streaming).
+    async fn run(
+        self,
+        mut session: Box<dyn StreamSession>,
+        mut body: Incoming,
+        tx: Option<mpsc::Sender<Bytes>>,
+    ) -> bridge_core::api::Finished {
+        let started = Instant::now();
+        let mut last_upstream = Instant::now();
+        let wait = if tx.is_some() { self.ping_interval } else { self.idle_timeout };
+        loop {
+            let step = match tokio::time::timeout(wait.max(Duration::from_millis(10)), body.frame()).await {
+                Ok(Some(Ok(frame))) => {
+                    last_upstream = Instant::now();
+                    match frame.into_data() {
+                        Ok(data) => match session.feed(&data) {
+                            Ok(out) => send(tx.as_ref(), out).await,
+                            Err(e) => return self.engine_failed(&mut *session, tx.as_ref(), &e).await,
+                        },
+                        Err(_) => Step::Continue,
+                    }
+                }
+                Ok(Some(Err(e))) => {
+                    warn!(error = %e, "upstream stream failed");
+                    let message = format!("the upstream connection failed mid-stream: {e}");
+                    return self.fail(&mut *session, tx.as_ref(), ErrorKind::Api, &message).await;
+                }
+                Ok(None) => break,
+                Err(_) => {
+                    if last_upstream.elapsed() >= self.idle_timeout {
+                        let message = format!(
+                            "the upstream sent nothing for {} s (--idle-timeout)",
+                            self.idle_timeout.as_secs()
+                        );
+                        return self.fail(&mut *session, tx.as_ref(), ErrorKind::Timeout, &message).await;
+                    }
+                    match &tx {
+                        Some(tx) => match tx.send(Bytes::from_static(PING)).await {
+                            Ok(()) => Step::Continue,
+                            Err(_) => Step::Stop,
+                        },
+                        None => Step::Continue,
+                    }
+                }
+            };
+            if let Step::Stop = step {
+                info!(ms = started.elapsed().as_millis() as u64, "client disconnected; upstream request cancelled");
+                return bridge_core::api::Finished { status: 499, body: String::new() };
+            }
+        }
+        match session.finish() {
+            Ok(finished) => {
+                if tx.is_some() {
+                    send(tx.as_ref(), finished.body.clone()).await;
+                }
+                finished
+            }
+            Err(e) => self.engine_failed(&mut *session, tx.as_ref(), &e).await,
+        }
+    }
+
+    async fn fail(
+        self,
+        session: &mut dyn StreamSession,
+        tx: Option<&mpsc::Sender<Bytes>>,
+        kind: ErrorKind,
+        message: &str,
+    ) -> bridge_core::api::Finished {
+        match session.fail(kind, message) {
+            Ok(out) => {
+                send(tx, out).await;
+                match session.finish() {
+                    Ok(finished) => finished,
+                    Err(_) => error_finished(kind, message),
+                }
+            }
+            Err(e) => self.engine_failed(session, tx, &e).await,
+        }
+    }
+
+    /// The engine itself failed: end the stream with an error event written by the host.
+    async fn engine_failed(
+        self,
+        _session: &mut dyn StreamSession,
+        tx: Option<&mpsc::Sender<Bytes>>,
+        error: &EngineError,
+    ) -> bridge_core::api::Finished {
+        warn!(%error, "translation engine failed mid-stream");
+        let api = bridge_core::anthropic::events::ApiError::new(ErrorKind::Api, error.to_string());
+        let event = format!("event: error\ndata: {}\n\n", api.envelope());
+        send(tx, event).await;
+        error_finished(ErrorKind::Api, &error.to_string())
+    }
+}
+
+fn error_finished(kind: ErrorKind, message: &str) -> bridge_core::api::Finished {
+    let api = bridge_core::anthropic::events::ApiError::new(kind, message);
+    bridge_core::api::Finished {
+        status: kind.status(),
+        body: api.envelope(),
+    }
+}
+
+async fn send(tx: Option<&mpsc::Sender<Bytes>>, out: String) -> Step {
+    match tx {
+        Some(tx) if !out.is_empty() => match tx.send(Bytes::from(out)).await {
+            Ok(()) => Step::Continue,
+            Err(_) => Step::Stop,
+        },
+        _ => Step::Continue,
+    }
+}

@@ -1,0 +1,254 @@
+//! The Anthropic front: an HTTP/1.1 server (hyper) that speaks the Messages API.
+//!
+//! Routes: `POST /v1/messages` (query string ignored: Claude Code sends `?beta=true`),
+//! `POST /v1/messages/count_tokens`, `GET /v1/models[/{id}]`, `HEAD /`, `HEAD /api/hello`,
+//! `GET /health`, and CORS preflights. Every response carries a `request-id`.
+
+pub mod body;
+mod messages;
+mod models;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use hyper::service::service_fn;
+use hyper_util::rt::TokioIo;
+use subtle::ConstantTimeEq;
+use tokio::net::TcpListener;
+use tracing::{info, warn, Instrument};
+
+use bridge_core::api::ConvertOptions;
+
+use self::body::{empty, full, ResponseBody};
+use crate::engine::Engine;
+use crate::error::BridgeError;
+use crate::upstream::Upstream;
+
+/// Everything a request handler needs, shared by all connections.
+#[derive(Clone)]
+pub struct AppState {
+    /// The translation engine.
+    pub engine: Arc<dyn Engine>,
+    /// The upstream.
+    pub upstream: Upstream,
+    /// Request conversion options.
+    pub convert: ConvertOptions,
+    /// Key clients must present.
+    pub client_key: Option<String>,
+    /// Largest request body.
+    pub max_body_bytes: usize,
+    /// Upstream silence before a `ping`.
+    pub ping_interval: Duration,
+    /// Upstream silence before giving up.
+    pub idle_timeout: Duration,
+    /// Provider name (for `/health` and logs).
+    pub provider: &'static str,
+}
+
+impl std::fmt::Debug for AppState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppState")
+            .field("engine", &self.engine.name())
+            .field("upstream", &self.upstream.url())
+            .field("client_key", &self.client_key.as_ref().map(|_| "<set>"))
+            .finish_non_exhaustive()
+    }
+}
+
+/// Accept connections until `shutdown` resolves, then let in-flight requests finish (up to
+/// `drain` long).
+///
+/// # Errors
+/// Accepting failed irrecoverably.
+pub async fn serve(
+    listener: TcpListener,
+    state: Arc<AppState>,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) -> std::io::Result<()> {
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut shutdown = std::pin::pin!(shutdown);
+    loop {
+        let (stream, peer) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(pair) => pair,
+                Err(e) => {
+                    warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
+        let _ = stream.set_nodelay(true);
+        let state = state.clone();
+        let service = service_fn(move |req| handle(state.clone(), peer, req));
+        let conn = hyper::server::conn::http1::Builder::new()
+            .keep_alive(true)
+            .serve_connection(TokioIo::new(stream), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+        });
+    }
+    info!("shutting down: waiting for in-flight requests");
+    tokio::select! {
+        () = graceful.shutdown() => info!("all connections closed"),
+        () = tokio::time::sleep(drain) => warn!("in-flight requests still open after {drain:?}; exiting"),
+    }
+    Ok(())
+}
+
+async fn handle(
+    state: Arc<AppState>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> Result<Response<ResponseBody>, Infallible> {
+    let request_id = crate::ids::request_id();
+    let span = tracing::info_span!("request", id = %request_id);
+    let started = Instant::now();
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let origin = req.headers().get(http::header::ORIGIN).cloned();
+    let mut response = route(&state, req, &request_id).instrument(span.clone()).await;
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(&request_id) {
+        headers.insert("request-id", value);
+    }
+    cors(headers, origin.as_ref());
+    let status = response.status();
+    span.in_scope(|| {
+        if path != "/health" && method != Method::HEAD {
+            info!(%method, %path, status = status.as_u16(), %peer, ms = started.elapsed().as_millis() as u64, "handled");
+        }
+    });
+    Ok(response)
+}
+
+async fn route(state: &AppState, req: Request<Incoming>, request_id: &str) -> Response<ResponseBody> {
+    let method = req.method().clone();
+    let path = req.uri().path().trim_end_matches('/').to_owned();
+    let result = match (&method, path.as_str()) {
+        (&Method::OPTIONS, _) => Ok(status_only(StatusCode::NO_CONTENT)),
+        (&Method::HEAD | &Method::GET, "" | "/api/hello") => Ok(status_only(StatusCode::OK)),
+        (&Method::GET, "/health") => Ok(json_response(
+            StatusCode::OK,
+            serde_json::json!({
+                "status": "ok",
+                "provider": state.provider,
+                "engine": state.engine.name(),
+                "upstream": state.upstream.url(),
+                "version": env!("CARGO_PKG_VERSION"),
+            })
+            .to_string(),
+        )),
+        (&Method::POST, "/v1/messages") => match authorize(state, req.headers()) {
+            Ok(()) => match read_body(state, req).await {
+                Ok(body) => messages::create(state, body).await,
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
+        (&Method::POST, "/v1/messages/count_tokens") => match authorize(state, req.headers()) {
+            Ok(()) => match read_body(state, req).await {
+                Ok(body) => messages::count_tokens(state, &body),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
+        (&Method::GET | &Method::HEAD, "/v1/models") => {
+            authorize(state, req.headers()).map(|()| models::list(state))
+        }
+        (&Method::GET, p) if p.starts_with("/v1/models/") => authorize(state, req.headers())
+            .and_then(|()| models::get(state, &p["/v1/models/".len()..])),
+        _ => Err(BridgeError::NotFound {
+            method: method.to_string(),
+            path: path.clone(),
+        }),
+    };
+    match result {
+        Ok(response) => response,
+        Err(error) => {
+            let fault = error.fault();
+            warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
+            error.into_response(request_id)
+        }
+    }
+}
+
+fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), BridgeError> {
+    let Some(expected) = &state.client_key else { return Ok(()) };
+    let presented = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+        })
+        .unwrap_or("");
+    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
+        Ok(())
+    } else {
+        Err(BridgeError::Unauthorized)
+    }
+}
+
+async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, BridgeError> {
+    let limit = state.max_body_bytes;
+    if let Some(len) = req
+        .headers()
+        .get(http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        && len > limit {
+            return Err(BridgeError::TooLarge { limit });
+        }
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+            Err(BridgeError::TooLarge { limit })
+        }
+        Err(e) => Err(BridgeError::ClientBody(e.to_string())),
+    }
+}
+
+fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
+    let allow_origin = origin.cloned().unwrap_or_else(|| HeaderValue::from_static("*"));
+    headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, allow_origin);
+    headers.insert(
+        http::header::ACCESS_CONTROL_ALLOW_METHODS,
+        HeaderValue::from_static("GET, POST, HEAD, OPTIONS"),
+    );
+    headers.insert(
+        http::header::ACCESS_CONTROL_ALLOW_HEADERS,
+        HeaderValue::from_static(
+            "content-type, x-api-key, authorization, anthropic-version, anthropic-beta, anthropic-dangerous-direct-browser-access, x-app, x-stainless-arch, x-stainless-lang, x-stainless-os, x-stainless-package-version, x-stainless-retry-count, x-stainless-runtime, x-stainless-runtime-version, x-stainless-timeout, x-claude-code-session-id",
+        ),
+    );
+    headers.insert(http::header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("request-id, retry-after"));
+    headers.insert(http::header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+    headers.insert(http::header::VARY, HeaderValue::from_static("origin"));
+}
+
+fn status_only(status: StatusCode) -> Response<ResponseBody> {
+    let mut response = Response::new(empty());
+    *response.status_mut() = status;
+    response
+}
+
+fn json_response(status: StatusCode, body: String) -> Response<ResponseBody> {
+    let mut response = Response::new(full(body));
+    *response.status_mut() = status;
+    response
+        .headers_mut()
+        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response
+}
