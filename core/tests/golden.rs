@@ -2,12 +2,16 @@
 //! against insta snapshots in `tests/fixtures/snapshots/` (the same files the wasmtime and Node
 //! runs compare against). Each output must also pass the stream validator, and every chunking of
 //! the upstream bytes must give the same bytes.
-#![expect(clippy::unwrap_used, clippy::disallowed_methods, reason = "test code reads fixture files")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::disallowed_methods,
+    reason = "test code reads fixture files"
+)]
 
 use std::path::{Path, PathBuf};
 
 use bridge_core::anthropic::stream::Validator;
-use bridge_core::api::{convert_request, ChatStream, ConvertOptions, Finished, StreamOptions};
+use bridge_core::api::{ChatStream, ConvertOptions, Finished, StreamOptions, convert_request};
 
 const SEED: u64 = 42;
 
@@ -22,7 +26,11 @@ fn cases() -> Vec<PathBuf> {
         .filter(|p| p.join("request.json").exists())
         .collect();
     cases.sort();
-    assert!(cases.len() >= 10, "golden fixtures missing under {}", fixtures_dir().display());
+    assert!(
+        cases.len() >= 10,
+        "golden fixtures missing under {}",
+        fixtures_dir().display()
+    );
     cases
 }
 
@@ -85,7 +93,11 @@ fn golden_fixtures() {
             insta::assert_snapshot!(format!("{name}.events"), sse);
             for size in [1, 2, 3, 7, 64] {
                 let (h, f) = run(&case, size, true);
-                assert_eq!(format!("{h}{}", f.body), sse, "{name}: chunk size {size} changed the output");
+                assert_eq!(
+                    format!("{h}{}", f.body),
+                    sse,
+                    "{name}: chunk size {size} changed the output"
+                );
             }
 
             let (nothing, folded) = run(&case, 5, false);
@@ -94,7 +106,10 @@ fn golden_fixtures() {
                 &serde_json::from_str::<serde_json::Value>(&folded.body).unwrap(),
             )
             .unwrap();
-            insta::assert_snapshot!(format!("{name}.message"), format!("status: {}\n{shown}", folded.status));
+            insta::assert_snapshot!(
+                format!("{name}.message"),
+                format!("status: {}\n{shown}", folded.status)
+            );
         }
     });
 }

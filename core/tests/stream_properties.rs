@@ -17,7 +17,12 @@ use serde_json::json;
 enum Item {
     Text(String),
     Reasoning(String),
-    Tool { index: u32, id: Option<u8>, name: Option<String>, args: String },
+    Tool {
+        index: u32,
+        id: Option<u8>,
+        name: Option<String>,
+        args: String,
+    },
     Finish(&'static str),
     Usage(u32, u32),
     Error,
@@ -26,11 +31,21 @@ enum Item {
 }
 
 fn render(item: &Item) -> Vec<u8> {
-    let chunk = |delta: serde_json::Value| format!("data: {}\n\n", json!({"choices":[{"index":0,"delta":delta}]}));
+    let chunk = |delta: serde_json::Value| {
+        format!(
+            "data: {}\n\n",
+            json!({"choices":[{"index":0,"delta":delta}]})
+        )
+    };
     match item {
         Item::Text(t) => chunk(json!({"content": t})).into_bytes(),
         Item::Reasoning(t) => chunk(json!({"reasoning_content": t})).into_bytes(),
-        Item::Tool { index, id, name, args } => {
+        Item::Tool {
+            index,
+            id,
+            name,
+            args,
+        } => {
             let mut call = json!({"index": index, "function": {"arguments": args}});
             if let Some(id) = id {
                 call["id"] = json!(format!("call_{id}"));
@@ -40,9 +55,19 @@ fn render(item: &Item) -> Vec<u8> {
             }
             chunk(json!({"tool_calls": [call]})).into_bytes()
         }
-        Item::Finish(reason) => format!("data: {}\n\n", json!({"choices":[{"index":0,"delta":{},"finish_reason":reason}]})).into_bytes(),
-        Item::Usage(p, c) => format!("data: {}\n\n", json!({"choices":[],"usage":{"prompt_tokens":p,"completion_tokens":c}})).into_bytes(),
-        Item::Error => b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n".to_vec(),
+        Item::Finish(reason) => format!(
+            "data: {}\n\n",
+            json!({"choices":[{"index":0,"delta":{},"finish_reason":reason}]})
+        )
+        .into_bytes(),
+        Item::Usage(p, c) => format!(
+            "data: {}\n\n",
+            json!({"choices":[],"usage":{"prompt_tokens":p,"completion_tokens":c}})
+        )
+        .into_bytes(),
+        Item::Error => {
+            b"data: {\"error\":{\"message\":\"boom\",\"type\":\"server_error\"}}\n\n".to_vec()
+        }
         Item::Garbage(bytes) => bytes.clone(),
         Item::Done => b"data: [DONE]\n\n".to_vec(),
     }
@@ -156,7 +181,11 @@ proptest! {
 
 #[test]
 fn sse_decoder_handles_every_byte_split_of_a_real_stream() {
-    let stream = std::fs::read(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/text_basic/upstream.sse")).unwrap();
+    let stream = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/text_basic/upstream.sse"
+    ))
+    .unwrap();
     let mut whole = SseDecoder::new();
     let mut expected = whole.feed(&stream);
     expected.extend(whole.finish());

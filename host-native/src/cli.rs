@@ -10,7 +10,12 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// claude-bridge: run Claude Code and any Anthropic Messages API client on other model backends.
 #[derive(Debug, Parser)]
-#[command(name = "claude-bridge", version, about, args_conflicts_with_subcommands = true)]
+#[command(
+    name = "claude-bridge",
+    version,
+    about,
+    args_conflicts_with_subcommands = true
+)]
 pub struct Cli {
     /// What to do (default: serve).
     #[command(subcommand)]
@@ -91,7 +96,11 @@ pub struct ServeArgs {
     #[arg(long, env = "CLAUDE_BRIDGE_PROVIDER", value_enum, default_value_t = Provider::Openai)]
     pub provider: Provider,
     /// Upstream base URL (`…/v1`; `/chat/completions` is appended).
-    #[arg(long, env = "CLAUDE_BRIDGE_BASE_URL", default_value = "http://127.0.0.1:11434/v1")]
+    #[arg(
+        long,
+        env = "CLAUDE_BRIDGE_BASE_URL",
+        default_value = "http://127.0.0.1:11434/v1"
+    )]
     pub base_url: String,
     /// Upstream model for every request; without it the client's model name is forwarded.
     #[arg(long, env = "CLAUDE_BRIDGE_MODEL")]
@@ -180,7 +189,9 @@ pub fn load_env_file(path: &std::path::Path) -> std::io::Result<usize> {
             continue;
         }
         let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else { continue };
+        let Some((key, value)) = line.split_once('=') else {
+            continue;
+        };
         let key = key.trim();
         let value = value.trim();
         let value = value
@@ -197,7 +208,10 @@ pub fn load_env_file(path: &std::path::Path) -> std::io::Result<usize> {
     Ok(loaded)
 }
 
-#[expect(unsafe_code, reason = "set_var is unsafe in edition 2024; called from main before any thread starts")]
+#[expect(
+    unsafe_code,
+    reason = "set_var is unsafe in edition 2024; called from main before any thread starts"
+)]
 fn set_env(key: &str, value: &str) {
     // SAFETY: only called from `main` before the tokio runtime or any other thread exists.
     unsafe { std::env::set_var(key, value) };

@@ -12,7 +12,7 @@ use http::{HeaderValue, Response, StatusCode};
 use bridge_core::anthropic::events::{ApiError, ErrorKind};
 
 use crate::engine::EngineError;
-use crate::server::body::{full, ResponseBody};
+use crate::server::body::{ResponseBody, full};
 
 /// Whose fault a failure was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,9 @@ pub enum BridgeError {
         path: String,
     },
     /// Missing or wrong client key.
-    #[error("invalid x-api-key: this bridge requires the key set with --client-key / CLAUDE_BRIDGE_CLIENT_KEY")]
+    #[error(
+        "invalid x-api-key: this bridge requires the key set with --client-key / CLAUDE_BRIDGE_CLIENT_KEY"
+    )]
     Unauthorized,
     /// The body exceeds the limit.
     #[error("request body is larger than the bridge's limit of {limit} bytes (--max-body-bytes)")]
@@ -116,15 +118,17 @@ impl BridgeError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::Engine(EngineError::Trap(_)) | Self::Internal(_) => Fault::Bridge,
-            Self::Engine(EngineError::Request { kind, .. }) if *kind == ErrorKind::Api => Fault::Bridge,
+            Self::Engine(EngineError::Request { kind, .. }) if *kind == ErrorKind::Api => {
+                Fault::Bridge
+            }
             Self::Engine(_)
             | Self::NotFound { .. }
             | Self::Unauthorized
             | Self::TooLarge { .. }
             | Self::ClientBody(_) => Fault::Client,
-            Self::UpstreamStatus { .. } | Self::UpstreamConnect { .. } | Self::UpstreamTimeout { .. } => {
-                Fault::Upstream
-            }
+            Self::UpstreamStatus { .. }
+            | Self::UpstreamConnect { .. }
+            | Self::UpstreamTimeout { .. } => Fault::Upstream,
         }
     }
 
@@ -140,7 +144,10 @@ impl BridgeError {
         let mut response = Response::new(full(Bytes::from(body)));
         *response.status_mut() = status;
         let headers = response.headers_mut();
-        headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(
+            http::header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        );
         if let Some(value) = retry_after {
             headers.insert(http::header::RETRY_AFTER, value);
         }

@@ -13,9 +13,15 @@ use crate::server;
 ///
 /// # Errors
 /// Set-up failed or Claude Code could not be started.
-pub async fn claude(args: &ServeArgs, claude_bin: &str, claude_args: &[String]) -> Result<u8, String> {
+pub async fn claude(
+    args: &ServeArgs,
+    claude_bin: &str,
+    claude_args: &[String],
+) -> Result<u8, String> {
     let state = run::build_state(args)?;
-    let listener = TcpListener::bind(("127.0.0.1", 0)).await.map_err(|e| e.to_string())?;
+    let listener = TcpListener::bind(("127.0.0.1", 0))
+        .await
+        .map_err(|e| e.to_string())?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     run::announce(args, &state, local);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -32,23 +38,35 @@ pub async fn claude(args: &ServeArgs, claude_bin: &str, claude_args: &[String]) 
         .args(claude_args)
         .env("ANTHROPIC_BASE_URL", format!("http://{local}"))
         .kill_on_drop(true);
-    if std::env::var_os("ANTHROPIC_API_KEY").is_none() && std::env::var_os("ANTHROPIC_AUTH_TOKEN").is_none() {
-        command.env("ANTHROPIC_API_KEY", args.client_key.as_deref().unwrap_or("claude-bridge"));
+    if std::env::var_os("ANTHROPIC_API_KEY").is_none()
+        && std::env::var_os("ANTHROPIC_AUTH_TOKEN").is_none()
+    {
+        command.env(
+            "ANTHROPIC_API_KEY",
+            args.client_key.as_deref().unwrap_or("claude-bridge"),
+        );
     }
-    let status = command
-        .status()
-        .await
-        .map_err(|e| format!("cannot run {claude_bin:?}: {e} (install Claude Code or pass --claude-bin)"))?;
+    let status = command.status().await.map_err(|e| {
+        format!("cannot run {claude_bin:?}: {e} (install Claude Code or pass --claude-bin)")
+    })?;
     let _ = stop_tx.send(());
     let _ = server.await;
-    Ok(status.code().and_then(|c| u8::try_from(c).ok()).unwrap_or(1))
+    Ok(status
+        .code()
+        .and_then(|c| u8::try_from(c).ok())
+        .unwrap_or(1))
 }
 
 /// Print the upstream request for `request`, then (with `upstream`) the translated answer.
 ///
 /// # Errors
 /// Files cannot be read or the engine rejects them.
-pub fn translate(args: &ServeArgs, request: &Path, upstream: Option<&Path>, no_stream: bool) -> Result<u8, String> {
+pub fn translate(
+    args: &ServeArgs,
+    request: &Path,
+    upstream: Option<&Path>,
+    no_stream: bool,
+) -> Result<u8, String> {
     let engine = run::build_engine(args)?;
     let body = std::fs::read(request).map_err(|e| format!("{}: {e}", request.display()))?;
     let converted = engine

@@ -10,12 +10,19 @@ use claude_bridge::run;
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     if let Some(path) = cli::env_file_from_args(&argv)
-        && let Err(e) = cli::load_env_file(&path) {
-            eprintln!("claude-bridge: cannot read --env-file {}: {e}", path.display());
-            return ExitCode::from(2);
-        }
+        && let Err(e) = cli::load_env_file(&path)
+    {
+        eprintln!(
+            "claude-bridge: cannot read --env-file {}: {e}",
+            path.display()
+        );
+        return ExitCode::from(2);
+    }
     let cli = Cli::parse_from(argv);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("claude-bridge: cannot start the async runtime: {e}");
@@ -31,13 +38,20 @@ fn main() -> ExitCode {
             run::init_tracing(&args);
             runtime.block_on(run::serve(&args)).map(|()| 0)
         }
-        Some(Command::Claude { serve, claude_bin, args }) => {
+        Some(Command::Claude {
+            serve,
+            claude_bin,
+            args,
+        }) => {
             run::init_tracing(&serve);
             runtime.block_on(claude_bridge::launch::claude(&serve, &claude_bin, &args))
         }
-        Some(Command::Translate { request, upstream, no_stream, serve }) => {
-            claude_bridge::launch::translate(&serve, &request, upstream.as_deref(), no_stream)
-        }
+        Some(Command::Translate {
+            request,
+            upstream,
+            no_stream,
+            serve,
+        }) => claude_bridge::launch::translate(&serve, &request, upstream.as_deref(), no_stream),
     };
     match result {
         Ok(code) => ExitCode::from(code),

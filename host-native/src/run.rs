@@ -33,7 +33,9 @@ pub fn init_tracing(args: &ServeArgs) {
 /// The wasm engine could not be set up.
 pub fn build_engine(args: &ServeArgs) -> Result<Arc<dyn Engine>, String> {
     match (args.engine, &args.core) {
-        (_, Some(plugin)) => engine::wasm(Some(plugin)).map_err(|e| format!("--core {}: {e}", plugin.display())),
+        (_, Some(plugin)) => {
+            engine::wasm(Some(plugin)).map_err(|e| format!("--core {}: {e}", plugin.display()))
+        }
         (EngineChoice::Wasm, None) => engine::wasm(None).map_err(|e| e.to_string()),
         (EngineChoice::Native, None) => Ok(engine::native()),
     }
@@ -71,9 +73,12 @@ pub fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
 /// The address cannot be bound, or set-up failed.
 pub async fn serve(args: &ServeArgs) -> Result<(), String> {
     let state = build_state(args)?;
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e} (is another bridge running? try --listen 127.0.0.1:0)", args.listen))?;
+    let listener = TcpListener::bind(args.listen).await.map_err(|e| {
+        format!(
+            "cannot listen on {}: {e} (is another bridge running? try --listen 127.0.0.1:0)",
+            args.listen
+        )
+    })?;
     let local = listener.local_addr().map_err(|e| e.to_string())?;
     announce(args, &state, local);
     server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
@@ -93,9 +98,13 @@ pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr)
         "claude-bridge serving the Anthropic Messages API"
     );
     if !local.ip().is_loopback() && state.client_key.is_none() {
-        warn!("listening on a non-loopback address without --client-key: anyone who can reach it can use your upstream");
+        warn!(
+            "listening on a non-loopback address without --client-key: anyone who can reach it can use your upstream"
+        );
     }
-    info!("point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_API_KEY=any claude");
+    info!(
+        "point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_API_KEY=any claude"
+    );
 }
 
 /// Resolves on SIGINT or SIGTERM.

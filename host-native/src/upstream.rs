@@ -7,8 +7,8 @@ use bytes::Bytes;
 use http::{HeaderValue, Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
-use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use serde_json::Value;
 
@@ -47,10 +47,16 @@ impl Upstream {
         } else {
             format!("{trimmed}/chat/completions")
         };
-        let uri: http::Uri = url.parse().map_err(|e| format!("invalid --base-url {base_url:?}: {e}"))?;
+        let uri: http::Uri = url
+            .parse()
+            .map_err(|e| format!("invalid --base-url {base_url:?}: {e}"))?;
         match uri.scheme_str() {
             Some("http" | "https") => {}
-            _ => return Err(format!("invalid --base-url {base_url:?}: use http:// or https://")),
+            _ => {
+                return Err(format!(
+                    "invalid --base-url {base_url:?}: use http:// or https://"
+                ));
+            }
         }
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(connect_timeout));
@@ -67,8 +73,9 @@ impl Upstream {
             .build(connector);
         let authorization = match api_key.filter(|k| !k.is_empty()) {
             Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}"))
-                    .map_err(|_| String::from("the API key contains characters not allowed in a header"))?;
+                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
+                    String::from("the API key contains characters not allowed in a header")
+                })?;
                 value.set_sensitive(true);
                 Some(value)
             }
@@ -99,29 +106,36 @@ impl Upstream {
             .body(Full::new(Bytes::from(body)))
             .map_err(|e| BridgeError::Internal(e.to_string()))?;
         if let Some(auth) = &self.authorization {
-            request.headers_mut().insert(http::header::AUTHORIZATION, auth.clone());
+            request
+                .headers_mut()
+                .insert(http::header::AUTHORIZATION, auth.clone());
         }
-        let response = match tokio::time::timeout(self.first_byte_timeout, self.client.request(request)).await {
-            Err(_) => {
-                return Err(BridgeError::UpstreamTimeout {
-                    url: self.url.clone(),
-                    seconds: self.first_byte_timeout.as_secs(),
-                });
-            }
-            Ok(Err(e)) => {
-                return Err(BridgeError::UpstreamConnect {
-                    url: self.url.clone(),
-                    reason: describe_client_error(&e),
-                });
-            }
-            Ok(Ok(response)) => response,
-        };
+        let response =
+            match tokio::time::timeout(self.first_byte_timeout, self.client.request(request)).await
+            {
+                Err(_) => {
+                    return Err(BridgeError::UpstreamTimeout {
+                        url: self.url.clone(),
+                        seconds: self.first_byte_timeout.as_secs(),
+                    });
+                }
+                Ok(Err(e)) => {
+                    return Err(BridgeError::UpstreamConnect {
+                        url: self.url.clone(),
+                        reason: describe_client_error(&e),
+                    });
+                }
+                Ok(Ok(response)) => response,
+            };
         let status = response.status();
         if status.is_success() {
             return Ok(response);
         }
         let retry_after = response.headers().get(http::header::RETRY_AFTER).cloned();
-        let bytes = match Limited::new(response.into_body(), MAX_ERROR_BODY).collect().await {
+        let bytes = match Limited::new(response.into_body(), MAX_ERROR_BODY)
+            .collect()
+            .await
+        {
             Ok(collected) => collected.to_bytes(),
             Err(_) => Bytes::new(),
         };
@@ -181,16 +195,36 @@ mod tests {
 
     #[test]
     fn error_messages() {
-        assert_eq!(upstream_error_message(br#"{"error":{"message":"bad model","type":"x"}}"#), "bad model");
+        assert_eq!(
+            upstream_error_message(br#"{"error":{"message":"bad model","type":"x"}}"#),
+            "bad model"
+        );
         assert_eq!(upstream_error_message(br#"{"error":"nope"}"#), "nope");
-        assert_eq!(upstream_error_message(b"  Internal Server Error "), "Internal Server Error");
+        assert_eq!(
+            upstream_error_message(b"  Internal Server Error "),
+            "Internal Server Error"
+        );
         assert_eq!(upstream_error_message(b""), "(empty body)");
     }
 
     #[test]
     fn url_building() {
-        let u = Upstream::new("http://127.0.0.1:1/v1/", None, Duration::from_secs(1), Duration::from_secs(1)).unwrap();
+        let u = Upstream::new(
+            "http://127.0.0.1:1/v1/",
+            None,
+            Duration::from_secs(1),
+            Duration::from_secs(1),
+        )
+        .unwrap();
         assert_eq!(u.url(), "http://127.0.0.1:1/v1/chat/completions");
-        assert!(Upstream::new("ftp://x", None, Duration::from_secs(1), Duration::from_secs(1)).is_err());
+        assert!(
+            Upstream::new(
+                "ftp://x",
+                None,
+                Duration::from_secs(1),
+                Duration::from_secs(1)
+            )
+            .is_err()
+        );
     }
 }

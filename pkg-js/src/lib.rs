@@ -1,6 +1,51 @@
-//! Placeholder for the wasm-bindgen facade of `bridge-core` (the npm package `@fabstir/bridge-core`).
+//! Placeholder for the wasm-bindgen facade of `bridge-core` (the npm package
+//! `@fabstir/bridge-core`, its own issue).
 //!
-//! It re-exports the core so that `cargo build -p bridge-core-js --target wasm32-unknown-unknown`
-//! proves the core links for the browser target without importing anything from `env`.
+//! Until then this crate is the purity proof for the browser target: built as a `cdylib` for
+//! `wasm32-unknown-unknown`, its one export drives every core operation, so any host import the
+//! core might pull in (clock, randomness, `env`) would show up in the module's import section.
+//! `scripts/check-wasm-imports.py` fails the lint if there is any import at all.
 
 pub use bridge_core::api;
+
+/// Run a request conversion, a streamed translation and a folded translation over built-in
+/// inputs; returns the number of bytes produced (so nothing is optimised away).
+#[must_use]
+pub fn selftest() -> usize {
+    const REQUEST: &[u8] = br#"{"model":"claude-x","max_tokens":64,"system":"s","tools":[{"name":"t","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}"#;
+    const UPSTREAM: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"r\",\"content\":\"a\",\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"t\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+    let mut produced = 0;
+    if let Ok(converted) = api::convert_request(REQUEST, &api::ConvertOptions::default()) {
+        produced += converted.body.len();
+        for stream in [true, false] {
+            let mut translator = api::ChatStream::new(api::StreamOptions {
+                stream,
+                model: converted.client_model.clone(),
+                input_tokens_estimate: converted.input_tokens_estimate,
+                id_seed: 1,
+            });
+            produced += translator.feed(UPSTREAM).len();
+            produced += translator.finish().body.len();
+        }
+    }
+    produced + api::count_tokens(REQUEST).map_or(0, |n| n as usize)
+}
+
+/// The wasm export the import check builds (`wasm32-unknown-unknown` only).
+#[cfg(target_arch = "wasm32")]
+#[unsafe(no_mangle)]
+#[expect(
+    unsafe_code,
+    reason = "an exported symbol is how a cdylib exposes a function to the wasm host"
+)]
+pub extern "C" fn bridge_core_selftest() -> usize {
+    selftest()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn selftest_produces_output() {
+        assert!(super::selftest() > 500);
+    }
+}

@@ -44,10 +44,15 @@ impl Accumulator {
                 });
             }
             StreamEvent::ContentBlockStart { content_block, .. } => {
-                let Some(msg) = self.message.as_mut() else { return };
+                let Some(msg) = self.message.as_mut() else {
+                    return;
+                };
                 msg.content.push(match content_block {
                     BlockStart::Text { text } => ContentBlock::Text { text: text.clone() },
-                    BlockStart::Thinking { thinking, signature } => ContentBlock::Thinking {
+                    BlockStart::Thinking {
+                        thinking,
+                        signature,
+                    } => ContentBlock::Thinking {
                         thinking: thinking.clone(),
                         signature: signature.clone(),
                     },
@@ -60,17 +65,25 @@ impl Accumulator {
                 self.tool_json.push(String::new());
             }
             StreamEvent::ContentBlockDelta { delta, .. } => {
-                let Some(msg) = self.message.as_mut() else { return };
+                let Some(msg) = self.message.as_mut() else {
+                    return;
+                };
                 let (Some(block), Some(json)) = (msg.content.last_mut(), self.tool_json.last_mut())
                 else {
                     return;
                 };
                 match (block, delta) {
                     (ContentBlock::Text { text }, Delta::TextDelta { text: t }) => text.push_str(t),
-                    (ContentBlock::Thinking { thinking, .. }, Delta::ThinkingDelta { thinking: t }) => {
+                    (
+                        ContentBlock::Thinking { thinking, .. },
+                        Delta::ThinkingDelta { thinking: t },
+                    ) => {
                         thinking.push_str(t);
                     }
-                    (ContentBlock::Thinking { signature, .. }, Delta::SignatureDelta { signature: s }) => {
+                    (
+                        ContentBlock::Thinking { signature, .. },
+                        Delta::SignatureDelta { signature: s },
+                    ) => {
                         signature.push_str(s);
                     }
                     (ContentBlock::ToolUse { .. }, Delta::InputJsonDelta { partial_json }) => {
@@ -80,15 +93,20 @@ impl Accumulator {
                 }
             }
             StreamEvent::ContentBlockStop { .. } => {
-                let Some(msg) = self.message.as_mut() else { return };
+                let Some(msg) = self.message.as_mut() else {
+                    return;
+                };
                 if let (Some(ContentBlock::ToolUse { input, .. }), Some(json)) =
                     (msg.content.last_mut(), self.tool_json.last())
-                    && !json.trim().is_empty() {
-                        *input = parse_tool_input(json);
-                    }
+                    && !json.trim().is_empty()
+                {
+                    *input = parse_tool_input(json);
+                }
             }
             StreamEvent::MessageDelta { delta, usage } => {
-                let Some(msg) = self.message.as_mut() else { return };
+                let Some(msg) = self.message.as_mut() else {
+                    return;
+                };
                 msg.stop_reason = delta.stop_reason;
                 msg.stop_sequence.clone_from(&delta.stop_sequence);
                 merge_usage(&mut msg.usage, usage);

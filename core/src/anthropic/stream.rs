@@ -111,9 +111,17 @@ impl Validator {
             (_, StreamEvent::MessageStart { .. }) => {
                 return Err(fail("message_start may appear only once"));
             }
-            (State::Content { next, open: None }, StreamEvent::ContentBlockStart { index, content_block }) => {
+            (
+                State::Content { next, open: None },
+                StreamEvent::ContentBlockStart {
+                    index,
+                    content_block,
+                },
+            ) => {
                 if *index != next {
-                    return Err(fail(&format!("block index {index} opened, expected {next}")));
+                    return Err(fail(&format!(
+                        "block index {index} opened, expected {next}"
+                    )));
                 }
                 let kind = match content_block {
                     BlockStart::Text { .. } => BlockKind::Text,
@@ -130,34 +138,72 @@ impl Validator {
                     open: Some((*index, kind)),
                 }
             }
-            (State::Content { open: Some((o, _)), .. }, StreamEvent::ContentBlockStart { index, .. }) => {
-                return Err(fail(&format!("block {index} opened while block {o} is open")));
+            (
+                State::Content {
+                    open: Some((o, _)), ..
+                },
+                StreamEvent::ContentBlockStart { index, .. },
+            ) => {
+                return Err(fail(&format!(
+                    "block {index} opened while block {o} is open"
+                )));
             }
-            (State::Content { next, open: Some((o, kind)) }, StreamEvent::ContentBlockDelta { index, delta }) => {
+            (
+                State::Content {
+                    next,
+                    open: Some((o, kind)),
+                },
+                StreamEvent::ContentBlockDelta { index, delta },
+            ) => {
                 if *index != o {
-                    return Err(fail(&format!("delta for block {index} while block {o} is open")));
+                    return Err(fail(&format!(
+                        "delta for block {index} while block {o} is open"
+                    )));
                 }
                 let fits = matches!(
                     (kind, delta),
                     (BlockKind::Text, Delta::TextDelta { .. })
                         | (BlockKind::ToolUse, Delta::InputJsonDelta { .. })
-                        | (BlockKind::Thinking, Delta::ThinkingDelta { .. } | Delta::SignatureDelta { .. })
+                        | (
+                            BlockKind::Thinking,
+                            Delta::ThinkingDelta { .. } | Delta::SignatureDelta { .. }
+                        )
                 );
                 if !fits {
                     return Err(fail(&format!("{kind:?} block cannot take this delta")));
                 }
-                State::Content { next, open: Some((o, kind)) }
-            }
-            (State::Content { next, open: Some((o, _)) }, StreamEvent::ContentBlockStop { index }) => {
-                if *index != o {
-                    return Err(fail(&format!("stop for block {index} while block {o} is open")));
+                State::Content {
+                    next,
+                    open: Some((o, kind)),
                 }
-                State::Content { next: next + 1, open: None }
             }
-            (State::Content { open: None, .. }, StreamEvent::ContentBlockDelta { .. } | StreamEvent::ContentBlockStop { .. }) => {
+            (
+                State::Content {
+                    next,
+                    open: Some((o, _)),
+                },
+                StreamEvent::ContentBlockStop { index },
+            ) => {
+                if *index != o {
+                    return Err(fail(&format!(
+                        "stop for block {index} while block {o} is open"
+                    )));
+                }
+                State::Content {
+                    next: next + 1,
+                    open: None,
+                }
+            }
+            (
+                State::Content { open: None, .. },
+                StreamEvent::ContentBlockDelta { .. } | StreamEvent::ContentBlockStop { .. },
+            ) => {
                 return Err(fail("no content block is open"));
             }
-            (State::Content { open: None, .. } | State::Delta, StreamEvent::MessageDelta { .. }) => State::Delta,
+            (
+                State::Content { open: None, .. } | State::Delta,
+                StreamEvent::MessageDelta { .. },
+            ) => State::Delta,
             (State::Content { open: Some(_), .. }, StreamEvent::MessageDelta { .. }) => {
                 return Err(fail("message_delta while a content block is open"));
             }
@@ -165,8 +211,14 @@ impl Validator {
             (State::Content { .. }, StreamEvent::MessageStop) => {
                 return Err(fail("message_stop before message_delta"));
             }
-            (State::Delta, _) => return Err(fail("only message_delta or message_stop may follow message_delta")),
-            (State::Done | State::Failed, _) => return Err(fail("nothing may follow message_stop or error")),
+            (State::Delta, _) => {
+                return Err(fail(
+                    "only message_delta or message_stop may follow message_delta",
+                ));
+            }
+            (State::Done | State::Failed, _) => {
+                return Err(fail("nothing may follow message_stop or error"));
+            }
         };
         Ok(())
     }
@@ -207,7 +259,10 @@ impl Validator {
                 return Err(Violation {
                     position,
                     event: event.name().to_owned(),
-                    rule: format!("SSE event name {:?} differs from the JSON type", frame.event),
+                    rule: format!(
+                        "SSE event name {:?} differs from the JSON type",
+                        frame.event
+                    ),
                 });
             }
             validator.push(&event)?;

@@ -64,8 +64,14 @@ mod tests {
     #[test]
     fn refuses_line_breaks_in_names() {
         let mut out = String::new();
-        assert_eq!(encode_frame(&mut out, "a\nb", "{}"), Err(EncodeError::LineBreakInName));
-        assert_eq!(encode_frame(&mut out, "a\rb", "{}"), Err(EncodeError::LineBreakInName));
+        assert_eq!(
+            encode_frame(&mut out, "a\nb", "{}"),
+            Err(EncodeError::LineBreakInName)
+        );
+        assert_eq!(
+            encode_frame(&mut out, "a\rb", "{}"),
+            Err(EncodeError::LineBreakInName)
+        );
         assert!(out.is_empty());
     }
 

@@ -90,7 +90,11 @@ fn json_chars(value: &Value) -> usize {
         Value::String(s) => s.len() + 2,
         Value::Array(items) => 2 + items.iter().map(json_chars).sum::<usize>() + items.len(),
         Value::Object(map) => {
-            2 + map.iter().map(|(k, v)| k.len() + 3 + json_chars(v)).sum::<usize>() + map.len()
+            2 + map
+                .iter()
+                .map(|(k, v)| k.len() + 3 + json_chars(v))
+                .sum::<usize>()
+                + map.len()
         }
     }
 }

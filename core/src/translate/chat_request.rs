@@ -19,7 +19,7 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use crate::anthropic::request::{
     Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
@@ -113,12 +113,20 @@ fn explain(request: &[u8], first: &serde_json::Error) -> RequestError {
     for (i, m) in messages.iter().enumerate() {
         match m.get("role") {
             Some(Value::String(_)) => {}
-            _ => return RequestError::field(format!("messages.{i}.role"), "Field required: \"user\" or \"assistant\""),
+            _ => {
+                return RequestError::field(
+                    format!("messages.{i}.role"),
+                    "Field required: \"user\" or \"assistant\"",
+                );
+            }
         }
         match m.get("content") {
             Some(Value::String(_) | Value::Array(_)) => {}
             Some(_) => {
-                return RequestError::field(format!("messages.{i}.content"), "must be a string or an array of content blocks");
+                return RequestError::field(
+                    format!("messages.{i}.content"),
+                    "must be a string or an array of content blocks",
+                );
             }
             None => return RequestError::field(format!("messages.{i}.content"), "Field required"),
         }
@@ -253,7 +261,9 @@ fn convert_message(
         Role::Assistant => convert_assistant(&message.content, options, out, warnings),
         Role::User => convert_user(&message.content, out, warnings),
         Role::Other(role) => {
-            warnings.push(format!("messages.{position}: unknown role {role:?} sent as user"));
+            warnings.push(format!(
+                "messages.{position}: unknown role {role:?} sent as user"
+            ));
             convert_user(&message.content, out, warnings);
         }
     }
@@ -287,7 +297,8 @@ impl Parts {
 
     fn image(&mut self, url: String) {
         self.has_image = true;
-        self.items.push(json!({"type": "image_url", "image_url": {"url": url}}));
+        self.items
+            .push(json!({"type": "image_url", "image_url": {"url": url}}));
     }
 
     /// A string when there are only text parts (accepted by every server), parts otherwise.
@@ -309,7 +320,9 @@ impl Parts {
 
 fn image_url(source: &ImageSource) -> Option<String> {
     match source {
-        ImageSource::Base64 { media_type, data } => Some(format!("data:{media_type};base64,{data}")),
+        ImageSource::Base64 { media_type, data } => {
+            Some(format!("data:{media_type};base64,{data}"))
+        }
         ImageSource::Url { url } => Some(url.clone()),
         ImageSource::Other(_) => None,
     }
@@ -328,12 +341,23 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
                         Some(url) => parts.image(url),
                         None => {
                             warnings.push(String::from("image with an unsupported source dropped"));
-                            parts.text("[image omitted: its source type cannot be sent to this backend]");
+                            parts.text(
+                                "[image omitted: its source type cannot be sent to this backend]",
+                            );
                         }
                     },
-                    Block::Known(KnownBlock::ToolResult { tool_use_id, content, is_error, .. }) => {
+                    Block::Known(KnownBlock::ToolResult {
+                        tool_use_id,
+                        content,
+                        is_error,
+                        ..
+                    }) => {
                         let text = tool_result_text(content.as_ref(), &mut tool_images);
-                        let text = if is_error.unwrap_or(false) { format!("Error: {text}") } else { text };
+                        let text = if is_error.unwrap_or(false) {
+                            format!("Error: {text}")
+                        } else {
+                            text
+                        };
                         out.push(ChatMessage {
                             role: "tool",
                             content: Value::String(text),
@@ -342,29 +366,57 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
                             reasoning_content: None,
                         });
                     }
-                    Block::Known(KnownBlock::Document { source, .. }) => document(source, &mut parts, warnings),
-                    Block::Known(KnownBlock::Thinking { .. } | KnownBlock::RedactedThinking { .. } | KnownBlock::ToolUse { .. }) => {
+                    Block::Known(KnownBlock::Document { source, .. }) => {
+                        document(source, &mut parts, warnings)
+                    }
+                    Block::Known(
+                        KnownBlock::Thinking { .. }
+                        | KnownBlock::RedactedThinking { .. }
+                        | KnownBlock::ToolUse { .. },
+                    ) => {
                         warnings.push(String::from("assistant-only block in a user turn dropped"));
                     }
                     Block::Other(value) => {
-                        let kind = value.get("type").and_then(Value::as_str).unwrap_or("unknown");
-                        warnings.push(format!("{kind} block dropped: no Chat Completions equivalent"));
+                        let kind = value
+                            .get("type")
+                            .and_then(Value::as_str)
+                            .unwrap_or("unknown");
+                        warnings.push(format!(
+                            "{kind} block dropped: no Chat Completions equivalent"
+                        ));
                     }
                 }
             }
         }
     }
     if let Some(content) = tool_images.into_content() {
-        out.push(ChatMessage { role: "user", content, tool_calls: None, tool_call_id: None, reasoning_content: None });
+        out.push(ChatMessage {
+            role: "user",
+            content,
+            tool_calls: None,
+            tool_call_id: None,
+            reasoning_content: None,
+        });
     }
     if let Some(content) = parts.into_content() {
-        out.push(ChatMessage { role: "user", content, tool_calls: None, tool_call_id: None, reasoning_content: None });
+        out.push(ChatMessage {
+            role: "user",
+            content,
+            tool_calls: None,
+            tool_call_id: None,
+            reasoning_content: None,
+        });
     }
 }
 
 fn document(source: &Value, parts: &mut Parts, warnings: &mut Vec<String>) {
     match source.get("type").and_then(Value::as_str) {
-        Some("text") => parts.text(source.get("data").and_then(Value::as_str).unwrap_or_default()),
+        Some("text") => parts.text(
+            source
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
         Some("content") => match source.get("content") {
             Some(Value::String(s)) => parts.text(s),
             Some(Value::Array(items)) => {
@@ -377,9 +429,16 @@ fn document(source: &Value, parts: &mut Parts, warnings: &mut Vec<String>) {
             _ => {}
         },
         _ => {
-            let media = source.get("media_type").and_then(Value::as_str).unwrap_or("unknown");
-            warnings.push(format!("document ({media}) cannot be sent to a Chat Completions backend"));
-            parts.text(&format!("[document omitted: {media} is not supported by this backend]"));
+            let media = source
+                .get("media_type")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            warnings.push(format!(
+                "document ({media}) cannot be sent to a Chat Completions backend"
+            ));
+            parts.text(&format!(
+                "[document omitted: {media} is not supported by this backend]"
+            ));
         }
     }
 }
@@ -430,8 +489,14 @@ fn convert_assistant(
         match block {
             Block::Known(KnownBlock::Text { text: t, .. }) => text.push_str(&t),
             Block::Known(KnownBlock::Thinking { thinking, .. }) => reasoning.push_str(&thinking),
-            Block::Known(KnownBlock::ToolUse { id, name, input, .. }) => {
-                let arguments = if input.is_null() { String::from("{}") } else { input.to_string() };
+            Block::Known(KnownBlock::ToolUse {
+                id, name, input, ..
+            }) => {
+                let arguments = if input.is_null() {
+                    String::from("{}")
+                } else {
+                    input.to_string()
+                };
                 tool_calls.push(json!({
                     "id": id,
                     "type": "function",
@@ -444,11 +509,16 @@ fn convert_assistant(
             }
         }
     }
-    let reasoning_content = (options.reasoning_passback && !reasoning.is_empty()).then_some(reasoning);
+    let reasoning_content =
+        (options.reasoning_passback && !reasoning.is_empty()).then_some(reasoning);
     if text.is_empty() && tool_calls.is_empty() && reasoning_content.is_none() {
         return;
     }
-    let content = if text.is_empty() && !tool_calls.is_empty() { Value::Null } else { Value::String(text) };
+    let content = if text.is_empty() && !tool_calls.is_empty() {
+        Value::Null
+    } else {
+        Value::String(text)
+    };
     out.push(ChatMessage {
         role: "assistant",
         content,
@@ -458,7 +528,11 @@ fn convert_assistant(
     });
 }
 
-fn convert_tools(tools: Option<&[Tool]>, strict: bool, warnings: &mut Vec<String>) -> Option<Vec<Value>> {
+fn convert_tools(
+    tools: Option<&[Tool]>,
+    strict: bool,
+    warnings: &mut Vec<String>,
+) -> Option<Vec<Value>> {
     let tools = tools?;
     let mut out = Vec::with_capacity(tools.len());
     for tool in tools {
@@ -473,7 +547,10 @@ fn convert_tools(tools: Option<&[Tool]>, strict: bool, warnings: &mut Vec<String
         let mut function = Map::new();
         function.insert(String::from("name"), Value::String(tool.name.clone()));
         if let Some(description) = &tool.description {
-            function.insert(String::from("description"), Value::String(description.clone()));
+            function.insert(
+                String::from("description"),
+                Value::String(description.clone()),
+            );
         }
         function.insert(String::from("parameters"), clean_schema(schema, strict));
         out.push(json!({"type": "function", "function": function}));
@@ -481,8 +558,13 @@ fn convert_tools(tools: Option<&[Tool]>, strict: bool, warnings: &mut Vec<String
     (!out.is_empty()).then_some(out)
 }
 
-fn convert_tool_choice(choice: Option<&Value>, warnings: &mut Vec<String>) -> (Option<Value>, Option<bool>) {
-    let Some(choice) = choice else { return (None, None) };
+fn convert_tool_choice(
+    choice: Option<&Value>,
+    warnings: &mut Vec<String>,
+) -> (Option<Value>, Option<bool>) {
+    let Some(choice) = choice else {
+        return (None, None);
+    };
     let parallel = choice
         .get("disable_parallel_tool_use")
         .and_then(Value::as_bool)
@@ -495,7 +577,9 @@ fn convert_tool_choice(choice: Option<&Value>, warnings: &mut Vec<String>) -> (O
         Some("tool") => match choice.get("name").and_then(Value::as_str) {
             Some(name) => Some(json!({"type": "function", "function": {"name": name}})),
             None => {
-                warnings.push(String::from("tool_choice {type:tool} without a name: using auto"));
+                warnings.push(String::from(
+                    "tool_choice {type:tool} without a name: using auto",
+                ));
                 Some(json!("auto"))
             }
         },
@@ -511,12 +595,19 @@ fn reasoning_effort(thinking: Option<&Value>, output_config: Option<&Value>) -> 
     let thinking = thinking?;
     let effort = match thinking.get("type").and_then(Value::as_str)? {
         "disabled" => return None,
-        "enabled" => match thinking.get("budget_tokens").and_then(Value::as_u64).unwrap_or(0) {
+        "enabled" => match thinking
+            .get("budget_tokens")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
+        {
             0..4096 => "low",
             4096..16384 => "medium",
             _ => "high",
         },
-        _ => match output_config.and_then(|c| c.get("effort")).and_then(Value::as_str) {
+        _ => match output_config
+            .and_then(|c| c.get("effort"))
+            .and_then(Value::as_str)
+        {
             Some("low") => "low",
             Some("high" | "xhigh" | "max") => "high",
             _ => "medium",

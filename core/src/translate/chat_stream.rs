@@ -186,7 +186,9 @@ impl ChatStreamTranslator {
             } else if self.frames_seen == 0 {
                 String::from("the upstream closed the connection without sending a response")
             } else {
-                String::from("the upstream stream ended before the model finished (no finish_reason)")
+                String::from(
+                    "the upstream stream ended before the model finished (no finish_reason)",
+                )
             };
             out.extend(self.fail(ApiError::new(ErrorKind::Api, message)));
             return out;
@@ -282,7 +284,10 @@ impl ChatStreamTranslator {
 
     fn choice(&mut self, choice: ChunkChoice, out: &mut Vec<StreamEvent>) {
         let delta = choice.delta;
-        let reasoning = delta.reasoning_content.filter(|r| !r.is_empty()).or(delta.reasoning);
+        let reasoning = delta
+            .reasoning_content
+            .filter(|r| !r.is_empty())
+            .or(delta.reasoning);
         if self.phase == Phase::Streaming {
             if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
                 self.segment(SegmentKind::Thinking, reasoning, out);
@@ -346,7 +351,12 @@ impl ChatStreamTranslator {
         }
     }
 
-    fn tool_fragment(&mut self, position: usize, fragment: ToolCallDelta, out: &mut Vec<StreamEvent>) {
+    fn tool_fragment(
+        &mut self,
+        position: usize,
+        fragment: ToolCallDelta,
+        out: &mut Vec<StreamEvent>,
+    ) {
         let upstream_index = fragment
             .index
             .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX));
@@ -367,7 +377,9 @@ impl ChatStreamTranslator {
         let call = match existing {
             Some(c) => c,
             None => {
-                let id = upstream_id.clone().unwrap_or_else(|| self.ids.next_id("toolu_"));
+                let id = upstream_id
+                    .clone()
+                    .unwrap_or_else(|| self.ids.next_id("toolu_"));
                 self.calls.push(Call {
                     upstream_index,
                     upstream_id,
@@ -386,13 +398,14 @@ impl ChatStreamTranslator {
         };
         let entry = &mut self.calls[call];
         if let Some(name) = function.name.filter(|n| !n.is_empty())
-            && entry.state == CallState::Pending {
-                if entry.name.is_empty() || name.starts_with(entry.name.as_str()) {
-                    entry.name = name;
-                } else if name != entry.name {
-                    entry.name.push_str(&name);
-                }
+            && entry.state == CallState::Pending
+        {
+            if entry.name.is_empty() || name.starts_with(entry.name.as_str()) {
+                entry.name = name;
+            } else if name != entry.name {
+                entry.name.push_str(&name);
             }
+        }
         match entry.state {
             CallState::Open => {
                 if !args.is_empty() {
@@ -430,7 +443,9 @@ impl ChatStreamTranslator {
 
     fn open_block(&mut self, which: Open, out: &mut Vec<StreamEvent>) {
         let content_block = match which {
-            Open::Text => BlockStart::Text { text: String::new() },
+            Open::Text => BlockStart::Text {
+                text: String::new(),
+            },
             Open::Thinking => BlockStart::Thinking {
                 thinking: String::new(),
                 signature: String::new(),
@@ -478,13 +493,17 @@ impl ChatStreamTranslator {
                     call.args.push_str(&suffix);
                     out.push(StreamEvent::ContentBlockDelta {
                         index: self.next_index,
-                        delta: Delta::InputJsonDelta { partial_json: suffix },
+                        delta: Delta::InputJsonDelta {
+                            partial_json: suffix,
+                        },
                     });
                 }
             }
             Open::Text => {}
         }
-        out.push(StreamEvent::ContentBlockStop { index: self.next_index });
+        out.push(StreamEvent::ContentBlockStop {
+            index: self.next_index,
+        });
         self.next_index += 1;
     }
 
@@ -492,7 +511,11 @@ impl ChatStreamTranslator {
     fn close_everything(&mut self, out: &mut Vec<StreamEvent>) {
         loop {
             self.close_open(out);
-            if let Some(next) = self.calls.iter().position(|c| c.state == CallState::Pending) {
+            if let Some(next) = self
+                .calls
+                .iter()
+                .position(|c| c.state == CallState::Pending)
+            {
                 if self.calls[next].name.is_empty() {
                     // A call without a name cannot be a tool_use block: keep its text.
                     let call = &mut self.calls[next];
@@ -528,7 +551,11 @@ impl ChatStreamTranslator {
     /// `[DONE]`: the upstream is finished.
     fn done(&mut self, out: &mut Vec<StreamEvent>) {
         match self.phase {
-            Phase::Streaming if self.finish_reason.is_none() && !self.produced_anything() && self.unreadable > 0 => {
+            Phase::Streaming
+                if self.finish_reason.is_none()
+                    && !self.produced_anything()
+                    && self.unreadable > 0 =>
+            {
                 out.extend(self.fail(ApiError::new(
                     ErrorKind::Api,
                     "the upstream's response was not an OpenAI Chat Completions stream",
@@ -557,9 +584,15 @@ impl ChatStreamTranslator {
                 let details = u.prompt_tokens_details.as_ref();
                 let cached = details.and_then(|d| d.cached_tokens).unwrap_or(0);
                 let written = details.and_then(|d| d.cache_write_tokens);
-                let input = prompt.saturating_sub(cached).saturating_sub(written.unwrap_or(0));
+                let input = prompt
+                    .saturating_sub(cached)
+                    .saturating_sub(written.unwrap_or(0));
                 Usage {
-                    input_tokens: if prompt == 0 { self.input_estimate } else { to_u32(input) },
+                    input_tokens: if prompt == 0 {
+                        self.input_estimate
+                    } else {
+                        to_u32(input)
+                    },
                     cache_creation_input_tokens: written.map(to_u32),
                     cache_read_input_tokens: details.and_then(|d| d.cached_tokens).map(to_u32),
                     output_tokens: u
@@ -601,12 +634,19 @@ fn upstream_error(error: &Value) -> ApiError {
     let kind_text = [error.get("type"), error.get("code")]
         .into_iter()
         .flatten()
-        .filter_map(|v| v.as_str().map(str::to_owned).or_else(|| v.as_u64().map(|n| n.to_string())))
+        .filter_map(|v| {
+            v.as_str()
+                .map(str::to_owned)
+                .or_else(|| v.as_u64().map(|n| n.to_string()))
+        })
         .collect::<Vec<_>>()
         .join(" ");
     let kind = if kind_text.contains("rate_limit") || kind_text.contains("429") {
         ErrorKind::RateLimit
-    } else if kind_text.contains("overloaded") || kind_text.contains("503") || kind_text.contains("529") {
+    } else if kind_text.contains("overloaded")
+        || kind_text.contains("503")
+        || kind_text.contains("529")
+    {
         ErrorKind::Overloaded
     } else if kind_text.contains("context_length") || kind_text.contains("invalid_request") {
         ErrorKind::InvalidRequest
@@ -679,9 +719,14 @@ mod tests {
 
     #[test]
     fn upstream_error_kinds() {
-        let e = upstream_error(&serde_json::json!({"message":"slow down","type":"rate_limit_exceeded"}));
+        let e = upstream_error(
+            &serde_json::json!({"message":"slow down","type":"rate_limit_exceeded"}),
+        );
         assert_eq!(e.kind, ErrorKind::RateLimit);
         assert_eq!(e.message, "upstream error: slow down");
-        assert_eq!(upstream_error(&serde_json::json!("boom")).kind, ErrorKind::Api);
+        assert_eq!(
+            upstream_error(&serde_json::json!("boom")).kind,
+            ErrorKind::Api
+        );
     }
 }

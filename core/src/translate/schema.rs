@@ -67,7 +67,10 @@ fn clean_object(map: &Map<String, Value>, strict: bool) -> Map<String, Value> {
             }
         }
     }
-    if strict && out.get("type").and_then(Value::as_str) == Some("array") && !out.contains_key("items") {
+    if strict
+        && out.get("type").and_then(Value::as_str) == Some("array")
+        && !out.contains_key("items")
+    {
         out.insert(String::from("items"), Value::Object(Map::new()));
     }
     out
@@ -108,6 +111,9 @@ mod tests {
     #[test]
     fn lenient_mode_only_drops_dollar_schema() {
         let schema = json!({"$schema": "x", "type": "string", "format": "uri", "const": "a"});
-        assert_eq!(clean_schema(&schema, false), json!({"type": "string", "format": "uri", "const": "a"}));
+        assert_eq!(
+            clean_schema(&schema, false),
+            json!({"type": "string", "format": "uri", "const": "a"})
+        );
     }
 }

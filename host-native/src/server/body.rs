@@ -42,7 +42,9 @@ impl Body for ResponseBody {
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
         match self.get_mut() {
             Self::Full(bytes) => Poll::Ready(bytes.take().map(|b| Ok(Frame::data(b)))),
-            Self::Channel(rx) => rx.poll_recv(cx).map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
+            Self::Channel(rx) => rx
+                .poll_recv(cx)
+                .map(|chunk| chunk.map(|b| Ok(Frame::data(b)))),
         }
     }
 

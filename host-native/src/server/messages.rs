@@ -14,13 +14,13 @@ use http::{HeaderValue, Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::sync::mpsc;
-use tracing::{debug, info, warn, Instrument};
+use tracing::{Instrument, debug, info, warn};
 
 use bridge_core::anthropic::events::ErrorKind;
 use bridge_core::api::StreamOptions;
 
 use super::body::ResponseBody;
-use super::{json_response, AppState};
+use super::{AppState, json_response};
 use crate::engine::{EngineError, StreamSession};
 use crate::error::BridgeError;
 
@@ -80,15 +80,27 @@ pub(super) async fn create(
     );
     let mut response = Response::new(ResponseBody::Channel(rx));
     let headers = response.headers_mut();
-    headers.insert(http::header::CONTENT_TYPE, HeaderValue::from_static("text/event-stream; charset=utf-8"));
-    headers.insert(http::header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
 }
 
-pub(super) fn count_tokens(state: &AppState, body: &[u8]) -> Result<Response<ResponseBody>, BridgeError> {
+pub(super) fn count_tokens(
+    state: &AppState,
+    body: &[u8],
+) -> Result<Response<ResponseBody>, BridgeError> {
     let tokens = state.engine.count_tokens(body)?;
-    Ok(json_response(StatusCode::OK, format!("{{\"input_tokens\":{tokens}}}")))
+    Ok(json_response(
+        StatusCode::OK,
+        format!("{{\"input_tokens\":{tokens}}}"),
+    ))
 }
 
 /// Moves bytes from the upstream body through the translator to the client.
@@ -115,15 +127,23 @@ impl Relay {
     ) -> bridge_core::api::Finished {
         let started = Instant::now();
         let mut last_upstream = Instant::now();
-        let wait = if tx.is_some() { self.ping_interval } else { self.idle_timeout };
+        let wait = if tx.is_some() {
+            self.ping_interval
+        } else {
+            self.idle_timeout
+        };
         loop {
-            let step = match tokio::time::timeout(wait.max(Duration::from_millis(10)), body.frame()).await {
+            let step = match tokio::time::timeout(wait.max(Duration::from_millis(10)), body.frame())
+                .await
+            {
                 Ok(Some(Ok(frame))) => {
                     last_upstream = Instant::now();
                     match frame.into_data() {
                         Ok(data) => match session.feed(&data) {
                             Ok(out) => send(tx.as_ref(), out).await,
-                            Err(e) => return self.engine_failed(&mut *session, tx.as_ref(), &e).await,
+                            Err(e) => {
+                                return self.engine_failed(&mut *session, tx.as_ref(), &e).await;
+                            }
                         },
                         Err(_) => Step::Continue,
                     }
@@ -131,7 +151,9 @@ impl Relay {
                 Ok(Some(Err(e))) => {
                     warn!(error = %e, "upstream stream failed");
                     let message = format!("the upstream connection failed mid-stream: {e}");
-                    return self.fail(&mut *session, tx.as_ref(), ErrorKind::Api, &message).await;
+                    return self
+                        .fail(&mut *session, tx.as_ref(), ErrorKind::Api, &message)
+                        .await;
                 }
                 Ok(None) => break,
                 Err(_) => {
@@ -140,7 +162,9 @@ impl Relay {
                             "the upstream sent nothing for {} s (--idle-timeout)",
                             self.idle_timeout.as_secs()
                         );
-                        return self.fail(&mut *session, tx.as_ref(), ErrorKind::Timeout, &message).await;
+                        return self
+                            .fail(&mut *session, tx.as_ref(), ErrorKind::Timeout, &message)
+                            .await;
                     }
                     match &tx {
                         Some(tx) => match tx.send(Bytes::from_static(PING)).await {
@@ -152,8 +176,14 @@ impl Relay {
                 }
             };
             if let Step::Stop = step {
-                info!(ms = started.elapsed().as_millis() as u64, "client disconnected; upstream request cancelled");
-                return bridge_core::api::Finished { status: 499, body: String::new() };
+                info!(
+                    ms = started.elapsed().as_millis() as u64,
+                    "client disconnected; upstream request cancelled"
+                );
+                return bridge_core::api::Finished {
+                    status: 499,
+                    body: String::new(),
+                };
             }
         }
         match session.finish() {

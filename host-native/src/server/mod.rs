@@ -21,11 +21,11 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
-use tracing::{info, warn, Instrument};
+use tracing::{Instrument, info, warn};
 
 use bridge_core::api::ConvertOptions;
 
-use self::body::{empty, full, ResponseBody};
+use self::body::{ResponseBody, empty, full};
 use crate::engine::Engine;
 use crate::error::BridgeError;
 use crate::upstream::Upstream;
@@ -116,7 +116,9 @@ async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
-    let mut response = route(&state, req, &request_id).instrument(span.clone()).await;
+    let mut response = route(&state, req, &request_id)
+        .instrument(span.clone())
+        .await;
     let headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         headers.insert("request-id", value);
@@ -131,7 +133,11 @@ async fn handle(
     Ok(response)
 }
 
-async fn route(state: &AppState, req: Request<Incoming>, request_id: &str) -> Response<ResponseBody> {
+async fn route(
+    state: &AppState,
+    req: Request<Incoming>,
+    request_id: &str,
+) -> Response<ResponseBody> {
     let method = req.method().clone();
     let path = req.uri().path().trim_end_matches('/').to_owned();
     let result = match (&method, path.as_str()) {
@@ -183,7 +189,9 @@ async fn route(state: &AppState, req: Request<Incoming>, request_id: &str) -> Re
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), BridgeError> {
-    let Some(expected) = &state.client_key else { return Ok(()) };
+    let Some(expected) = &state.client_key else {
+        return Ok(());
+    };
     let presented = headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
@@ -208,12 +216,16 @@ async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, Br
         .get(http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
-        && len > limit {
-            return Err(BridgeError::TooLarge { limit });
-        }
+        && len > limit
+    {
+        return Err(BridgeError::TooLarge { limit });
+    }
     match Limited::new(req.into_body(), limit).collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) if e.downcast_ref::<http_body_util::LengthLimitError>().is_some() => {
+        Err(e)
+            if e.downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
             Err(BridgeError::TooLarge { limit })
         }
         Err(e) => Err(BridgeError::ClientBody(e.to_string())),
@@ -221,7 +233,9 @@ async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, Br
 }
 
 fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
-    let allow_origin = origin.cloned().unwrap_or_else(|| HeaderValue::from_static("*"));
+    let allow_origin = origin
+        .cloned()
+        .unwrap_or_else(|| HeaderValue::from_static("*"));
     headers.insert(http::header::ACCESS_CONTROL_ALLOW_ORIGIN, allow_origin);
     headers.insert(
         http::header::ACCESS_CONTROL_ALLOW_METHODS,
@@ -233,8 +247,14 @@ fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
             "content-type, x-api-key, authorization, anthropic-version, anthropic-beta, anthropic-dangerous-direct-browser-access, x-app, x-stainless-arch, x-stainless-lang, x-stainless-os, x-stainless-package-version, x-stainless-retry-count, x-stainless-runtime, x-stainless-runtime-version, x-stainless-timeout, x-claude-code-session-id",
         ),
     );
-    headers.insert(http::header::ACCESS_CONTROL_EXPOSE_HEADERS, HeaderValue::from_static("request-id, retry-after"));
-    headers.insert(http::header::ACCESS_CONTROL_MAX_AGE, HeaderValue::from_static("86400"));
+    headers.insert(
+        http::header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("request-id, retry-after"),
+    );
+    headers.insert(
+        http::header::ACCESS_CONTROL_MAX_AGE,
+        HeaderValue::from_static("86400"),
+    );
     headers.insert(http::header::VARY, HeaderValue::from_static("origin"));
 }
 
@@ -247,8 +267,9 @@ fn status_only(status: StatusCode) -> Response<ResponseBody> {
 fn json_response(status: StatusCode, body: String) -> Response<ResponseBody> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
-    response
-        .headers_mut()
-        .insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }

@@ -4,7 +4,7 @@
 use http::{Response, StatusCode};
 
 use super::body::ResponseBody;
-use super::{json_response, AppState};
+use super::{AppState, json_response};
 use crate::error::BridgeError;
 
 const MODELS: &[(&str, &str)] = &[
@@ -24,7 +24,10 @@ fn info(state: &AppState, id: &str, display: &str) -> serde_json::Value {
 }
 
 pub(super) fn list(state: &AppState) -> Response<ResponseBody> {
-    let data: Vec<_> = MODELS.iter().map(|(id, name)| info(state, id, name)).collect();
+    let data: Vec<_> = MODELS
+        .iter()
+        .map(|(id, name)| info(state, id, name))
+        .collect();
     let body = serde_json::json!({
         "data": data,
         "has_more": false,
@@ -36,8 +39,14 @@ pub(super) fn list(state: &AppState) -> Response<ResponseBody> {
 
 pub(super) fn get(state: &AppState, id: &str) -> Result<Response<ResponseBody>, BridgeError> {
     match MODELS.iter().find(|(known, _)| *known == id) {
-        Some((id, name)) => Ok(json_response(StatusCode::OK, info(state, id, name).to_string())),
-        None if id.starts_with("claude") => Ok(json_response(StatusCode::OK, info(state, id, id).to_string())),
+        Some((id, name)) => Ok(json_response(
+            StatusCode::OK,
+            info(state, id, name).to_string(),
+        )),
+        None if id.starts_with("claude") => Ok(json_response(
+            StatusCode::OK,
+            info(state, id, id).to_string(),
+        )),
         None => Err(BridgeError::NotFound {
             method: String::from("GET"),
             path: format!("/v1/models/{id}"),

@@ -1,0 +1,61 @@
+# claude-bridge — the commands people run. On a fresh machine only `make run` and `make test`
+# are needed: both install what they need first (`make setup`).
+
+SHELL := /bin/bash
+CARGO ?= cargo
+LISTEN ?= 127.0.0.1:3456
+BASE_URL ?= http://127.0.0.1:11434/v1
+ARGS ?=
+
+.PHONY: all setup setup-rust setup-e2e build run test test-rust lint fmt purity doc clean
+
+all: build
+
+## Install what builds and tests need: rust targets and components, the real clients (npm, pip).
+setup: setup-rust setup-e2e
+
+setup-rust:
+	@scripts/setup-rust.sh
+
+setup-e2e:
+	@scripts/setup-e2e.sh
+
+## Release build of the bridge (the WASI component is built by host-native/build.rs).
+build: setup-rust
+	$(CARGO) build --release -p claude-bridge
+
+## Serve on $(LISTEN) against an OpenAI-compatible server at $(BASE_URL) (Ollama's default).
+## Override with e.g. `make run BASE_URL=https://api.openai.com/v1 ARGS="--model gpt-4o"`,
+## or with CLAUDE_BRIDGE_* environment variables.
+run: build
+	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
+	./target/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
+
+## Everything CI checks: lint, purity, unit + golden + property tests, wasmtime conformance,
+## end-to-end tests with the real Claude Code CLI and the official Anthropic SDKs.
+test: setup lint purity test-rust
+
+test-rust:
+	$(CARGO) build -p claude-bridge
+	$(CARGO) test --workspace --no-fail-fast
+
+## fmt check + clippy -D warnings, natively and for both wasm targets.
+lint: setup-rust
+	$(CARGO) fmt --all --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p bridge-core -p bridge-core-js --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 -- -D warnings
+
+## The core is pure: built for the browser target, it imports nothing from its host.
+purity: setup-rust
+	$(CARGO) build -p bridge-core-js --target wasm32-unknown-unknown --release
+	python3 scripts/check-wasm-imports.py target/wasm32-unknown-unknown/release/bridge_core_js.wasm
+
+fmt:
+	$(CARGO) fmt --all
+
+doc:
+	$(CARGO) doc --workspace --no-deps
+
+clean:
+	$(CARGO) clean
