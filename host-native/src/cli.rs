@@ -108,6 +108,9 @@ pub struct ServeArgs {
     /// Upstream API key (sent as `Authorization: Bearer`).
     #[arg(long, env = "CLAUDE_BRIDGE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Extra trusted CA certificates (PEM) for an https upstream with a private or self-signed certificate.
+    #[arg(long, env = "CLAUDE_BRIDGE_CA_CERT")]
+    pub ca_cert: Option<PathBuf>,
     /// Key clients must send (`x-api-key` or `Authorization: Bearer`); none when unset.
     #[arg(long, env = "CLAUDE_BRIDGE_CLIENT_KEY", hide_env_values = true)]
     pub client_key: Option<String>,

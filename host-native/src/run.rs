@@ -50,6 +50,7 @@ pub fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let upstream = Upstream::new(
         &args.base_url,
         args.api_key.as_deref(),
+        args.ca_cert.as_deref(),
         Duration::from_secs(args.connect_timeout),
         Duration::from_secs(args.first_byte_timeout),
     )?;

@@ -38,6 +38,7 @@ impl Upstream {
     pub fn new(
         base_url: &str,
         api_key: Option<&str>,
+        ca_cert: Option<&std::path::Path>,
         connect_timeout: Duration,
         first_byte_timeout: Duration,
     ) -> Result<Self, String> {
@@ -63,7 +64,7 @@ impl Upstream {
         http.set_nodelay(true);
         http.enforce_http(false);
         let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_webpki_roots()
+            .with_tls_config(tls_config(ca_cert)?)
             .https_or_http()
             .enable_http1()
             .wrap_connector(http);
@@ -149,6 +150,34 @@ impl Upstream {
     }
 }
 
+/// Web PKI roots, plus the certificates of `ca_cert` (PEM) for self-signed or private upstreams.
+fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, String> {
+    use rustls::pki_types::pem::PemObject;
+    let mut roots = rustls::RootCertStore::empty();
+    roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());
+    if let Some(path) = ca_cert {
+        let certs = rustls::pki_types::CertificateDer::pem_file_iter(path)
+            .map_err(|e| format!("--ca-cert {}: {e}", path.display()))?;
+        let mut added = 0;
+        for cert in certs {
+            let cert = cert.map_err(|e| format!("--ca-cert {}: {e}", path.display()))?;
+            roots
+                .add(cert)
+                .map_err(|e| format!("--ca-cert {}: {e}", path.display()))?;
+            added += 1;
+        }
+        if added == 0 {
+            return Err(format!(
+                "--ca-cert {}: no PEM certificate in the file",
+                path.display()
+            ));
+        }
+    }
+    Ok(rustls::ClientConfig::builder()
+        .with_root_certificates(roots)
+        .with_no_client_auth())
+}
+
 fn describe_client_error(e: &hyper_util::client::legacy::Error) -> String {
     let mut text = e.to_string();
     let mut source = std::error::Error::source(e);
@@ -212,6 +241,7 @@ mod tests {
         let u = Upstream::new(
             "http://127.0.0.1:1/v1/",
             None,
+            None,
             Duration::from_secs(1),
             Duration::from_secs(1),
         )
@@ -220,6 +250,7 @@ mod tests {
         assert!(
             Upstream::new(
                 "ftp://x",
+                None,
                 None,
                 Duration::from_secs(1),
                 Duration::from_secs(1)
