@@ -135,6 +135,10 @@ pub struct ServeArgs {
     /// Do not send earlier thinking back as `reasoning_content`.
     #[arg(long, env = "CLAUDE_BRIDGE_NO_REASONING_PASSBACK")]
     pub no_reasoning_passback: bool,
+    /// Keep Claude Code's mid-conversation system messages in place instead of folding them into
+    /// the adjacent user message (for upstreams whose chat templates accept a system message anywhere).
+    #[arg(long, env = "CLAUDE_BRIDGE_KEEP_MID_CONVERSATION_SYSTEM")]
+    pub keep_mid_conversation_system: bool,
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,
@@ -172,6 +176,7 @@ impl ServeArgs {
             strict_schemas: self.strict_schemas,
             reasoning_effort: self.reasoning_effort,
             reasoning_passback: !self.no_reasoning_passback,
+            keep_mid_conversation_system: self.keep_mid_conversation_system,
             require_max_tokens: true,
         }
     }

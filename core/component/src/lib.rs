@@ -13,7 +13,10 @@ use bridge_core::anthropic::events::ErrorKind;
 use bridge_core::api::{self, ConvertOptions, StreamOptions};
 use bridge_core::error::RequestError;
 
-#[expect(unsafe_code, reason = "the canonical-ABI glue wit-bindgen generates is unsafe")]
+#[expect(
+    unsafe_code,
+    reason = "the canonical-ABI glue wit-bindgen generates is unsafe"
+)]
 mod bindings {
     wit_bindgen::generate!({
         path: "../../wit",
@@ -72,8 +75,8 @@ struct ChatStream(RefCell<api::ChatStream>);
 
 impl wit::GuestChatStream for ChatStream {
     fn create(options_json: String) -> Result<wit::ChatStream, CoreError> {
-        let options: StreamOptions = serde_json::from_str(&options_json)
-            .map_err(|e| options_error("stream options", &e))?;
+        let options: StreamOptions =
+            serde_json::from_str(&options_json).map_err(|e| options_error("stream options", &e))?;
         Ok(wit::ChatStream::new(Self(RefCell::new(
             api::ChatStream::new(options),
         ))))

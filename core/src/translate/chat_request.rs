@@ -45,6 +45,9 @@ pub struct ConvertOptions {
     /// Send earlier thinking back as `reasoning_content` on assistant turns (DeepSeek requires it
     /// after tool calls; other servers ignore it).
     pub reasoning_passback: bool,
+    /// Keep mid-conversation `role: "system"` messages where they are instead of folding their
+    /// text into the adjacent user message (only for upstreams whose templates accept that).
+    pub keep_mid_conversation_system: bool,
     /// Require `max_tokens` as `/v1/messages` does (`false` for `count_tokens`).
     pub require_max_tokens: bool,
 }
@@ -58,6 +61,7 @@ impl Default for ConvertOptions {
             strict_schemas: false,
             reasoning_effort: false,
             reasoning_passback: true,
+            keep_mid_conversation_system: false,
             require_max_tokens: true,
         }
     }
@@ -152,9 +156,15 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
             messages.push(text_message("system", text));
         }
     }
+    let mut mid_system = Vec::new();
     for (i, message) in req.messages.iter().enumerate() {
+        if message.role == Role::System && !options.keep_mid_conversation_system {
+            mid_system.push((messages.len(), plain_text(&message.content)));
+            continue;
+        }
         convert_message(i, message, options, &mut messages, &mut warnings);
     }
+    fold_mid_conversation_system(&mut messages, mid_system);
 
     let tools = convert_tools(req.tools.as_deref(), options.strict_schemas, &mut warnings);
     let (tool_choice, parallel_tool_calls) = if tools.is_some() {
@@ -210,6 +220,53 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
         input_tokens_estimate: crate::tokens::estimate_request(&req),
         warnings,
     })
+}
+
+/// Mid-conversation `role: "system"` text (Claude Code sends one after the first user turn)
+/// folded into the next user message, or the last one before it: many chat templates (Qwen,
+/// Mistral) reject a system message that is not first. Claude Code itself folds it this way for
+/// models it knows cannot take it. `positions` are where each would have been inserted.
+fn fold_mid_conversation_system(messages: &mut Vec<ChatMessage>, positions: Vec<(usize, String)>) {
+    for (position, text) in positions.into_iter().rev() {
+        if text.is_empty() {
+            continue;
+        }
+        let is_user = |m: &ChatMessage| m.role == "user";
+        let next = messages
+            .iter()
+            .skip(position)
+            .position(is_user)
+            .map(|i| i + position);
+        if let Some(i) = next {
+            prepend_text(&mut messages[i].content, &text);
+        } else if let Some(i) = messages[..position.min(messages.len())]
+            .iter()
+            .rposition(is_user)
+        {
+            append_text(&mut messages[i].content, &text);
+        } else {
+            messages.insert(position.min(messages.len()), text_message("system", text));
+        }
+    }
+}
+
+fn prepend_text(content: &mut Value, text: &str) {
+    match content {
+        Value::String(s) => *s = format!("{text}\n\n{s}"),
+        Value::Array(parts) => parts.insert(0, json!({"type": "text", "text": text})),
+        other => *other = Value::String(text.to_owned()),
+    }
+}
+
+fn append_text(content: &mut Value, text: &str) {
+    match content {
+        Value::String(s) => {
+            s.push_str("\n\n");
+            s.push_str(text);
+        }
+        Value::Array(parts) => parts.push(json!({"type": "text", "text": text})),
+        other => *other = Value::String(text.to_owned()),
+    }
 }
 
 fn text_message(role: &'static str, text: String) -> ChatMessage {
@@ -625,4 +682,60 @@ fn response_format(format: &Value) -> Option<Value> {
         "type": "json_schema",
         "json_schema": {"name": "response", "schema": schema}
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roles_and_text(options: &ConvertOptions) -> Vec<(String, String)> {
+        let req = br#"{"model":"m","max_tokens":5,"messages":[
+            {"role":"user","content":"first"},
+            {"role":"system","content":"agents: none"},
+            {"role":"assistant","content":"ok"},
+            {"role":"user","content":[{"type":"text","text":"second"}]},
+            {"role":"system","content":"late note"}]}"#;
+        let out = convert(req, options).unwrap();
+        let body: Value = serde_json::from_str(&out.body).unwrap();
+        body["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| {
+                (
+                    m["role"].as_str().unwrap().to_owned(),
+                    m["content"].to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn mid_conversation_system_folds_into_the_next_user_turn_or_the_last() {
+        let got = roles_and_text(&ConvertOptions::default());
+        assert_eq!(
+            got,
+            vec![
+                ("user".into(), "\"first\"".into()),
+                ("assistant".into(), "\"ok\"".into()),
+                (
+                    "user".into(),
+                    "\"agents: none\\n\\nsecond\\n\\nlate note\"".into()
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn mid_conversation_system_kept_in_place_on_request() {
+        let options = ConvertOptions {
+            keep_mid_conversation_system: true,
+            ..ConvertOptions::default()
+        };
+        let roles: Vec<String> = roles_and_text(&options)
+            .into_iter()
+            .map(|(r, _)| r)
+            .collect();
+        assert_eq!(roles, ["user", "system", "assistant", "user", "system"]);
+    }
 }

@@ -127,17 +127,21 @@ impl Relay {
     ) -> bridge_core::api::Finished {
         let started = Instant::now();
         let mut last_upstream = Instant::now();
-        let wait = if tx.is_some() {
-            self.ping_interval
-        } else {
-            self.idle_timeout
-        };
+        // Last time the client got bytes from us (data or ping); pings only matter when streaming.
+        let mut last_sent = Instant::now();
         loop {
-            let step = match tokio::time::timeout(wait.max(Duration::from_millis(10)), body.frame())
+            let idle_left = self.idle_timeout.saturating_sub(last_upstream.elapsed());
+            let wait = if tx.is_some() {
+                idle_left.min(self.ping_interval.saturating_sub(last_sent.elapsed()))
+            } else {
+                idle_left
+            };
+            let step = match tokio::time::timeout(wait.max(Duration::from_millis(1)), body.frame())
                 .await
             {
                 Ok(Some(Ok(frame))) => {
                     last_upstream = Instant::now();
+                    last_sent = last_upstream;
                     match frame.into_data() {
                         Ok(data) => match session.feed(&data) {
                             Ok(out) => send(tx.as_ref(), out).await,
@@ -167,11 +171,14 @@ impl Relay {
                             .await;
                     }
                     match &tx {
-                        Some(tx) => match tx.send(Bytes::from_static(PING)).await {
-                            Ok(()) => Step::Continue,
-                            Err(_) => Step::Stop,
-                        },
-                        None => Step::Continue,
+                        Some(tx) if last_sent.elapsed() >= self.ping_interval => {
+                            last_sent = Instant::now();
+                            match tx.send(Bytes::from_static(PING)).await {
+                                Ok(()) => Step::Continue,
+                                Err(_) => Step::Stop,
+                            }
+                        }
+                        _ => Step::Continue,
                     }
                 }
             };

@@ -1,0 +1,122 @@
+//! The translation engine: the pure core, run natively or as a WASI component in wasmtime.
+//!
+//! Everything the host asks of the core goes through [`Engine`], so the two builds are
+//! interchangeable at run time (`--engine native|wasm`, `--core plugin.wasm`) and can be
+//! compared byte for byte (`tests/tests/conformance.rs`).
+//!
+//! - [`native()`]: calls [`bridge_core::api`] directly.
+//! - [`wasm()`]: the same core built for `wasm32-wasip2` (embedded at build time by `build.rs`),
+//!   or a user plug-in implementing `wit/bridge-core.wit`, run in wasmtime with one `Store` per
+//!   operation or stream (DESIGN §4).
+
+mod native;
+mod wasm;
+
+use std::path::Path;
+use std::sync::Arc;
+
+pub use bridge_core::anthropic::events::ErrorKind;
+pub use bridge_core::api::{ConvertOptions, ConvertedRequest, Finished, StreamOptions};
+
+pub use self::native::NativeEngine;
+pub use self::wasm::WasmEngine;
+
+/// One build of the translation core.
+pub trait Engine: Send + Sync + 'static {
+    /// `"wasm"` or `"native"`.
+    fn name(&self) -> &'static str;
+
+    /// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
+    ///
+    /// # Errors
+    /// [`EngineError::Request`] when the request cannot be translated (the client's fault unless
+    /// the kind says otherwise), [`EngineError::Trap`] when the engine itself failed.
+    fn convert_request(
+        &self,
+        request: &[u8],
+        options: &ConvertOptions,
+    ) -> Result<ConvertedRequest, EngineError>;
+
+    /// Estimated input tokens of an Anthropic request.
+    ///
+    /// # Errors
+    /// As [`Engine::convert_request`].
+    fn count_tokens(&self, request: &[u8]) -> Result<u32, EngineError>;
+
+    /// A translator for one OpenAI Chat Completions response stream.
+    ///
+    /// # Errors
+    /// [`EngineError::Trap`] when the engine could not start one (e.g. the instance pool is
+    /// exhausted); [`EngineError::Request`] when a plug-in rejects the options.
+    fn chat_stream(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError>;
+}
+
+/// One upstream response being translated (see [`bridge_core::api::ChatStream`]).
+pub trait StreamSession: Send {
+    /// Feed upstream bytes (any chunking); returns the SSE bytes to write now.
+    ///
+    /// # Errors
+    /// [`EngineError::Trap`] when the engine failed; the session is unusable afterwards.
+    fn feed(&mut self, chunk: &[u8]) -> Result<String, EngineError>;
+
+    /// The upstream failed: end the response with an error of this kind.
+    ///
+    /// # Errors
+    /// As [`StreamSession::feed`].
+    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError>;
+
+    /// The upstream body ended: the last SSE bytes, or the folded message.
+    ///
+    /// # Errors
+    /// As [`StreamSession::feed`].
+    fn finish(&mut self) -> Result<Finished, EngineError>;
+}
+
+/// Why an engine operation failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum EngineError {
+    /// The core rejected the input; `kind` is the Anthropic error type it becomes.
+    #[error("{message}")]
+    Request {
+        /// The Anthropic error type (and so the HTTP status).
+        kind: ErrorKind,
+        /// Human-readable reason, passed to the client.
+        message: String,
+    },
+    /// The engine itself failed: a wasm trap, a guest panic, an exhausted instance pool, a
+    /// plug-in that does not implement the world. Always the bridge's fault (`api_error`).
+    #[error("translation engine failed: {0}")]
+    Trap(String),
+}
+
+impl EngineError {
+    /// The Anthropic error type this becomes.
+    #[must_use]
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::Request { kind, .. } => *kind,
+            Self::Trap(_) => ErrorKind::Api,
+        }
+    }
+}
+
+/// The core compiled into this binary, called directly.
+#[must_use]
+pub fn native() -> Arc<dyn Engine> {
+    Arc::new(NativeEngine)
+}
+
+/// The core as a WASI component in wasmtime: the one embedded at build time (`plugin: None`,
+/// shared by every caller in the process) or a plug-in implementing `wit/bridge-core.wit`.
+///
+/// The compiled code is cached on disk (see [`WasmEngine`]), so only the first start compiles.
+///
+/// # Errors
+/// [`EngineError::Trap`] when wasmtime cannot be set up or the component cannot be loaded,
+/// compiled or linked (a plug-in that is not a component of this world).
+pub fn wasm(plugin: Option<&Path>) -> Result<Arc<dyn Engine>, EngineError> {
+    match plugin {
+        None => Ok(WasmEngine::embedded()?),
+        Some(path) => Ok(Arc::new(WasmEngine::plugin(path)?)),
+    }
+}

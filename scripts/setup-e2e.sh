@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Install the real clients the end-to-end tests drive (tests/tests/e2e_*.rs):
+#   - tests/e2e/node_modules: @anthropic-ai/claude-code (native CLI) and @anthropic-ai/sdk (pinned in package.json)
+#   - tests/e2e/.venv: Python venv with the `anthropic` SDK (pinned in requirements.txt)
+# Idempotent and quiet; a no-op taking well under a second when everything is in place.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+e2e="$root/tests/e2e"
+cd "$e2e"
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "setup-e2e: '$1' is required but not installed" >&2; exit 1; }; }
+need node
+need npm
+need python3
+
+# --- npm packages ----------------------------------------------------------------------------
+# `npm install`, never `npm ci` (ci fails here on packages with platform-specific optional deps).
+stamp="node_modules/.package-lock.json"
+npm_ok() {
+  [[ -f "$stamp" && "$stamp" -nt package.json && "$stamp" -nt package-lock.json ]] &&
+    [[ -f node_modules/@anthropic-ai/sdk/package.json ]] &&
+    ls node_modules/@anthropic-ai/claude-code-linux-*/claude >/dev/null 2>&1
+}
+if ! npm_ok; then
+  echo "setup-e2e: npm install in tests/e2e"
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+  touch "$stamp"
+fi
+
+# npm 11 may skip claude-code's postinstall (it copies the native binary into bin/); the tests call
+# the platform package's binary directly, so only check that it is there and runs.
+claude_bin="$(ls node_modules/@anthropic-ai/claude-code-linux-*/claude 2>/dev/null | head -n1 || true)"
+if [[ -z "$claude_bin" ]]; then
+  echo "setup-e2e: the Claude Code native binary is missing under tests/e2e/node_modules/@anthropic-ai/claude-code-linux-*/" >&2
+  exit 1
+fi
+[[ -x "$claude_bin" ]] || chmod +x "$claude_bin"
+
+# --- Python venv ---------------------------------------------------------------------------------
+want="$(sed -n 's/^anthropic==//p' requirements.txt)"
+py_ok() {
+  [[ -x .venv/bin/python ]] && compgen -G ".venv/lib/python3*/site-packages/anthropic-$want.dist-info" >/dev/null
+}
+if ! py_ok; then
+  echo "setup-e2e: Python venv tests/e2e/.venv with anthropic==$want"
+  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+  .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+  py_ok || { echo "setup-e2e: anthropic==$want did not install" >&2; exit 1; }
+fi

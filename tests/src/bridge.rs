@@ -1,0 +1,309 @@
+//! Start the real `claude-bridge` binary against an upstream, wait until it is healthy, kill it on drop.
+//!
+//! The binary is `CLAUDE_BRIDGE_BIN` if set, else `target/<profile>/claude-bridge` next to the test
+//! executable (which lives in `target/<profile>/deps/`). Cargo does not build another package's binary
+//! for `cargo test -p bridge-tests`, so build it first: `cargo build -p claude-bridge` (the Makefile and
+//! `tests/README.md` do). The bridge's stdout and stderr go to `target/e2e-logs/<name>.log`.
+
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant, SystemTime};
+
+use crate::{err, http};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// How long a bridge may take to answer `GET /health` after start.
+pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Options of a bridge run.
+#[derive(Debug, Clone)]
+pub struct BridgeOptions {
+    /// `--engine` value; `None` uses `E2E_ENGINE` if set, else the binary's default.
+    pub engine: Option<String>,
+    /// `--model` (default `test-model`); `None` leaves the flag out.
+    pub model: Option<String>,
+    /// `--api-key` (the upstream key).
+    pub api_key: Option<String>,
+    /// More arguments after the standard ones.
+    pub extra_args: Vec<String>,
+    /// More environment variables.
+    pub env: Vec<(String, String)>,
+}
+
+impl Default for BridgeOptions {
+    fn default() -> Self {
+        Self {
+            engine: None,
+            model: Some("test-model".into()),
+            api_key: Some("sk-upstream-test".into()),
+            extra_args: Vec::new(),
+            env: Vec::new(),
+        }
+    }
+}
+
+impl BridgeOptions {
+    /// Use this engine (`native` or `wasm`).
+    #[must_use]
+    pub fn engine(mut self, engine: &str) -> Self {
+        self.engine = Some(engine.into());
+        self
+    }
+}
+
+/// A running bridge; killed on drop.
+#[derive(Debug)]
+pub struct Bridge {
+    child: Child,
+    port: u16,
+    log_path: PathBuf,
+    args: Vec<String>,
+}
+
+impl Drop for Bridge {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The `target/<profile>` directory the tests run from.
+pub fn profile_dir() -> crate::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let deps = exe
+        .parent()
+        .ok_or_else(|| err("test executable has no parent directory"))?;
+    let dir = if deps.file_name().is_some_and(|n| n == "deps") {
+        deps.parent().unwrap_or(deps)
+    } else {
+        deps
+    };
+    Ok(dir.to_path_buf())
+}
+
+/// Where the bridge binary is (see the module docs).
+pub fn binary_path() -> crate::Result<PathBuf> {
+    if let Some(p) = std::env::var_os("CLAUDE_BRIDGE_BIN") {
+        let p = PathBuf::from(p);
+        return if p.is_file() {
+            Ok(p)
+        } else {
+            Err(err(format!(
+                "CLAUDE_BRIDGE_BIN={} is not a file",
+                p.display()
+            )))
+        };
+    }
+    let p = profile_dir()?.join("claude-bridge");
+    if !p.is_file() {
+        return Err(err(format!(
+            "claude-bridge binary not found at {}: build it first with `cargo build -p claude-bridge` \
+             (same profile as the tests) or set CLAUDE_BRIDGE_BIN",
+            p.display()
+        )));
+    }
+    warn_if_stale(&p);
+    Ok(p)
+}
+
+fn newest_mtime(dir: &Path, newest: &mut SystemTime) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        if path.is_dir() {
+            newest_mtime(&path, newest);
+        } else if let Ok(m) = e.metadata().and_then(|m| m.modified())
+            && m > *newest
+        {
+            *newest = m;
+        }
+    }
+}
+
+fn warn_if_stale(bin: &Path) {
+    let Ok(built) = std::fs::metadata(bin).and_then(|m| m.modified()) else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap_or(Path::new("."));
+    let mut newest = SystemTime::UNIX_EPOCH;
+    for d in ["host-native/src", "core/src", "core/component/src", "wit"] {
+        newest_mtime(&root.join(d), &mut newest);
+    }
+    if newest > built {
+        eprintln!(
+            "warning: {} is older than the bridge sources; run `cargo build -p claude-bridge` to test the current code",
+            bin.display()
+        );
+    }
+}
+
+fn free_port() -> crate::Result<u16> {
+    let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+    Ok(l.local_addr()?.port())
+}
+
+fn logs_dir() -> crate::Result<PathBuf> {
+    let dir = profile_dir()?
+        .parent()
+        .map_or_else(|| PathBuf::from("target"), Path::to_path_buf)
+        .join("e2e-logs");
+    std::fs::create_dir_all(&dir)?;
+    Ok(dir)
+}
+
+impl Bridge {
+    /// Start against an OpenAI-compatible base URL (e.g. [`crate::upstream::Upstream::base_url`]).
+    pub async fn start(upstream_base_url: &str, name: &str) -> crate::Result<Self> {
+        Self::start_with(upstream_base_url, name, BridgeOptions::default()).await
+    }
+
+    /// Start with options. Retries with another port if the chosen one was taken meanwhile.
+    pub async fn start_with(
+        upstream_base_url: &str,
+        name: &str,
+        opts: BridgeOptions,
+    ) -> crate::Result<Self> {
+        let mut last_err = err("no attempt");
+        for _ in 0..3 {
+            match Self::try_start(upstream_base_url, name, &opts).await {
+                Ok(b) => return Ok(b),
+                Err(e) => {
+                    let retry = e.to_string().to_ascii_lowercase().contains("address");
+                    last_err = e;
+                    if !retry {
+                        break;
+                    }
+                }
+            }
+        }
+        Err(last_err)
+    }
+
+    async fn try_start(
+        upstream_base_url: &str,
+        name: &str,
+        opts: &BridgeOptions,
+    ) -> crate::Result<Self> {
+        let bin = binary_path()?;
+        let port = free_port()?;
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let log_path = logs_dir()?.join(format!("{name}-{}-{n}.log", std::process::id()));
+        let log = File::create(&log_path)?;
+        let mut args: Vec<String> = vec![
+            "serve".into(),
+            "--listen".into(),
+            format!("127.0.0.1:{port}"),
+            "--provider".into(),
+            "openai".into(),
+            "--base-url".into(),
+            upstream_base_url.into(),
+        ];
+        if let Some(m) = &opts.model {
+            args.extend(["--model".into(), m.clone()]);
+        }
+        if let Some(k) = &opts.api_key {
+            args.extend(["--api-key".into(), k.clone()]);
+        }
+        let engine = opts
+            .engine
+            .clone()
+            .or_else(|| std::env::var("E2E_ENGINE").ok().filter(|e| !e.is_empty()));
+        if let Some(e) = engine {
+            args.extend(["--engine".into(), e]);
+        }
+        args.extend(opts.extra_args.iter().cloned());
+        let mut cmd = Command::new(&bin);
+        cmd.args(&args)
+            .current_dir(std::env::temp_dir())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(log.try_clone()?))
+            .stderr(Stdio::from(log));
+        // No configuration from the developer's shell leaks in.
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("CLAUDE_BRIDGE_") {
+                cmd.env_remove(&k);
+            }
+        }
+        let rust_log =
+            std::env::var("E2E_BRIDGE_LOG").unwrap_or_else(|_| "info,claude_bridge=debug".into());
+        cmd.env("CLAUDE_BRIDGE_LOG", &rust_log)
+            .env("RUST_LOG", &rust_log);
+        for (k, v) in &opts.env {
+            cmd.env(k, v);
+        }
+        let child = cmd
+            .spawn()
+            .map_err(|e| err(format!("cannot start {}: {e}", bin.display())))?;
+        let mut bridge = Self {
+            child,
+            port,
+            log_path,
+            args,
+        };
+        bridge.wait_healthy().await?;
+        Ok(bridge)
+    }
+
+    async fn wait_healthy(&mut self) -> crate::Result<()> {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        let url = format!("{}/health", self.base_url());
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Err(err(format!(
+                    "claude-bridge {:?} exited during startup with {status}; log {}:\n{}",
+                    self.args,
+                    self.log_path.display(),
+                    self.log()
+                )));
+            }
+            if let Ok(r) = http::send("GET", &url, &[], None, Duration::from_secs(2)).await
+                && r.status == 200
+            {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(err(format!(
+                    "claude-bridge {:?} did not answer GET /health with 200 within {STARTUP_TIMEOUT:?}; log {}:\n{}",
+                    self.args,
+                    self.log_path.display(),
+                    self.log()
+                )));
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` (what `ANTHROPIC_BASE_URL` should be).
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// The port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Where its output goes.
+    pub fn log_path(&self) -> &Path {
+        &self.log_path
+    }
+
+    /// Its output so far (last 20 000 characters).
+    pub fn log(&self) -> String {
+        let s = std::fs::read_to_string(&self.log_path).unwrap_or_default();
+        let skip = s.chars().count().saturating_sub(20_000);
+        s.chars().skip(skip).collect()
+    }
+
+    /// Whether the process is still running.
+    pub fn is_running(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}

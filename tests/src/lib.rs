@@ -1,0 +1,30 @@
+//! Test support for claude-bridge: the end-to-end harness.
+//!
+//! - [`upstream`]: a scripted OpenAI Chat Completions server that stands in for the model.
+//! - [`chunks`]: builders for the OpenAI stream chunks the scripted upstream sends.
+//! - [`bridge`]: starts the real `claude-bridge` binary against an upstream.
+//! - [`http`]: a tiny hyper client with timeouts (raw requests to the bridge).
+//! - [`sse`]: an Anthropic SSE parser and an independent stream-shape validator.
+//! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
+//! - [`tempdir`]: throw-away directories removed on drop.
+//!
+//! The README beside this crate (`tests/README.md`) says how to run the suite.
+
+pub mod bridge;
+pub mod chunks;
+pub mod clients;
+pub mod http;
+pub mod sse;
+pub mod tempdir;
+pub mod upstream;
+
+/// The error type of the harness: anything, with a message good enough to fail a test on.
+pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// Result alias of the harness.
+pub type Result<T> = std::result::Result<T, BoxError>;
+
+/// Make an error from a message.
+pub fn err(msg: impl Into<String>) -> BoxError {
+    msg.into().into()
+}

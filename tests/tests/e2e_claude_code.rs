@@ -1,0 +1,565 @@
+//! The real Claude Code CLI (`-p` mode, its real tool loop) through the real bridge binary against a
+//! scripted OpenAI upstream.
+//!
+//! Needs `cargo build -p claude-bridge` and `scripts/setup-e2e.sh` (see tests/README.md).
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail the test on purpose"
+)]
+
+use std::time::Duration;
+
+use bridge_tests::bridge::Bridge;
+use bridge_tests::chunks::{
+    ChatStream, PROMPT_TOKENS, parallel_tool_calls_stream, split_fragments, text_stream,
+    tool_call_builder, tool_call_stream,
+};
+use bridge_tests::clients::{ClaudeRun, run_claude_code, run_claude_code_with};
+use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream, background_response};
+use serde_json::{Value, json};
+
+const CLI_TIMEOUT: Duration = Duration::from_secs(90);
+const FINAL_TEXT: &[&str] = &["All ", "done."];
+
+/// The upstream of a Claude Code run: requests without tools are background requests (title…); the
+/// first turn (no tool result yet) gets `first`; a turn carrying tool results gets the final text.
+async fn claude_code_upstream(first: ScriptedResponse) -> Upstream {
+    Upstream::start(move |req: &RecordedRequest| {
+        if !req.is_chat() {
+            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
+        } else if req.tools().is_empty() {
+            background_response()
+        } else if req.has_tool_result() {
+            text_stream(FINAL_TEXT)
+        } else {
+            first.clone()
+        }
+    })
+    .await
+    .unwrap()
+}
+
+fn bash_args(command: &str) -> String {
+    json!({"command": command, "description": "Create a file"}).to_string()
+}
+
+fn context(run: &ClaudeRun, upstream: &Upstream, bridge: &Bridge) -> String {
+    format!(
+        "{}\n--- upstream requests:\n{}\n--- bridge log {}:\n{}",
+        run.describe(),
+        upstream.dump(),
+        bridge.log_path().display(),
+        bridge.log()
+    )
+}
+
+/// Checks shared by the tool-loop tests: exit 0, the final text, and a second upstream request that
+/// carries the assistant tool calls and one `tool` message per call, with matching ids.
+fn assert_tool_loop(
+    run: &ClaudeRun,
+    upstream: &Upstream,
+    bridge: &Bridge,
+    calls: usize,
+) -> RecordedRequest {
+    let ctx = || context(run, upstream, bridge);
+    assert_eq!(run.output.code, Some(0), "Claude Code failed\n{}", ctx());
+    let result = run
+        .result
+        .as_ref()
+        .unwrap_or_else(|| panic!("no JSON result on stdout\n{}", ctx()));
+    assert_eq!(result["is_error"], json!(false), "{}", ctx());
+    assert!(
+        run.result_text().unwrap_or_default().contains("All done."),
+        "final text missing\n{}",
+        ctx()
+    );
+
+    let model_reqs: Vec<RecordedRequest> = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| !r.tools().is_empty())
+        .collect();
+    assert!(
+        model_reqs.len() >= 2,
+        "expected a tool turn and a final turn\n{}",
+        ctx()
+    );
+    let first = &model_reqs[0];
+    assert!(
+        first.is_stream(),
+        "Claude Code streams; the upstream request should too\n{}",
+        ctx()
+    );
+    assert_eq!(
+        first.body["model"],
+        "test-model",
+        "--model maps every client model\n{}",
+        ctx()
+    );
+    assert!(
+        first
+            .tools()
+            .iter()
+            .any(|t| t.pointer("/function/name") == Some(&json!("Bash"))),
+        "Claude Code's Bash tool must reach the upstream as a function\n{}",
+        ctx()
+    );
+
+    for r in &model_reqs {
+        let problems = r.openai_shape_problems();
+        assert!(
+            problems.is_empty(),
+            "request #{} is not a clean OpenAI request: {problems:?}\n{}",
+            r.seq,
+            ctx()
+        );
+        let max = r
+            .body
+            .get("max_tokens")
+            .or_else(|| r.body.get("max_completion_tokens"))
+            .and_then(Value::as_u64);
+        assert!(
+            max.is_some_and(|m| m <= 32_768),
+            "max_tokens capped by default (pitfalls 8): {max:?}\n{}",
+            ctx()
+        );
+        assert_eq!(
+            r.messages()[0]["role"],
+            "system",
+            "Claude Code's system prompt comes first\n{}",
+            ctx()
+        );
+    }
+    let second = model_reqs
+        .iter()
+        .find(|r| r.has_tool_result())
+        .unwrap_or_else(|| panic!("no upstream request carried a tool result\n{}", ctx()))
+        .clone();
+    let tool_calls = second.assistant_tool_calls();
+    assert_eq!(
+        tool_calls.len(),
+        calls,
+        "assistant tool_calls replayed upstream\n{}",
+        ctx()
+    );
+    let call_ids: Vec<&str> = tool_calls.iter().filter_map(|c| c["id"].as_str()).collect();
+    let results = second.tool_messages();
+    assert_eq!(results.len(), calls, "one tool message per call\n{}", ctx());
+    for r in &results {
+        let id = r["tool_call_id"].as_str().unwrap_or_default();
+        assert!(
+            call_ids.contains(&id),
+            "tool_call_id {id:?} matches no assistant tool call {call_ids:?}\n{}",
+            ctx()
+        );
+    }
+    for c in &tool_calls {
+        assert_eq!(c["type"], "function");
+        assert_eq!(c["function"]["name"], "Bash");
+        let args: Value =
+            serde_json::from_str(c["function"]["arguments"].as_str().unwrap_or("null"))
+                .unwrap_or_else(|e| panic!("replayed arguments are not JSON ({e})\n{}", ctx()));
+        assert!(
+            args["command"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("touch "),
+            "{}",
+            ctx()
+        );
+    }
+    // Tool results come right after the assistant turn that asked for them (OpenAI requires it).
+    let msgs = second.messages();
+    let a = msgs
+        .iter()
+        .rposition(|m| m.get("tool_calls").is_some())
+        .unwrap_or(0);
+    for (offset, m) in msgs[a + 1..=a + calls].iter().enumerate() {
+        assert_eq!(
+            m["role"],
+            "tool",
+            "message {} after the assistant tool calls\n{}",
+            offset + 1,
+            ctx()
+        );
+    }
+    second
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_plain_text_answer() {
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        if req.tools().is_empty() {
+            background_response()
+        } else {
+            text_stream(&["Hello ", "from the ", "bridge."])
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "cc-text")
+        .await
+        .unwrap();
+    let run = run_claude_code(&bridge.base_url(), "say hello", &[], CLI_TIMEOUT)
+        .await
+        .unwrap();
+    let ctx = context(&run, &upstream, &bridge);
+    assert_eq!(run.output.code, Some(0), "{ctx}");
+    assert_eq!(run.result_text(), Some("Hello from the bridge."), "{ctx}");
+    let usage = &run.result.as_ref().unwrap()["usage"];
+    let total_in = usage["input_tokens"].as_u64().unwrap_or(0)
+        + usage["cache_read_input_tokens"].as_u64().unwrap_or(0)
+        + usage["cache_creation_input_tokens"].as_u64().unwrap_or(0);
+    assert_eq!(
+        total_in, PROMPT_TOKENS,
+        "prompt tokens reach Claude Code (input + cache read)\n{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_streamed_bash_tool_call() {
+    let frags = split_fragments(&bash_args("touch made_by_tool.txt"), 6);
+    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+    let upstream = claude_code_upstream(tool_call_stream("call_bash_1", "Bash", &frags)).await;
+    let bridge = Bridge::start(&upstream.base_url(), "cc-tool")
+        .await
+        .unwrap();
+    let run = run_claude_code(
+        &bridge.base_url(),
+        "create the file",
+        &["--allowedTools", "Bash"],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let second = assert_tool_loop(&run, &upstream, &bridge, 1);
+    assert!(
+        run.cwd.path().join("made_by_tool.txt").is_file(),
+        "the Bash tool did not run\n{}",
+        context(&run, &upstream, &bridge)
+    );
+    let args: Value = serde_json::from_str(
+        second.assistant_tool_calls()[0]["function"]["arguments"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(args["command"], "touch made_by_tool.txt");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_two_interleaved_parallel_tool_calls() {
+    let a = split_fragments(&bash_args("touch first_file.txt"), 4);
+    let b = split_fragments(&bash_args("touch second_file.txt"), 5);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let b: Vec<&str> = b.iter().map(String::as_str).collect();
+    let first =
+        parallel_tool_calls_stream(&[("call_par_0", "Bash", &a), ("call_par_1", "Bash", &b)]);
+    let upstream = claude_code_upstream(first).await;
+    let bridge = Bridge::start(&upstream.base_url(), "cc-parallel")
+        .await
+        .unwrap();
+    let run = run_claude_code(
+        &bridge.base_url(),
+        "create both files",
+        &["--allowedTools", "Bash"],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_tool_loop(&run, &upstream, &bridge, 2);
+    for f in ["first_file.txt", "second_file.txt"] {
+        assert!(
+            run.cwd.path().join(f).is_file(),
+            "{f} missing\n{}",
+            context(&run, &upstream, &bridge)
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_tool_call_after_reasoning() {
+    let frags = split_fragments(&bash_args("touch after_thinking.txt"), 5);
+    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+    let reasoning = [
+        "The user wants ",
+        "a file. I will ",
+        "use Bash to touch it.",
+    ];
+    let s = reasoning
+        .iter()
+        .fold(ChatStream::new().role(), |s, r| s.reasoning(r));
+    let first = tool_call_builder(s, &[("call_think_1", "Bash", &frags)])
+        .finish("tool_calls")
+        .usage(90, 30, 0)
+        .build();
+    let upstream = claude_code_upstream(first).await;
+    let bridge = Bridge::start(&upstream.base_url(), "cc-reasoning")
+        .await
+        .unwrap();
+    let run = run_claude_code(
+        &bridge.base_url(),
+        "create the file",
+        &["--allowedTools", "Bash"],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let second = assert_tool_loop(&run, &upstream, &bridge, 1);
+    assert!(
+        run.cwd.path().join("after_thinking.txt").is_file(),
+        "the Bash tool did not run\n{}",
+        context(&run, &upstream, &bridge)
+    );
+    // DeepSeek-style pass-back (pitfalls 16): the reasoning of the tool-calling turn goes back upstream.
+    let assistant = second
+        .messages()
+        .iter()
+        .find(|m| m.get("tool_calls").is_some())
+        .cloned()
+        .unwrap_or(Value::Null);
+    let passed_back = assistant["reasoning_content"].as_str().unwrap_or_default();
+    assert_eq!(
+        passed_back,
+        reasoning.concat(),
+        "reasoning_content of the tool-calling turn must be sent back upstream\n{}",
+        context(&run, &upstream, &bridge)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_passes_a_failed_tool_result_back() {
+    let frags = split_fragments(&bash_args("echo boom >&2; exit 3"), 3);
+    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+    let upstream = claude_code_upstream(tool_call_stream("call_fail_1", "Bash", &frags)).await;
+    let bridge = Bridge::start(&upstream.base_url(), "cc-tool-error")
+        .await
+        .unwrap();
+    let run = run_claude_code(
+        &bridge.base_url(),
+        "run it",
+        &["--allowedTools", "Bash"],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = context(&run, &upstream, &bridge);
+    assert_eq!(run.output.code, Some(0), "{ctx}");
+    let second = upstream
+        .requests()
+        .into_iter()
+        .find(RecordedRequest::has_tool_result)
+        .unwrap_or_else(|| panic!("no tool result went upstream\n{ctx}"));
+    let tool = second.tool_messages()[0].clone();
+    let content = match &tool["content"] {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    assert!(
+        content.contains("boom") || content.contains('3'),
+        "the failed command's output goes back: {tool}\n{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_shows_the_upstream_error_message() {
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        if req.tools().is_empty() {
+            background_response()
+        } else {
+            ScriptedResponse::openai_error(
+                400,
+                "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+                "invalid_request_error",
+                Some("context_length_exceeded"),
+            )
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "cc-upstream-400")
+        .await
+        .unwrap();
+    let run = run_claude_code(&bridge.base_url(), "say hello", &[], CLI_TIMEOUT)
+        .await
+        .unwrap();
+    let ctx = context(&run, &upstream, &bridge);
+    assert_ne!(
+        run.output.code,
+        Some(0),
+        "an API error is a failed run\n{ctx}"
+    );
+    let result = run
+        .result
+        .as_ref()
+        .unwrap_or_else(|| panic!("no JSON result\n{ctx}"));
+    assert_eq!(result["is_error"], json!(true), "{ctx}");
+    let shown = format!("{}{}", run.output.stdout, run.output.stderr);
+    assert!(
+        shown.contains("maximum context length is 8192 tokens"),
+        "the upstream's wording reaches the user\n{ctx}"
+    );
+    assert!(shown.contains("400"), "{ctx}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_fails_cleanly_when_the_upstream_drops_mid_stream() {
+    let frags = split_fragments(&bash_args("touch must_not_exist.txt"), 4);
+    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+    // The tool call starts, then the connection drops before the arguments are complete.
+    let first = tool_call_builder(
+        ChatStream::new().role().text("Creating it."),
+        &[("call_drop", "Bash", &frags[..2])],
+    )
+    .disconnect()
+    .build();
+    let upstream = claude_code_upstream(first).await;
+    let bridge = Bridge::start(&upstream.base_url(), "cc-drop")
+        .await
+        .unwrap();
+    let run = run_claude_code(
+        &bridge.base_url(),
+        "create the file",
+        &["--allowedTools", "Bash"],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = context(&run, &upstream, &bridge);
+    assert_ne!(
+        run.output.code,
+        Some(0),
+        "a dropped upstream is a failed run\n{ctx}"
+    );
+    assert!(
+        !run.cwd.path().join("must_not_exist.txt").exists(),
+        "a half tool call must never run\n{ctx}"
+    );
+    assert!(
+        upstream.requests().iter().all(|r| !r.has_tool_result()),
+        "no tool result can follow a broken turn\n{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_authenticates_with_the_client_key() {
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        if req.tools().is_empty() {
+            background_response()
+        } else {
+            text_stream(&["Authorised."])
+        }
+    })
+    .await
+    .unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions {
+        env: vec![("CLAUDE_BRIDGE_CLIENT_KEY".into(), "ck-cli-key".into())],
+        ..Default::default()
+    };
+    let bridge = Bridge::start_with(&upstream.base_url(), "cc-client-key", opts)
+        .await
+        .unwrap();
+    // ANTHROPIC_API_KEY → x-api-key; ANTHROPIC_AUTH_TOKEN → Authorization: Bearer.
+    for env in [
+        [
+            ("ANTHROPIC_API_KEY", "ck-cli-key"),
+            ("ANTHROPIC_AUTH_TOKEN", ""),
+        ],
+        [
+            ("ANTHROPIC_API_KEY", ""),
+            ("ANTHROPIC_AUTH_TOKEN", "ck-cli-key"),
+        ],
+    ] {
+        let run = run_claude_code_with(&bridge.base_url(), "hi", &[], &env, CLI_TIMEOUT)
+            .await
+            .unwrap();
+        let ctx = context(&run, &upstream, &bridge);
+        assert_eq!(run.output.code, Some(0), "{env:?}\n{ctx}");
+        assert_eq!(run.result_text(), Some("Authorised."), "{ctx}");
+    }
+    let run = run_claude_code(&bridge.base_url(), "hi", &[], CLI_TIMEOUT)
+        .await
+        .unwrap();
+    let ctx = context(&run, &upstream, &bridge);
+    assert_ne!(
+        run.output.code,
+        Some(0),
+        "a wrong key (sk-test) is refused\n{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_keeps_going_through_several_tool_steps() {
+    // Turn 1: touch step_one.txt; turn 2 (one tool result): touch step_two.txt; turn 3: text.
+    // Tools must not stop after the first step (pitfalls 10): history with two assistant tool turns.
+    let step = |cmd: &str, id: &str| {
+        let frags = split_fragments(&bash_args(cmd), 3);
+        let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+        tool_call_stream(id, "Bash", &frags)
+    };
+    let (one, two) = (
+        step("touch step_one.txt", "call_step_1"),
+        step("touch step_two.txt", "call_step_2"),
+    );
+    let upstream = Upstream::start(
+        move |req: &RecordedRequest| match req.tool_messages().len() {
+            _ if req.tools().is_empty() => background_response(),
+            0 => one.clone(),
+            1 => two.clone(),
+            _ => text_stream(FINAL_TEXT),
+        },
+    )
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "cc-steps")
+        .await
+        .unwrap();
+    let run = run_claude_code(
+        &bridge.base_url(),
+        "create two files one after the other",
+        &["--allowedTools", "Bash"],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = context(&run, &upstream, &bridge);
+    assert_eq!(run.output.code, Some(0), "{ctx}");
+    assert_eq!(run.result_text(), Some("All done."), "{ctx}");
+    for f in ["step_one.txt", "step_two.txt"] {
+        assert!(run.cwd.path().join(f).is_file(), "{f} missing\n{ctx}");
+    }
+    let last = upstream
+        .requests()
+        .into_iter()
+        .rfind(|r| r.tool_messages().len() == 2)
+        .unwrap_or_else(|| panic!("{ctx}"));
+    let roles: Vec<&str> = last
+        .messages()
+        .iter()
+        .filter_map(|m| m["role"].as_str())
+        .collect();
+    let tail: Vec<&str> = roles.iter().rev().take(4).rev().copied().collect();
+    assert_eq!(
+        tail,
+        ["assistant", "tool", "assistant", "tool"],
+        "history of two tool steps: {roles:?}\n{ctx}"
+    );
+    let ids: Vec<&str> = last
+        .assistant_tool_calls()
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    let answered: Vec<&str> = last
+        .tool_messages()
+        .iter()
+        .filter_map(|m| m["tool_call_id"].as_str())
+        .collect();
+    assert_eq!(ids, answered, "{ctx}");
+    assert!(
+        last.openai_shape_problems().is_empty(),
+        "{:?}\n{ctx}",
+        last.openai_shape_problems()
+    );
+}

@@ -1,0 +1,241 @@
+//! The bridge's other endpoints (DESIGN §5): probes, `/v1/models`, `count_tokens`, CORS, and the
+//! optional client key — through the real binary.
+//!
+//! Needs `cargo build -p claude-bridge`.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+
+use std::time::Duration;
+
+use bridge_tests::bridge::{Bridge, BridgeOptions};
+use bridge_tests::chunks::text_stream;
+use bridge_tests::http;
+use bridge_tests::upstream::Upstream;
+use serde_json::json;
+
+const T: Duration = Duration::from_secs(20);
+const ANTHROPIC: [(&str, &str); 3] = [
+    ("content-type", "application/json"),
+    ("anthropic-version", "2023-06-01"),
+    ("x-api-key", "sk-test"),
+];
+
+async fn setup(name: &str) -> (Upstream, Bridge) {
+    let upstream = Upstream::always(text_stream(&["hi"])).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), name).await.unwrap();
+    (upstream, bridge)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn probes_answer() {
+    let (upstream, bridge) = setup("ep-probes").await;
+    let base = bridge.base_url();
+    for (method, path) in [("HEAD", "/"), ("HEAD", "/api/hello"), ("GET", "/health")] {
+        let r = http::send(method, &format!("{base}{path}"), &[], None, T)
+            .await
+            .unwrap();
+        assert!(
+            (200..300).contains(&r.status),
+            "{method} {path}: {}\n{}",
+            r.status,
+            bridge.log()
+        );
+    }
+    assert!(
+        upstream.requests().is_empty(),
+        "probes stay local: {}",
+        upstream.dump()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn models_list_is_in_anthropic_shape() {
+    let (_upstream, bridge) = setup("ep-models").await;
+    let r = http::send(
+        "GET",
+        &format!("{}/v1/models", bridge.base_url()),
+        &ANTHROPIC,
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    let v = r.json().unwrap();
+    assert!(v["data"].is_array(), "no data array: {v:#}");
+    let data = v["data"].as_array().unwrap();
+    assert!(!data.is_empty(), "{v:#}");
+    for m in data {
+        assert_eq!(m["type"], "model", "{v:#}");
+        let id = m["id"].as_str().unwrap_or_default();
+        assert!(
+            id.starts_with("claude"),
+            "Claude Code only lists ids that start with claude (pitfalls 12): {id}"
+        );
+        assert!(
+            m["display_name"].is_string() && m["created_at"].is_string(),
+            "{v:#}"
+        );
+    }
+    assert!(v["has_more"].is_boolean(), "{v:#}");
+    assert_eq!(v["first_id"], data[0]["id"], "{v:#}");
+    assert_eq!(v["last_id"], data[data.len() - 1]["id"], "{v:#}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn count_tokens_estimates_locally() {
+    let (upstream, bridge) = setup("ep-count").await;
+    let url = format!("{}/v1/messages/count_tokens?beta=true", bridge.base_url());
+    let small =
+        json!({"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "hi"}]});
+    let big = json!({"model": "claude-sonnet-4-6", "system": "You are terse.",
+        "tools": [{"name": "get_weather", "description": "Weather.", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "word ".repeat(2000)}]});
+    let mut counts = Vec::new();
+    for body in [small, big] {
+        let r = http::send(
+            "POST",
+            &url,
+            &ANTHROPIC,
+            Some(body.to_string().into_bytes()),
+            T,
+        )
+        .await
+        .unwrap();
+        assert_eq!(r.status, 200, "{}\n{}", r.text(), bridge.log());
+        let v = r.json().unwrap();
+        let n = v["input_tokens"].as_u64().unwrap_or(0);
+        assert!(n > 0, "{v:#}");
+        counts.push(n);
+    }
+    assert!(
+        counts[1] > counts[0] + 1000,
+        "2000 words count as more than 1000 tokens more: {counts:?}"
+    );
+    assert!(
+        upstream.model_requests().is_empty(),
+        "count_tokens does not spend a completion: {}",
+        upstream.dump()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_preflight_and_headers() {
+    let (_upstream, bridge) = setup("ep-cors").await;
+    let url = format!("{}/v1/messages", bridge.base_url());
+    let r = http::send(
+        "OPTIONS",
+        &url,
+        &[
+            ("origin", "http://localhost:5173"),
+            ("access-control-request-method", "POST"),
+            (
+                "access-control-request-headers",
+                "content-type,x-api-key,anthropic-version",
+            ),
+        ],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert!(
+        (200..300).contains(&r.status),
+        "preflight status {}: {:?}",
+        r.status,
+        r.headers
+    );
+    assert!(
+        r.header("access-control-allow-origin").is_some(),
+        "{:?}",
+        r.headers
+    );
+    let methods = r
+        .header("access-control-allow-methods")
+        .unwrap_or_default()
+        .to_ascii_uppercase();
+    assert!(
+        methods.contains("POST") || methods == "*",
+        "{:?}",
+        r.headers
+    );
+    let mut headers = ANTHROPIC.to_vec();
+    headers.push(("origin", "http://localhost:5173"));
+    let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]});
+    let r = http::send(
+        "POST",
+        &url,
+        &headers,
+        Some(body.to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert!(
+        r.header("access-control-allow-origin").is_some(),
+        "{:?}",
+        r.headers
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_key_is_required_when_set() {
+    let upstream = Upstream::always(text_stream(&["hi"])).await.unwrap();
+    let opts = BridgeOptions {
+        env: vec![("CLAUDE_BRIDGE_CLIENT_KEY".into(), "ck-secret-123".into())],
+        ..BridgeOptions::default()
+    };
+    let bridge = Bridge::start_with(&upstream.base_url(), "ep-client-key", opts)
+        .await
+        .unwrap();
+    let url = format!("{}/v1/messages", bridge.base_url());
+    let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 16, "messages": [{"role": "user", "content": "hi"}]})
+        .to_string()
+        .into_bytes();
+    let base = [
+        ("content-type", "application/json"),
+        ("anthropic-version", "2023-06-01"),
+    ];
+    let cases: [(&[(&str, &str)], u16); 5] = [
+        (&[], 401),
+        (&[("x-api-key", "wrong")], 401),
+        (&[("x-api-key", "ck-secret-12")], 401),
+        (&[("x-api-key", "ck-secret-123")], 200),
+        (&[("authorization", "Bearer ck-secret-123")], 200),
+    ];
+    for (extra, want) in cases {
+        let mut h = base.to_vec();
+        h.extend_from_slice(extra);
+        let r = http::send("POST", &url, &h, Some(body.clone()), T)
+            .await
+            .unwrap();
+        assert_eq!(r.status, want, "{extra:?}: {}", r.text());
+        if want == 401 {
+            let v = r.json().unwrap();
+            assert_eq!(v["type"], "error");
+            assert_eq!(v["error"]["type"], "authentication_error", "{v:#}");
+            assert!(r.header("request-id").is_some());
+        }
+    }
+    assert_eq!(
+        upstream.model_requests().len(),
+        2,
+        "only authorised requests reach the upstream"
+    );
+    // The bridge's own key is not the upstream key: the upstream gets --api-key.
+    for req in upstream.model_requests() {
+        assert_eq!(req.header("authorization"), Some("Bearer sk-upstream-test"));
+    }
+    // Probes stay open.
+    let r = http::send(
+        "GET",
+        &format!("{}/health", bridge.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+}

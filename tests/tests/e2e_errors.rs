@@ -1,0 +1,676 @@
+//! Fault injection: upstream 4xx/5xx/429, garbage, mid-stream disconnects and errors, slow and dead
+//! upstreams, bad client requests. Every error must reach the client in Anthropic's envelope
+//! (`{"type":"error","error":{"type","message"}}`, a `request-id` header) — or, once a stream has
+//! started, as one well-formed `event: error` with nothing after it — and nothing may hang.
+//!
+//! Needs `cargo build -p claude-bridge` (and `scripts/setup-e2e.sh` for the SDK checks).
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail the test on purpose"
+)]
+
+use std::time::{Duration, Instant};
+
+use bridge_tests::bridge::Bridge;
+use bridge_tests::chunks::{ChatStream, text_stream};
+use bridge_tests::clients::{Sdk, run_sdk};
+use bridge_tests::http::{self, HttpResponse};
+use bridge_tests::sse;
+use bridge_tests::upstream::{ScriptedResponse, Upstream};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(20);
+
+fn request(stream: bool) -> Value {
+    json!({"model": "claude-sonnet-4-6", "max_tokens": 128, "stream": stream,
+           "messages": [{"role": "user", "content": "Say hello."}]})
+}
+
+fn ctx(r: &HttpResponse, upstream: &Upstream, bridge: &Bridge) -> String {
+    format!(
+        "status {} headers {:?}\nbody: {}\nbody error: {:?}\n--- upstream:\n{}\n--- bridge log {}:\n{}",
+        r.status,
+        r.headers,
+        r.text(),
+        r.body_error,
+        upstream.dump(),
+        bridge.log_path().display(),
+        bridge.log()
+    )
+}
+
+/// Assert an Anthropic error response; returns its `error` object.
+fn assert_envelope(r: &HttpResponse, statuses: &[u16], error_type: &str, c: &str) -> Value {
+    assert!(
+        statuses.contains(&r.status),
+        "status {} not in {statuses:?}\n{c}",
+        r.status
+    );
+    assert!(
+        r.header("request-id").is_some_and(|v| !v.is_empty()),
+        "error responses carry a request-id header\n{c}"
+    );
+    assert!(
+        r.header("content-type")
+            .unwrap_or_default()
+            .contains("application/json"),
+        "JSON error body\n{c}"
+    );
+    let body = r.json().unwrap_or_else(|e| panic!("{e}\n{c}"));
+    assert_eq!(body["type"], "error", "{c}");
+    assert_eq!(body["error"]["type"], error_type, "{c}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .is_some_and(|m| !m.is_empty()),
+        "{c}"
+    );
+    body["error"].clone()
+}
+
+/// The upstream answers every model request with `response`; check both a streaming and a
+/// non-streaming client request get the error envelope with `status`/`error_type`.
+async fn upstream_error_maps(
+    name: &str,
+    response: ScriptedResponse,
+    statuses: &[u16],
+    error_type: &str,
+) -> Vec<HttpResponse> {
+    let upstream = Upstream::always(response).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), name).await.unwrap();
+    let mut out = Vec::new();
+    for stream in [true, false] {
+        let r = http::post_messages(&bridge.base_url(), &request(stream), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        assert_envelope(
+            &r,
+            statuses,
+            error_type,
+            &format!("(stream: {stream})\n{c}"),
+        );
+        out.push(r);
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_400_is_invalid_request_error() {
+    let msg = "Invalid 'messages[0].content': string too long.";
+    let rs = upstream_error_maps(
+        "err-400",
+        ScriptedResponse::openai_error(
+            400,
+            msg,
+            "invalid_request_error",
+            Some("string_above_max_length"),
+        ),
+        &[400],
+        "invalid_request_error",
+    )
+    .await;
+    for r in rs {
+        // Claude Code's recovery logic reads the upstream's wording: keep it.
+        assert!(
+            r.text().contains("string too long"),
+            "upstream message kept: {}",
+            r.text()
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_401_is_authentication_error() {
+    upstream_error_maps(
+        "err-401",
+        ScriptedResponse::openai_error(
+            401,
+            "Incorrect API key provided: sk-up***.",
+            "invalid_request_error",
+            Some("invalid_api_key"),
+        ),
+        &[401],
+        "authentication_error",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_429_is_rate_limit_error_with_retry_after() {
+    let rs = upstream_error_maps(
+        "err-429",
+        ScriptedResponse::openai_error(
+            429,
+            "Rate limit reached for requests",
+            "requests",
+            Some("rate_limit_exceeded"),
+        )
+        .with_header("retry-after", "7"),
+        &[429],
+        "rate_limit_error",
+    )
+    .await;
+    for r in rs {
+        assert_eq!(
+            r.header("retry-after"),
+            Some("7"),
+            "retry-after kept: {:?}",
+            r.headers
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_500_is_api_error() {
+    upstream_error_maps(
+        "err-500",
+        ScriptedResponse::openai_error(
+            500,
+            "The server had an error while processing your request.",
+            "server_error",
+            None,
+        ),
+        &[500, 502],
+        "api_error",
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_garbage_is_a_well_formed_error() {
+    let upstream = Upstream::always(ScriptedResponse::garbage(
+        b"data: {this is not json\n\n\x00\xff\xfe garbage\n\n",
+    ))
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-garbage")
+        .await
+        .unwrap();
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    if r.status == 200 {
+        assert!(
+            r.body_error.is_none(),
+            "the bridge ends its stream cleanly\n{c}"
+        );
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        assert!(
+            sse::error_event(&events).is_some(),
+            "garbage must end in an error event\n{c}"
+        );
+    } else {
+        assert_envelope(&r, &[500, 502], "api_error", &c);
+    }
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_envelope(&r, &[500, 502], "api_error", &c);
+}
+
+/// The stream the client sees when the upstream fails after the bridge already sent its headers.
+async fn midstream_failure(name: &str, script: ScriptedResponse) {
+    let upstream = Upstream::always(script).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), name).await.unwrap();
+    let start = Instant::now();
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert!(
+        start.elapsed() < Duration::from_secs(10),
+        "the failure took {:?} to surface\n{c}",
+        start.elapsed()
+    );
+    assert_eq!(r.status, 200, "headers went out before the failure\n{c}");
+    assert!(
+        r.body_error.is_none(),
+        "the bridge ends its own stream cleanly after the error event\n{c}"
+    );
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    let names = sse::names(&events);
+    assert_eq!(
+        names.last().map(String::as_str),
+        Some("error"),
+        "last event is the error\n{c}"
+    );
+    assert!(
+        !names.iter().any(|n| n == "message_stop"),
+        "no message_stop with an error\n{c}"
+    );
+    assert!(
+        r.text().contains("Partial"),
+        "text before the failure reached the client\n{c}"
+    );
+
+    // Non-streaming: the same failure is an error response, not a truncated message.
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert!(
+        r.status >= 400,
+        "a failed upstream is not a 2xx for non-streaming clients\n{c}"
+    );
+    let body = r.json().unwrap_or_else(|e| panic!("{e}\n{c}"));
+    assert_eq!(body["type"], "error", "{c}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_disconnect_mid_stream_ends_with_error_event() {
+    let script = ChatStream::new()
+        .role()
+        .texts(&["Partial ", "answer"])
+        .delay(Duration::from_millis(20))
+        .disconnect()
+        .build();
+    midstream_failure("err-disconnect", script).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_error_chunk_mid_stream_ends_with_error_event() {
+    let script = ChatStream::new()
+        .role()
+        .texts(&["Partial ", "answer"])
+        .raw(json!({"error": {"message": "The model is overloaded", "type": "server_error", "code": null}}))
+        .build();
+    midstream_failure("err-chunk", script).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn upstream_stream_without_finish_or_done_ends_with_error_event() {
+    // The upstream closes its body cleanly but never said finish_reason or [DONE]: truncated.
+    let script = ChatStream::new()
+        .role()
+        .texts(&["Partial ", "answer"])
+        .no_done()
+        .build();
+    midstream_failure("err-truncated", script).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_upstream_still_answers() {
+    let upstream =
+        Upstream::always(text_stream(&["late ", "answer"]).delayed(Duration::from_secs(3)))
+            .await
+            .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-slow")
+        .await
+        .unwrap();
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_eq!(r.status, 200, "{c}");
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    let msg = sse::accumulate(&events).unwrap();
+    assert_eq!(msg["content"][0]["text"], "late answer", "{c}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dead_upstream_is_an_error_not_a_hang() {
+    // A port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let upstream = Upstream::always(text_stream(&["unused"])).await.unwrap(); // only for ctx()
+    let bridge = Bridge::start(&format!("http://127.0.0.1:{port}/v1"), "err-dead")
+        .await
+        .unwrap();
+    for stream in [true, false] {
+        let r = http::post_messages(&bridge.base_url(), &request(stream), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        if r.status == 200 {
+            let events = sse::parse(&r.body);
+            sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+            assert!(sse::error_event(&events).is_some(), "{c}");
+        } else {
+            assert!(r.status >= 500, "{c}");
+            let e = assert_envelope(&r, &[r.status], "api_error", &c);
+            assert!(!e["message"].as_str().unwrap_or_default().is_empty(), "{c}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bad_client_requests_get_anthropic_errors() {
+    let upstream = Upstream::always(text_stream(&["unused"])).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-client")
+        .await
+        .unwrap();
+    let base = bridge.base_url();
+    let headers = [
+        ("content-type", "application/json"),
+        ("anthropic-version", "2023-06-01"),
+        ("x-api-key", "sk-test"),
+    ];
+
+    let r = http::send(
+        "POST",
+        &format!("{base}/v1/messages"),
+        &headers,
+        Some(b"{not json".to_vec()),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_envelope(
+        &r,
+        &[400],
+        "invalid_request_error",
+        &ctx(&r, &upstream, &bridge),
+    );
+
+    let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 10})
+        .to_string()
+        .into_bytes();
+    let r = http::send(
+        "POST",
+        &format!("{base}/v1/messages?beta=true"),
+        &headers,
+        Some(body),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_envelope(
+        &r,
+        &[400],
+        "invalid_request_error",
+        &ctx(&r, &upstream, &bridge),
+    );
+
+    let r = http::send(
+        "GET",
+        &format!("{base}/v1/no-such-route"),
+        &headers,
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert_envelope(&r, &[404], "not_found_error", &ctx(&r, &upstream, &bridge));
+    assert!(
+        upstream.requests().is_empty(),
+        "nothing reached the upstream: {}",
+        upstream.dump()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_raise_their_own_error_classes() {
+    let upstream = Upstream::always(
+        ScriptedResponse::openai_error(
+            429,
+            "Rate limit reached for requests",
+            "requests",
+            Some("rate_limit_exceeded"),
+        )
+        .with_header("retry-after", "1"),
+    )
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-sdk-429")
+        .await
+        .unwrap();
+    let base = bridge.base_url();
+    let (py, ts) = tokio::join!(
+        run_sdk(Sdk::Python, &base, "text", "both", T),
+        run_sdk(Sdk::TypeScript, &base, "text", "both", T)
+    );
+    for (sdk, report) in [(Sdk::Python, py.unwrap()), (Sdk::TypeScript, ts.unwrap())] {
+        let c = format!(
+            "{} report {report:#}\n--- bridge log:\n{}",
+            sdk.name(),
+            bridge.log()
+        );
+        for mode in ["stream", "create"] {
+            let e = &report[mode]["error"];
+            assert_eq!(report[mode]["ok"], json!(false), "{mode}\n{c}");
+            assert_eq!(e["class"], "RateLimitError", "{mode}\n{c}");
+            assert_eq!(e["status"], 429, "{mode}\n{c}");
+            assert_eq!(e["type"], "rate_limit_error", "{mode}\n{c}");
+            assert!(
+                e["request_id"].as_str().is_some_and(|s| !s.is_empty()),
+                "{mode}: request-id reaches the SDK\n{c}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_surface_a_mid_stream_failure() {
+    let script = ChatStream::new()
+        .role()
+        .texts(&["Partial ", "answer"])
+        .delay(Duration::from_millis(20))
+        .disconnect()
+        .build();
+    let upstream = Upstream::always(script).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-sdk-midstream")
+        .await
+        .unwrap();
+    let base = bridge.base_url();
+    let (py, ts) = tokio::join!(
+        run_sdk(Sdk::Python, &base, "text", "stream", T),
+        run_sdk(Sdk::TypeScript, &base, "text", "stream", T)
+    );
+    for (sdk, report) in [(Sdk::Python, py.unwrap()), (Sdk::TypeScript, ts.unwrap())] {
+        let c = format!(
+            "{} report {report:#}\n--- bridge log:\n{}",
+            sdk.name(),
+            bridge.log()
+        );
+        assert_eq!(
+            report["stream"]["ok"],
+            json!(false),
+            "a dropped upstream must fail the SDK stream\n{c}"
+        );
+        let events: Vec<&str> = report["stream"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert!(!events.contains(&"message_stop"), "{c}");
+        let class = report["stream"]["error"]["class"]
+            .as_str()
+            .unwrap_or_default();
+        assert!(
+            class.contains("Error")
+                && class != "APIConnectionError"
+                && class != "APIConnectionTimeoutError",
+            "the SDK sees the bridge's error event, not a broken connection or a timeout: {class}\n{c}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn other_upstream_statuses_map_to_their_anthropic_types() {
+    let cases: [(u16, &[u16], &[&str]); 5] = [
+        (403, &[403], &["permission_error"]),
+        (404, &[404], &["not_found_error"]),
+        (413, &[413], &["request_too_large"]),
+        (422, &[400, 422], &["invalid_request_error"]),
+        (
+            503,
+            &[500, 502, 503, 529],
+            &["api_error", "overloaded_error"],
+        ),
+    ];
+    for (status, want_status, want_types) in cases {
+        let upstream = Upstream::always(ScriptedResponse::openai_error(
+            status,
+            &format!("upstream said {status}"),
+            "error",
+            None,
+        ))
+        .await
+        .unwrap();
+        let bridge = Bridge::start(&upstream.base_url(), &format!("err-{status}"))
+            .await
+            .unwrap();
+        let r = http::post_messages(&bridge.base_url(), &request(true), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        assert!(
+            want_status.contains(&r.status),
+            "upstream {status} → {} (want {want_status:?})\n{c}",
+            r.status
+        );
+        assert!(r.header("request-id").is_some(), "{c}");
+        let body = r.json().unwrap_or_else(|e| panic!("{e}\n{c}"));
+        assert_eq!(body["type"], "error", "{c}");
+        let ty = body["error"]["type"].as_str().unwrap_or_default();
+        assert!(
+            want_types.contains(&ty),
+            "upstream {status} → {ty} (want {want_types:?})\n{c}"
+        );
+        assert!(
+            r.text().contains(&format!("upstream said {status}")),
+            "message kept\n{c}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn non_openai_error_bodies_keep_their_message() {
+    // Ollama: {"error":"…"} as a string; vLLM/FastAPI: {"detail":"…"}; a proxy's HTML page.
+    let cases: [(u16, &str, &str, &str); 3] = [
+        (
+            404,
+            "application/json",
+            r#"{"error":"model \"qwen3-coder\" not found, try pulling it first"}"#,
+            "try pulling it first",
+        ),
+        (
+            400,
+            "application/json",
+            r#"{"detail":"max_tokens must be at most 8192"}"#,
+            "max_tokens must be at most 8192",
+        ),
+        (
+            502,
+            "text/html",
+            "<html><body><h1>502 Bad Gateway</h1></body></html>",
+            "",
+        ),
+    ];
+    for (status, content_type, body, needle) in cases {
+        let response = ScriptedResponse::Full {
+            status,
+            headers: vec![("content-type".into(), content_type.into())],
+            body: bytes::Bytes::from(body.to_owned()),
+        };
+        let upstream = Upstream::always(response).await.unwrap();
+        let bridge = Bridge::start(&upstream.base_url(), &format!("err-body-{status}"))
+            .await
+            .unwrap();
+        for stream in [true, false] {
+            let r = http::post_messages(&bridge.base_url(), &request(stream), T)
+                .await
+                .unwrap();
+            let c = ctx(&r, &upstream, &bridge);
+            assert!(r.status >= 400, "{c}");
+            let v = r.json().unwrap_or_else(|e| panic!("{e}\n{c}"));
+            assert_eq!(v["type"], "error", "{c}");
+            let msg = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                !msg.is_empty() && msg.contains(needle),
+                "message {msg:?} should contain {needle:?}\n{c}"
+            );
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn first_byte_timeout_is_an_error_not_a_hang() {
+    let upstream = Upstream::always(text_stream(&["too late"]).delayed(Duration::from_secs(6)))
+        .await
+        .unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions {
+        extra_args: vec!["--first-byte-timeout".into(), "1".into()],
+        ..Default::default()
+    };
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-first-byte", opts)
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "took {:?}\n{c}",
+        start.elapsed()
+    );
+    assert!(r.status >= 500, "{c}");
+    let v = r.json().unwrap_or_else(|e| panic!("{e}\n{c}"));
+    let ty = v["error"]["type"].as_str().unwrap_or_default();
+    assert!(
+        ["timeout_error", "api_error", "overloaded_error"].contains(&ty),
+        "{c}"
+    );
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    if r.status == 200 {
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        assert!(sse::error_event(&events).is_some(), "{c}");
+    } else {
+        assert!(r.status >= 500, "{c}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_timeout_ends_the_stream_with_an_error_event() {
+    let script = ChatStream::new()
+        .role()
+        .text("Partial ")
+        .pause(Duration::from_secs(6))
+        .text("never")
+        .finish("stop")
+        .build();
+    let upstream = Upstream::always(script).await.unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions {
+        extra_args: vec!["--idle-timeout".into(), "1".into()],
+        ..Default::default()
+    };
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-idle", opts)
+        .await
+        .unwrap();
+    let start = Instant::now();
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert!(
+        start.elapsed() < Duration::from_secs(4),
+        "took {:?}\n{c}",
+        start.elapsed()
+    );
+    assert_eq!(r.status, 200, "{c}");
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    assert_eq!(
+        sse::names(&events).last().map(String::as_str),
+        Some("error"),
+        "{c}"
+    );
+}

@@ -1,0 +1,395 @@
+//! The official Anthropic SDKs (Python `anthropic`, TypeScript `@anthropic-ai/sdk`) through the real
+//! bridge binary against a scripted OpenAI upstream: the SDK stream accumulators must accept the
+//! streamed answer, and the final message must equal the non-streamed answer to the same script.
+//! Raw HTTP checks of the same answers validate the SSE shape independently of the SDKs.
+//!
+//! Needs `cargo build -p claude-bridge` and `scripts/setup-e2e.sh` (see tests/README.md).
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail the test on purpose"
+)]
+
+use std::time::Duration;
+
+use bridge_tests::bridge::{Bridge, BridgeOptions};
+use bridge_tests::chunks::{
+    CACHED_TOKENS, COMPLETION_TOKENS, ChatStream, PROMPT_TOKENS, parallel_tool_calls_stream,
+    reasoning_text_stream, tool_call_stream,
+};
+use bridge_tests::clients::{Sdk, run_sdk};
+use bridge_tests::upstream::{ScriptedResponse, Upstream};
+use bridge_tests::{http, sse};
+use serde_json::{Value, json};
+
+const SDK_TIMEOUT: Duration = Duration::from_secs(40);
+const RAW_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Run both SDKs (stream then create) against one upstream script answering every request the same
+/// way; check each SDK's streamed and non-streamed final messages agree, and return them.
+async fn both_sdks(
+    name: &str,
+    scenario: &str,
+    response: ScriptedResponse,
+) -> (Vec<Value>, Upstream, Bridge) {
+    let upstream = Upstream::always(response).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), name).await.unwrap();
+    let base = bridge.base_url();
+    let (py, ts) = tokio::join!(
+        run_sdk(Sdk::Python, &base, scenario, "both", SDK_TIMEOUT),
+        run_sdk(Sdk::TypeScript, &base, scenario, "both", SDK_TIMEOUT)
+    );
+    let mut finals = Vec::new();
+    for (sdk, report) in [(Sdk::Python, py), (Sdk::TypeScript, ts)] {
+        let report = report.unwrap();
+        let ctx = || {
+            format!(
+                "{} SDK report: {report:#}\n--- upstream:\n{}\n--- bridge log {}:\n{}",
+                sdk.name(),
+                upstream.dump(),
+                bridge.log_path().display(),
+                bridge.log()
+            )
+        };
+        assert_eq!(
+            report["stream"]["ok"],
+            json!(true),
+            "stream failed\n{}",
+            ctx()
+        );
+        assert_eq!(
+            report["create"]["ok"],
+            json!(true),
+            "create failed\n{}",
+            ctx()
+        );
+        let streamed = &report["stream"]["message"];
+        let created = &report["create"]["message"];
+        assert_eq!(
+            sse::comparable(streamed),
+            sse::comparable(created),
+            "streamed and non-streamed answers differ\n{}",
+            ctx()
+        );
+        let events: Vec<&str> = report["stream"]["events"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(Value::as_str)
+            .collect();
+        assert_eq!(events.first(), Some(&"message_start"), "{}", ctx());
+        assert_eq!(events.last(), Some(&"message_stop"), "{}", ctx());
+        assert!(
+            created["id"].as_str().is_some_and(|s| !s.is_empty()),
+            "{}",
+            ctx()
+        );
+        assert_eq!(created["type"], "message", "{}", ctx());
+        assert_eq!(created["role"], "assistant", "{}", ctx());
+        finals.push(created.clone());
+    }
+    (finals, upstream, bridge)
+}
+
+/// Stream the same request raw (with `?beta=true`, as Claude Code does) and non-streamed; validate the
+/// SSE shape and that both fold to the same message.
+async fn raw_checks(bridge: &Bridge, upstream: &Upstream, request: Value) -> Value {
+    let mut streaming = request.clone();
+    streaming["stream"] = json!(true);
+    let url = format!("{}/v1/messages?beta=true", bridge.base_url());
+    let r = http::send(
+        "POST",
+        &url,
+        &[
+            ("content-type", "application/json"),
+            ("anthropic-version", "2023-06-01"),
+            ("x-api-key", "sk-test"),
+        ],
+        Some(streaming.to_string().into_bytes()),
+        RAW_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = |r: &http::HttpResponse| {
+        format!(
+            "status {} body:\n{}\n--- upstream:\n{}\n--- bridge log:\n{}",
+            r.status,
+            r.text(),
+            upstream.dump(),
+            bridge.log()
+        )
+    };
+    assert_eq!(r.status, 200, "{}", ctx(&r));
+    assert!(
+        r.header("content-type")
+            .unwrap_or_default()
+            .starts_with("text/event-stream"),
+        "{}",
+        ctx(&r)
+    );
+    assert!(
+        r.body_error.is_none(),
+        "stream did not end cleanly: {:?}\n{}",
+        r.body_error,
+        ctx(&r)
+    );
+    let events = sse::parse(&r.body);
+    if let Err(e) = sse::validate(&events) {
+        panic!("malformed Anthropic stream: {e}\n{}", ctx(&r));
+    }
+    let streamed = sse::accumulate(&events).unwrap();
+    let start = events[0].json();
+    let input = start
+        .pointer("/message/usage/input_tokens")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
+    assert!(
+        input > 0,
+        "message_start usage.input_tokens must not be 0 (pitfalls 5)\n{}",
+        ctx(&r)
+    );
+
+    let nr = http::post_messages(&bridge.base_url(), &request, RAW_TIMEOUT)
+        .await
+        .unwrap();
+    assert_eq!(nr.status, 200, "{}", ctx(&nr));
+    let created = nr.json().unwrap();
+    assert_eq!(
+        sse::comparable(&streamed),
+        sse::comparable(&created),
+        "raw stream vs non-stream\n{}",
+        ctx(&nr)
+    );
+    // Usage: OpenAI prompt_tokens include the cached ones; Anthropic input_tokens exclude them.
+    assert_eq!(
+        created["usage"]["input_tokens"],
+        json!(PROMPT_TOKENS - CACHED_TOKENS),
+        "{}",
+        ctx(&nr)
+    );
+    assert_eq!(
+        created["usage"]["cache_read_input_tokens"],
+        json!(CACHED_TOKENS),
+        "{}",
+        ctx(&nr)
+    );
+    assert_eq!(
+        created["usage"]["output_tokens"],
+        json!(COMPLETION_TOKENS),
+        "{}",
+        ctx(&nr)
+    );
+    created
+}
+
+fn text_of(content: &Value) -> Vec<Value> {
+    content
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| json!({"type": b["type"], "text": b["text"]}))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_accumulate_a_text_stream() {
+    let parts = ["Hel", "lo, ", "wörld ", "🌍", "!"];
+    let script = ChatStream::new()
+        .role()
+        .texts(&parts)
+        .finish("stop")
+        .usage(PROMPT_TOKENS, COMPLETION_TOKENS, CACHED_TOKENS)
+        .build();
+    let (finals, upstream, bridge) = both_sdks("sdk-text", "text", script).await;
+    for m in &finals {
+        assert_eq!(
+            text_of(&m["content"]),
+            vec![json!({"type": "text", "text": parts.concat()})]
+        );
+        assert_eq!(m["stop_reason"], "end_turn");
+        assert_eq!(m["usage"]["output_tokens"], json!(COMPLETION_TOKENS));
+        assert_eq!(
+            m["usage"]["input_tokens"],
+            json!(PROMPT_TOKENS - CACHED_TOKENS)
+        );
+        assert_eq!(m["usage"]["cache_read_input_tokens"], json!(CACHED_TOKENS));
+    }
+    let req = json!({"model": "claude-sonnet-4-6", "max_tokens": 256, "messages": [{"role": "user", "content": "Say hello."}]});
+    raw_checks(&bridge, &upstream, req).await;
+    // What the upstream got: the mapped model, streaming with usage, the user text.
+    let first = &upstream.model_requests()[0];
+    assert_eq!(first.body["model"], "test-model");
+    assert_eq!(
+        first.body["messages"].as_array().unwrap().last().unwrap()["role"],
+        "user"
+    );
+    if first.is_stream() {
+        assert_eq!(
+            first.body["stream_options"]["include_usage"],
+            json!(true),
+            "{}",
+            upstream.dump()
+        );
+    }
+    assert_eq!(
+        first.header("authorization"),
+        Some("Bearer sk-upstream-test"),
+        "upstream key"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_accumulate_text_split_at_every_third_byte() {
+    // SSE lines, JSON and UTF-8 characters all split across network writes (pitfalls 15).
+    let script = ChatStream::new()
+        .role()
+        .texts(&["Grüße ", "aus ", "Köln ", "🚀🚀"])
+        .finish("stop")
+        .usage(PROMPT_TOKENS, COMPLETION_TOKENS, CACHED_TOKENS)
+        .split_every(3)
+        .delay(Duration::from_millis(1))
+        .build();
+    let (finals, _upstream, _bridge) = both_sdks("sdk-split", "text", script).await;
+    for m in &finals {
+        assert_eq!(
+            text_of(&m["content"]),
+            vec![json!({"type": "text", "text": "Grüße aus Köln 🚀🚀"})]
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_accumulate_a_tool_call_stream() {
+    let script = tool_call_stream(
+        "call_weather_1",
+        "get_weather",
+        &["{\"ci", "ty\": \"Par", "is\", \"unit\"", ": \"c\"}"],
+    );
+    let (finals, upstream, bridge) = both_sdks("sdk-tool", "tools", script).await;
+    for m in &finals {
+        let content = m["content"].as_array().unwrap();
+        assert_eq!(content.len(), 1, "{m:#}");
+        assert_eq!(content[0]["type"], "tool_use");
+        assert_eq!(content[0]["name"], "get_weather");
+        assert_eq!(content[0]["input"], json!({"city": "Paris", "unit": "c"}));
+        assert!(content[0]["id"].as_str().is_some_and(|s| !s.is_empty()));
+        assert_eq!(m["stop_reason"], "tool_use");
+    }
+    let req = json!({"model": "claude-sonnet-4-6", "max_tokens": 256,
+        "tools": [{"name": "get_weather", "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "weather?"}]});
+    raw_checks(&bridge, &upstream, req).await;
+    let first = &upstream.model_requests()[0];
+    let tools = first.tools();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["type"] == "function" && t["function"]["name"] == "get_weather"),
+        "tools must reach the upstream as functions: {}",
+        upstream.dump()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_accumulate_interleaved_parallel_tool_calls() {
+    let script = parallel_tool_calls_stream(&[
+        ("call_p0", "get_weather", &["{\"city\"", ": \"Pa", "ris\"}"]),
+        ("call_p1", "get_time", &["{\"ci", "ty\": \"Paris\"", "}"]),
+    ]);
+    let (finals, upstream, bridge) = both_sdks("sdk-parallel", "tools", script).await;
+    for m in &finals {
+        let content = m["content"].as_array().unwrap();
+        let calls: Vec<(Value, Value)> = content
+            .iter()
+            .map(|b| (b["name"].clone(), b["input"].clone()))
+            .collect();
+        assert_eq!(
+            calls,
+            vec![
+                (json!("get_weather"), json!({"city": "Paris"})),
+                (json!("get_time"), json!({"city": "Paris"}))
+            ],
+            "{m:#}"
+        );
+        assert_ne!(content[0]["id"], content[1]["id"]);
+        assert_eq!(m["stop_reason"], "tool_use");
+    }
+    let req = json!({"model": "claude-sonnet-4-6", "max_tokens": 256, "messages": [{"role": "user", "content": "x"}]});
+    raw_checks(&bridge, &upstream, req).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sdks_accumulate_a_reasoning_stream() {
+    let reasoning = ["Let me ", "think about ", "Paris."];
+    let script = reasoning_text_stream(&reasoning, &["It is ", "sunny."]);
+    let (finals, upstream, bridge) = both_sdks("sdk-reasoning", "thinking", script).await;
+    for m in &finals {
+        let content = m["content"].as_array().unwrap();
+        assert_eq!(content.len(), 2, "{m:#}");
+        assert_eq!(content[0]["type"], "thinking", "{m:#}");
+        assert_eq!(content[0]["thinking"], reasoning.concat());
+        assert!(
+            content[0]["signature"].is_string(),
+            "thinking blocks need a signature field (pitfalls 2): {m:#}"
+        );
+        assert_eq!(
+            (&content[1]["type"], &content[1]["text"]),
+            (&json!("text"), &json!("It is sunny.")),
+            "{m:#}"
+        );
+        assert_eq!(m["stop_reason"], "end_turn");
+    }
+    let req = json!({"model": "claude-sonnet-4-6", "max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 2048},
+        "messages": [{"role": "user", "content": "x"}]});
+    raw_checks(&bridge, &upstream, req).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn native_and_wasm_engines_give_the_same_answers() {
+    let script = parallel_tool_calls_stream(&[
+        ("call_e0", "get_weather", &["{\"city\"", ": \"Oslo\"}"]),
+        ("call_e1", "get_time", &["{\"city\": ", "\"Oslo\"}"]),
+    ]);
+    let req = json!({"model": "claude-sonnet-4-6", "max_tokens": 256, "stream": true,
+                     "messages": [{"role": "user", "content": "x"}]});
+    let mut results = Vec::new();
+    for engine in ["native", "wasm"] {
+        let upstream = Upstream::always(script.clone()).await.unwrap();
+        let bridge = Bridge::start_with(
+            &upstream.base_url(),
+            &format!("engine-{engine}"),
+            BridgeOptions::default().engine(engine),
+        )
+        .await
+        .unwrap();
+        let r = http::post_messages(&bridge.base_url(), &req, RAW_TIMEOUT)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "{engine}: {}\n{}", r.text(), bridge.log());
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("{engine}: {e}"));
+        let names: Vec<String> = sse::names(&events)
+            .into_iter()
+            .filter(|n| n != "ping")
+            .collect();
+        results.push((
+            engine,
+            names,
+            sse::comparable(&sse::accumulate(&events).unwrap()),
+            upstream.model_requests()[0].body.clone(),
+        ));
+    }
+    assert_eq!(
+        results[0].1, results[1].1,
+        "event sequences differ between engines"
+    );
+    assert_eq!(
+        results[0].2, results[1].2,
+        "messages differ between engines"
+    );
+    assert_eq!(
+        results[0].3, results[1].3,
+        "upstream requests differ between engines"
+    );
+}
