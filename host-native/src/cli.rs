@@ -177,6 +177,7 @@ impl ServeArgs {
             reasoning_effort: self.reasoning_effort,
             reasoning_passback: !self.no_reasoning_passback,
             keep_mid_conversation_system: self.keep_mid_conversation_system,
+            drop_tool_choice: false,
             require_max_tokens: true,
         }
     }

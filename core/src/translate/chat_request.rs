@@ -48,6 +48,9 @@ pub struct ConvertOptions {
     /// Keep mid-conversation `role: "system"` messages where they are instead of folding their
     /// text into the adjacent user message (only for upstreams whose templates accept that).
     pub keep_mid_conversation_system: bool,
+    /// Send neither `tool_choice` nor `parallel_tool_calls` (set by the host when an upstream
+    /// rejected them: the request is retried once with the model choosing freely).
+    pub drop_tool_choice: bool,
     /// Require `max_tokens` as `/v1/messages` does (`false` for `count_tokens`).
     pub require_max_tokens: bool,
 }
@@ -62,6 +65,7 @@ impl Default for ConvertOptions {
             reasoning_effort: false,
             reasoning_passback: true,
             keep_mid_conversation_system: false,
+            drop_tool_choice: false,
             require_max_tokens: true,
         }
     }
@@ -167,10 +171,17 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
     fold_mid_conversation_system(&mut messages, mid_system);
 
     let tools = convert_tools(req.tools.as_deref(), options.strict_schemas, &mut warnings);
-    let (tool_choice, parallel_tool_calls) = if tools.is_some() {
-        convert_tool_choice(req.tool_choice.as_ref(), &mut warnings)
-    } else {
+    let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
+    } else if options.drop_tool_choice {
+        if req.tool_choice.is_some() {
+            warnings.push(String::from(
+                "tool_choice dropped: the upstream rejected it, so the model chooses (auto)",
+            ));
+        }
+        (None, None)
+    } else {
+        convert_tool_choice(req.tool_choice.as_ref(), &mut warnings)
     };
 
     let max_tokens = req

@@ -35,7 +35,6 @@ pub(super) async fn create(
     body: Bytes,
 ) -> Result<Response<ResponseBody>, BridgeError> {
     let converted = state.engine.convert_request(&body, &state.convert)?;
-    drop(body);
     for warning in &converted.warnings {
         debug!(%warning, "dropped in translation");
     }
@@ -46,7 +45,7 @@ pub(super) async fn create(
         input_tokens_estimate = converted.input_tokens_estimate,
         "forwarding"
     );
-    let upstream = state.upstream.chat(converted.body).await?;
+    let upstream = send_upstream(state, &body, converted.body).await?;
     let options = StreamOptions {
         stream: converted.client_stream,
         model: converted.client_model,
@@ -90,6 +89,41 @@ pub(super) async fn create(
     );
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
     Ok(response)
+}
+
+/// Send the converted request. An upstream that rejects `tool_choice` / `parallel_tool_calls`
+/// (pitfall 11) gets the request once more without them, so the model chooses freely; the
+/// degradation is logged.
+async fn send_upstream(
+    state: &AppState,
+    client_body: &[u8],
+    upstream_body: String,
+) -> Result<hyper::Response<Incoming>, BridgeError> {
+    let has_choice = upstream_body.contains("\"tool_choice\":")
+        || upstream_body.contains("\"parallel_tool_calls\":");
+    let retry_body = has_choice.then(|| client_body.to_vec());
+    match state.upstream.chat(upstream_body).await {
+        Err(BridgeError::UpstreamStatus {
+            status: 400 | 422,
+            message,
+            ..
+        }) if rejects_tool_choice(&message) && retry_body.is_some() => {
+            warn!(%message, "upstream rejected tool_choice; retrying once with the model choosing (auto)");
+            let mut options = state.convert.clone();
+            options.drop_tool_choice = true;
+            let client_body = retry_body.unwrap_or_default();
+            let converted = state.engine.convert_request(&client_body, &options)?;
+            state.upstream.chat(converted.body).await
+        }
+        other => other,
+    }
+}
+
+fn rejects_tool_choice(message: &str) -> bool {
+    let lower = message.to_ascii_lowercase();
+    lower.contains("tool_choice")
+        || lower.contains("tool choice")
+        || lower.contains("parallel_tool_calls")
 }
 
 pub(super) fn count_tokens(
