@@ -7,7 +7,7 @@
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -50,6 +50,14 @@ impl BridgeOptions {
     #[must_use]
     pub fn engine(mut self, engine: &str) -> Self {
         self.engine = Some(engine.into());
+        self
+    }
+
+    /// Append arguments (e.g. `["--ca-cert", path]`).
+    #[must_use]
+    pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Self {
+        self.extra_args
+            .extend(args.iter().map(|a| a.as_ref().to_owned()));
         self
     }
 }
@@ -305,5 +313,42 @@ impl Bridge {
     /// Whether the process is still running.
     pub fn is_running(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
+    }
+
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Send a signal (`TERM`, `INT`, …) to the process with `kill -s`.
+    pub fn signal(&self, name: &str) -> crate::Result<()> {
+        let status = Command::new("kill")
+            .args(["-s", name, &self.pid().to_string()])
+            .stdin(Stdio::null())
+            .status()
+            .map_err(|e| err(format!("cannot run kill: {e}")))?;
+        if status.success() {
+            Ok(())
+        } else {
+            Err(err(format!(
+                "kill -s {name} {} failed: {status}",
+                self.pid()
+            )))
+        }
+    }
+
+    /// Wait (polling, without blocking the runtime) until the process exits; `None` if it is still
+    /// running after `timeout`.
+    pub async fn wait_exit(&mut self, timeout: Duration) -> crate::Result<Option<ExitStatus>> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(status) = self.child.try_wait()? {
+                return Ok(Some(status));
+            }
+            if Instant::now() >= deadline {
+                return Ok(None);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
     }
 }

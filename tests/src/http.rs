@@ -11,6 +11,7 @@ use hyper::Request;
 use hyper_util::rt::TokioIo;
 use serde_json::Value;
 use tokio::net::TcpStream;
+use tokio::sync::oneshot;
 
 use crate::err;
 
@@ -64,6 +65,39 @@ impl HttpResponse {
             .map(|(t, _)| *t)
     }
 
+    /// Check that this is an error in Anthropic's envelope: a status in `statuses`, a non-empty
+    /// `request-id` header, a JSON body `{"type":"error","error":{"type":error_type,"message":…}}`
+    /// with a non-empty message. Returns `error`.
+    pub fn anthropic_error(&self, statuses: &[u16], error_type: &str) -> crate::Result<Value> {
+        if !statuses.contains(&self.status) {
+            return Err(err(format!("status {} not in {statuses:?}", self.status)));
+        }
+        if self.header("request-id").is_none_or(str::is_empty) {
+            return Err(err("error responses carry a request-id header"));
+        }
+        if !self
+            .header("content-type")
+            .unwrap_or_default()
+            .contains("application/json")
+        {
+            return Err(err(format!(
+                "JSON error body expected, content-type {:?}",
+                self.header("content-type")
+            )));
+        }
+        let body = self.json()?;
+        let error = &body["error"];
+        if body["type"] != "error" || error["type"] != error_type {
+            return Err(err(format!(
+                "expected {{\"type\":\"error\",\"error\":{{\"type\":{error_type:?}}}}}, got {body}"
+            )));
+        }
+        if error["message"].as_str().is_none_or(str::is_empty) {
+            return Err(err(format!("error without a message: {body}")));
+        }
+        Ok(error.clone())
+    }
+
     /// The body as text (lossy).
     pub fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
@@ -91,13 +125,45 @@ pub async fn send_until(
     timeout: Duration,
     stop_at: Option<&str>,
 ) -> crate::Result<HttpResponse> {
-    match tokio::time::timeout(timeout, send_inner(method, url, headers, body, stop_at)).await {
-        Ok(r) => r,
-        Err(_) => Err(err(format!(
-            "{method} {url}: no complete response within {timeout:?} (hang)"
-        ))),
-    }
+    let inner = send_inner(method, url, headers, body, stop_at, None);
+    within(timeout, method, url, inner).await
 }
+
+async fn within(
+    timeout: Duration,
+    method: &str,
+    url: &str,
+    inner: impl Future<Output = crate::Result<HttpResponse>>,
+) -> crate::Result<HttpResponse> {
+    tokio::time::timeout(timeout, inner)
+        .await
+        .unwrap_or_else(|_| {
+            Err(err(format!(
+                "{method} {url}: no complete response within {timeout:?} (hang)"
+            )))
+        })
+}
+
+/// Like [`send`], and `first_byte` is told as soon as the first body byte arrives (for acting while a
+/// stream is in flight); the response is still read to its end.
+pub async fn send_notify_first_byte(
+    method: &str,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+    timeout: Duration,
+    first_byte: oneshot::Sender<()>,
+) -> crate::Result<HttpResponse> {
+    let inner = send_inner(method, url, headers, body, None, Some(first_byte));
+    within(timeout, method, url, inner).await
+}
+
+/// The headers an Anthropic client sends with a JSON body.
+pub const MESSAGES_HEADERS: &[(&str, &str)] = &[
+    ("content-type", "application/json"),
+    ("anthropic-version", "2023-06-01"),
+    ("x-api-key", "sk-test"),
+];
 
 /// POST a JSON body with the headers an Anthropic client sends.
 pub async fn post_messages(
@@ -109,11 +175,7 @@ pub async fn post_messages(
     send(
         "POST",
         &url,
-        &[
-            ("content-type", "application/json"),
-            ("anthropic-version", "2023-06-01"),
-            ("x-api-key", "sk-test"),
-        ],
+        MESSAGES_HEADERS,
         Some(body.to_string().into_bytes()),
         timeout,
     )
@@ -126,6 +188,7 @@ async fn send_inner(
     headers: &[(&str, &str)],
     body: Option<Vec<u8>>,
     stop_at: Option<&str>,
+    mut first_byte: Option<oneshot::Sender<()>>,
 ) -> crate::Result<HttpResponse> {
     let rest = url
         .strip_prefix("http://")
@@ -172,6 +235,9 @@ async fn send_inner(
                 if let Ok(data) = f.into_data() {
                     if time_to_first_byte.is_none() && !data.is_empty() {
                         time_to_first_byte = Some(start.elapsed());
+                        if let Some(tx) = first_byte.take() {
+                            let _ = tx.send(());
+                        }
                     }
                     out.extend_from_slice(&data);
                     frames.push((start.elapsed(), out.len()));

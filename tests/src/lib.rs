@@ -7,6 +7,7 @@
 //! - [`sse`]: an Anthropic SSE parser and an independent stream-shape validator.
 //! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
 //! - [`tempdir`]: throw-away directories removed on drop.
+//! - [`tls`]: a self-signed certificate made at test time for the HTTPS upstream.
 //!
 //! The README beside this crate (`tests/README.md`) says how to run the suite.
 
@@ -16,6 +17,7 @@ pub mod clients;
 pub mod http;
 pub mod sse;
 pub mod tempdir;
+pub mod tls;
 pub mod upstream;
 
 /// The error type of the harness: anything, with a message good enough to fail a test on.

@@ -5,6 +5,11 @@
 //! SSE streams written piece by piece with delays (real streaming, fragmentation at any byte), HTTP
 //! errors with headers, garbage, streams that drop the connection mid-way, and delays before headers.
 //!
+//! With [`Upstream::start_tls`] it speaks HTTPS with a self-signed certificate made at test time
+//! ([`crate::tls::TestCert`]; [`Upstream::ca_cert`] is the PEM file for the bridge's `--ca-cert`). It
+//! counts the TCP connections it accepts ([`Upstream::connections`]), so tests can check that the
+//! bridge reuses its upstream connections.
+//!
 //! When the bridge asks for a non-streaming completion (`"stream"` absent or false) and the script holds
 //! a stream, the stream is folded into one `chat.completion` object, so a script works whichever way the
 //! bridge talks to its upstream.
@@ -32,12 +37,15 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::chunks;
+use crate::tls::TestCert;
 
 /// One request the upstream received.
 #[derive(Debug, Clone)]
 pub struct RecordedRequest {
     /// 0-based arrival order.
     pub seq: usize,
+    /// 0-based accept order of the TCP connection it came on (equal numbers: a reused connection).
+    pub connection: usize,
     /// HTTP method.
     pub method: String,
     /// Path and query, e.g. `/v1/chat/completions`.
@@ -373,6 +381,10 @@ struct State {
     cancelled: AtomicUsize,
     /// Streams written to the end.
     completed: AtomicUsize,
+    /// TCP connections accepted.
+    connections: AtomicUsize,
+    /// TLS handshakes that failed (TLS mode only).
+    tls_failures: AtomicUsize,
 }
 
 /// The running scripted upstream. Stops accepting when dropped.
@@ -380,12 +392,15 @@ pub struct Upstream {
     addr: SocketAddr,
     state: Arc<State>,
     task: JoinHandle<()>,
+    /// The certificate in TLS mode (its PEM file lives as long as the upstream).
+    tls: Option<TestCert>,
 }
 
 impl std::fmt::Debug for Upstream {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Upstream")
             .field("addr", &self.addr)
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -397,18 +412,34 @@ impl Drop for Upstream {
 }
 
 impl Upstream {
-    /// Start with a handler that picks the response for each request.
+    /// Start with a handler that picks the response for each request (plain HTTP).
     pub async fn start<F>(handler: F) -> crate::Result<Self>
     where
         F: Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
     {
+        Self::launch(Box::new(handler), None).await
+    }
+
+    /// Like [`Upstream::start`], but over HTTPS with a fresh self-signed certificate for `127.0.0.1`
+    /// (give the bridge [`Upstream::ca_cert`] as `--ca-cert`).
+    pub async fn start_tls<F>(handler: F) -> crate::Result<Self>
+    where
+        F: Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
+    {
+        Self::launch(Box::new(handler), Some(TestCert::generate()?)).await
+    }
+
+    async fn launch(handler: Box<Handler>, tls: Option<TestCert>) -> crate::Result<Self> {
+        let acceptor = tls.as_ref().map(TestCert::acceptor).transpose()?;
         let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             requests: Mutex::new(Vec::new()),
-            handler: Box::new(handler),
+            handler,
             cancelled: AtomicUsize::new(0),
             completed: AtomicUsize::new(0),
+            connections: AtomicUsize::new(0),
+            tls_failures: AtomicUsize::new(0),
         });
         let accept_state = Arc::clone(&state);
         let task = tokio::spawn(async move {
@@ -416,17 +447,28 @@ impl Upstream {
                 let Ok((stream, _)) = listener.accept().await else {
                     continue;
                 };
+                let conn = accept_state.connections.fetch_add(1, Ordering::SeqCst);
                 let conn_state = Arc::clone(&accept_state);
+                let acceptor = acceptor.clone();
                 tokio::spawn(async move {
-                    let service = service_fn(move |req| handle(Arc::clone(&conn_state), req));
-                    // Errors here are expected: scripted disconnects abort the connection.
-                    let _ = http1::Builder::new()
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
+                    match acceptor {
+                        None => serve_connection(conn_state, conn, stream).await,
+                        Some(acceptor) => match acceptor.accept(stream).await {
+                            Ok(tls_stream) => serve_connection(conn_state, conn, tls_stream).await,
+                            Err(_) => {
+                                conn_state.tls_failures.fetch_add(1, Ordering::SeqCst);
+                            }
+                        },
+                    }
                 });
             }
         });
-        Ok(Self { addr, state, task })
+        Ok(Self {
+            addr,
+            state,
+            task,
+            tls,
+        })
     }
 
     /// Start with a queue: each model request (chat completions, not [background](RecordedRequest::is_background))
@@ -434,51 +476,31 @@ impl Upstream {
     /// an exhausted script answers 500 "script exhausted".
     pub async fn scripted(responses: Vec<ScriptedResponse>) -> crate::Result<Self> {
         let queue = Mutex::new(VecDeque::from(responses));
-        Self::start(move |req| {
-            if !req.is_chat() {
-                return ScriptedResponse::openai_error(
-                    404,
-                    "not found",
-                    "invalid_request_error",
-                    None,
-                );
-            }
-            if req.is_background() {
-                return background_response();
-            }
-            let next = queue
+        Self::start(model_only(move || {
+            queue
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
-                .pop_front();
-            next.unwrap_or_else(|| {
-                ScriptedResponse::openai_error(
-                    500,
-                    "scripted upstream: script exhausted",
-                    "server_error",
-                    None,
-                )
-            })
-        })
+                .pop_front()
+                .unwrap_or_else(|| {
+                    ScriptedResponse::openai_error(
+                        500,
+                        "scripted upstream: script exhausted",
+                        "server_error",
+                        None,
+                    )
+                })
+        }))
         .await
     }
 
     /// Answer every model request with the same response (background requests as in [`Upstream::scripted`]).
     pub async fn always(response: ScriptedResponse) -> crate::Result<Self> {
-        Self::start(move |req| {
-            if !req.is_chat() {
-                return ScriptedResponse::openai_error(
-                    404,
-                    "not found",
-                    "invalid_request_error",
-                    None,
-                );
-            }
-            if req.is_background() {
-                return background_response();
-            }
-            response.clone()
-        })
-        .await
+        Self::start(model_only(move || response.clone())).await
+    }
+
+    /// [`Upstream::always`] over HTTPS (see [`Upstream::start_tls`]).
+    pub async fn always_tls(response: ScriptedResponse) -> crate::Result<Self> {
+        Self::start_tls(model_only(move || response.clone())).await
     }
 
     /// The socket address.
@@ -486,9 +508,38 @@ impl Upstream {
         self.addr
     }
 
-    /// The OpenAI base URL to give the bridge: `http://127.0.0.1:PORT/v1`.
+    /// The OpenAI base URL to give the bridge: `http://127.0.0.1:PORT/v1` (`https://` in TLS mode).
     pub fn base_url(&self) -> String {
-        format!("http://{}/v1", self.addr)
+        let scheme = if self.tls.is_some() { "https" } else { "http" };
+        format!("{scheme}://{}/v1", self.addr)
+    }
+
+    /// In TLS mode, the PEM file of the upstream's self-signed certificate (for `--ca-cert`).
+    pub fn ca_cert(&self) -> Option<&std::path::Path> {
+        self.tls.as_ref().map(TestCert::pem_path)
+    }
+
+    /// How many TCP connections were accepted (TLS or not, whether the handshake worked or not).
+    pub fn connections(&self) -> usize {
+        self.state.connections.load(Ordering::SeqCst)
+    }
+
+    /// How many TLS handshakes failed (a client that does not trust the certificate).
+    pub fn tls_failures(&self) -> usize {
+        self.state.tls_failures.load(Ordering::SeqCst)
+    }
+
+    /// Wait until `cond` holds (polling every 10 ms), at most `timeout`; whether it held. For counters
+    /// the upstream updates just after the client saw the effect (a failed handshake, a closed stream).
+    pub async fn wait_until(&self, cond: impl Fn(&Self) -> bool, timeout: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + timeout;
+        while !cond(self) {
+            if tokio::time::Instant::now() >= deadline {
+                return false;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        true
     }
 
     /// Every request received so far.
@@ -524,10 +575,42 @@ impl Upstream {
         for r in self.requests() {
             let body = serde_json::to_string(&r.body).unwrap_or_default();
             let short: String = body.chars().take(1500).collect();
-            out.push_str(&format!("#{} {} {} {}\n", r.seq, r.method, r.path, short));
+            out.push_str(&format!(
+                "#{} (connection {}) {} {} {}\n",
+                r.seq, r.connection, r.method, r.path, short
+            ));
         }
         out
     }
+}
+
+/// A handler for chat completions: non-chat paths get a 404, background requests a short title
+/// stream, model requests what `next` gives.
+fn model_only<N>(next: N) -> impl Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static
+where
+    N: Fn() -> ScriptedResponse + Send + Sync + 'static,
+{
+    move |req| {
+        if !req.is_chat() {
+            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
+        } else if req.is_background() {
+            background_response()
+        } else {
+            next()
+        }
+    }
+}
+
+/// Serve HTTP/1.1 on one accepted connection (plain TCP or TLS) until it closes.
+async fn serve_connection<S>(state: Arc<State>, connection: usize, io: S)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
+    let service = service_fn(move |req| handle(Arc::clone(&state), connection, req));
+    // Errors here are expected: scripted disconnects abort the connection.
+    let _ = http1::Builder::new()
+        .serve_connection(TokioIo::new(io), service)
+        .await;
 }
 
 /// What background requests get: a short text stream.
@@ -542,6 +625,7 @@ pub fn background_response() -> ScriptedResponse {
 
 async fn handle(
     state: Arc<State>,
+    connection: usize,
     req: Request<Incoming>,
 ) -> Result<Response<ChanBody>, Infallible> {
     let (parts, body) = req.into_parts();
@@ -556,6 +640,7 @@ async fn handle(
             .unwrap_or_else(PoisonError::into_inner);
         let rec = RecordedRequest {
             seq: requests.len(),
+            connection,
             method: parts.method.to_string(),
             path: parts
                 .uri

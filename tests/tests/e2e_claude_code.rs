@@ -11,17 +11,19 @@
 
 use std::time::Duration;
 
-use bridge_tests::bridge::Bridge;
+use bridge_tests::bridge::{Bridge, BridgeOptions};
 use bridge_tests::chunks::{
     ChatStream, PROMPT_TOKENS, parallel_tool_calls_stream, split_fragments, text_stream,
     tool_call_builder, tool_call_stream,
 };
-use bridge_tests::clients::{ClaudeRun, run_claude_code, run_claude_code_with};
+use bridge_tests::clients::{ClaudeRun, run_claude_code_with};
 use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream, background_response};
 use serde_json::{Value, json};
 
 const CLI_TIMEOUT: Duration = Duration::from_secs(90);
 const FINAL_TEXT: &[&str] = &["All ", "done."];
+/// Claude Code's arguments that let it run the Bash tool without asking.
+const BASH: &[&str] = &["--allowedTools", "Bash"];
 
 /// The upstream of a Claude Code run: requests without tools are background requests (title…); the
 /// first turn (no tool result yet) gets `first`; a turn carrying tool results gets the final text.
@@ -45,6 +47,20 @@ fn bash_args(command: &str) -> String {
     json!({"command": command, "description": "Create a file"}).to_string()
 }
 
+/// The arguments of a Bash call running `command`, cut into `pieces` fragments.
+fn bash_fragments(command: &str, pieces: usize) -> Vec<String> {
+    split_fragments(&bash_args(command), pieces)
+}
+
+fn as_strs(v: &[String]) -> Vec<&str> {
+    v.iter().map(String::as_str).collect()
+}
+
+/// A stream with one Bash call running `command`, its arguments in `pieces` fragments.
+fn bash_call(id: &str, command: &str, pieces: usize) -> ScriptedResponse {
+    tool_call_stream(id, "Bash", &as_strs(&bash_fragments(command, pieces)))
+}
+
 fn context(run: &ClaudeRun, upstream: &Upstream, bridge: &Bridge) -> String {
     format!(
         "{}\n--- upstream requests:\n{}\n--- bridge log {}:\n{}",
@@ -53,6 +69,59 @@ fn context(run: &ClaudeRun, upstream: &Upstream, bridge: &Bridge) -> String {
         bridge.log_path().display(),
         bridge.log()
     )
+}
+
+/// A scripted upstream and a bridge in front of it, for Claude Code runs.
+struct Session {
+    upstream: Upstream,
+    bridge: Bridge,
+}
+
+impl Session {
+    /// [`claude_code_upstream`] answering the first turn with `first`, and a default bridge.
+    async fn start(first: ScriptedResponse, name: &str) -> Self {
+        Self::start_with(
+            claude_code_upstream(first).await,
+            name,
+            BridgeOptions::default(),
+        )
+        .await
+    }
+
+    async fn start_with(upstream: Upstream, name: &str, opts: BridgeOptions) -> Self {
+        let bridge = Bridge::start_with(&upstream.base_url(), name, opts)
+            .await
+            .unwrap();
+        Self { upstream, bridge }
+    }
+
+    /// `claude -p PROMPT [args]` against the bridge (`env` as in [`run_claude_code_with`]).
+    async fn run_with(&self, prompt: &str, args: &[&str], env: &[(&str, &str)]) -> ClaudeRun {
+        run_claude_code_with(&self.bridge.base_url(), prompt, args, env, CLI_TIMEOUT)
+            .await
+            .unwrap()
+    }
+
+    async fn run(&self, prompt: &str, args: &[&str]) -> ClaudeRun {
+        self.run_with(prompt, args, &[]).await
+    }
+
+    fn context(&self, run: &ClaudeRun) -> String {
+        context(run, &self.upstream, &self.bridge)
+    }
+
+    /// [`assert_tool_loop`], and every one of `files` exists in the run's cwd (the tools really ran).
+    fn assert_tool_loop(&self, run: &ClaudeRun, calls: usize, files: &[&str]) -> RecordedRequest {
+        let second = assert_tool_loop(run, &self.upstream, &self.bridge, calls);
+        for f in files {
+            assert!(
+                run.cwd.path().join(f).is_file(),
+                "{f} missing: the Bash tool did not run\n{}",
+                self.context(run)
+            );
+        }
+        second
+    }
 }
 
 /// Checks shared by the tool-loop tests: exit 0, the final text, and a second upstream request that
@@ -190,22 +259,9 @@ fn assert_tool_loop(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_plain_text_answer() {
-    let upstream = Upstream::start(|req: &RecordedRequest| {
-        if req.tools().is_empty() {
-            background_response()
-        } else {
-            text_stream(&["Hello ", "from the ", "bridge."])
-        }
-    })
-    .await
-    .unwrap();
-    let bridge = Bridge::start(&upstream.base_url(), "cc-text")
-        .await
-        .unwrap();
-    let run = run_claude_code(&bridge.base_url(), "say hello", &[], CLI_TIMEOUT)
-        .await
-        .unwrap();
-    let ctx = context(&run, &upstream, &bridge);
+    let s = Session::start(text_stream(&["Hello ", "from the ", "bridge."]), "cc-text").await;
+    let run = s.run("say hello", &[]).await;
+    let ctx = s.context(&run);
     assert_eq!(run.output.code, Some(0), "{ctx}");
     assert_eq!(run.result_text(), Some("Hello from the bridge."), "{ctx}");
     let usage = &run.result.as_ref().unwrap()["usage"];
@@ -220,26 +276,10 @@ async fn claude_code_plain_text_answer() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_runs_a_streamed_bash_tool_call() {
-    let frags = split_fragments(&bash_args("touch made_by_tool.txt"), 6);
-    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
-    let upstream = claude_code_upstream(tool_call_stream("call_bash_1", "Bash", &frags)).await;
-    let bridge = Bridge::start(&upstream.base_url(), "cc-tool")
-        .await
-        .unwrap();
-    let run = run_claude_code(
-        &bridge.base_url(),
-        "create the file",
-        &["--allowedTools", "Bash"],
-        CLI_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    let second = assert_tool_loop(&run, &upstream, &bridge, 1);
-    assert!(
-        run.cwd.path().join("made_by_tool.txt").is_file(),
-        "the Bash tool did not run\n{}",
-        context(&run, &upstream, &bridge)
-    );
+    let first = bash_call("call_bash_1", "touch made_by_tool.txt", 6);
+    let s = Session::start(first, "cc-tool").await;
+    let run = s.run("create the file", BASH).await;
+    let second = s.assert_tool_loop(&run, 1, &["made_by_tool.txt"]);
     let args: Value = serde_json::from_str(
         second.assistant_tool_calls()[0]["function"]["arguments"]
             .as_str()
@@ -251,68 +291,35 @@ async fn claude_code_runs_a_streamed_bash_tool_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_runs_two_interleaved_parallel_tool_calls() {
-    let a = split_fragments(&bash_args("touch first_file.txt"), 4);
-    let b = split_fragments(&bash_args("touch second_file.txt"), 5);
-    let a: Vec<&str> = a.iter().map(String::as_str).collect();
-    let b: Vec<&str> = b.iter().map(String::as_str).collect();
-    let first =
-        parallel_tool_calls_stream(&[("call_par_0", "Bash", &a), ("call_par_1", "Bash", &b)]);
-    let upstream = claude_code_upstream(first).await;
-    let bridge = Bridge::start(&upstream.base_url(), "cc-parallel")
-        .await
-        .unwrap();
-    let run = run_claude_code(
-        &bridge.base_url(),
-        "create both files",
-        &["--allowedTools", "Bash"],
-        CLI_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    assert_tool_loop(&run, &upstream, &bridge, 2);
-    for f in ["first_file.txt", "second_file.txt"] {
-        assert!(
-            run.cwd.path().join(f).is_file(),
-            "{f} missing\n{}",
-            context(&run, &upstream, &bridge)
-        );
-    }
+    let a = bash_fragments("touch first_file.txt", 4);
+    let b = bash_fragments("touch second_file.txt", 5);
+    let first = parallel_tool_calls_stream(&[
+        ("call_par_0", "Bash", &as_strs(&a)),
+        ("call_par_1", "Bash", &as_strs(&b)),
+    ]);
+    let s = Session::start(first, "cc-parallel").await;
+    let run = s.run("create both files", BASH).await;
+    s.assert_tool_loop(&run, 2, &["first_file.txt", "second_file.txt"]);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_runs_a_tool_call_after_reasoning() {
-    let frags = split_fragments(&bash_args("touch after_thinking.txt"), 5);
-    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+    let frags = bash_fragments("touch after_thinking.txt", 5);
     let reasoning = [
         "The user wants ",
         "a file. I will ",
         "use Bash to touch it.",
     ];
-    let s = reasoning
+    let thinking = reasoning
         .iter()
         .fold(ChatStream::new().role(), |s, r| s.reasoning(r));
-    let first = tool_call_builder(s, &[("call_think_1", "Bash", &frags)])
+    let first = tool_call_builder(thinking, &[("call_think_1", "Bash", &as_strs(&frags))])
         .finish("tool_calls")
         .usage(90, 30, 0)
         .build();
-    let upstream = claude_code_upstream(first).await;
-    let bridge = Bridge::start(&upstream.base_url(), "cc-reasoning")
-        .await
-        .unwrap();
-    let run = run_claude_code(
-        &bridge.base_url(),
-        "create the file",
-        &["--allowedTools", "Bash"],
-        CLI_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    let second = assert_tool_loop(&run, &upstream, &bridge, 1);
-    assert!(
-        run.cwd.path().join("after_thinking.txt").is_file(),
-        "the Bash tool did not run\n{}",
-        context(&run, &upstream, &bridge)
-    );
+    let s = Session::start(first, "cc-reasoning").await;
+    let run = s.run("create the file", BASH).await;
+    let second = s.assert_tool_loop(&run, 1, &["after_thinking.txt"]);
     // DeepSeek-style pass-back (pitfalls 16): the reasoning of the tool-calling turn goes back upstream.
     let assistant = second
         .messages()
@@ -325,29 +332,19 @@ async fn claude_code_runs_a_tool_call_after_reasoning() {
         passed_back,
         reasoning.concat(),
         "reasoning_content of the tool-calling turn must be sent back upstream\n{}",
-        context(&run, &upstream, &bridge)
+        s.context(&run)
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_passes_a_failed_tool_result_back() {
-    let frags = split_fragments(&bash_args("echo boom >&2; exit 3"), 3);
-    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
-    let upstream = claude_code_upstream(tool_call_stream("call_fail_1", "Bash", &frags)).await;
-    let bridge = Bridge::start(&upstream.base_url(), "cc-tool-error")
-        .await
-        .unwrap();
-    let run = run_claude_code(
-        &bridge.base_url(),
-        "run it",
-        &["--allowedTools", "Bash"],
-        CLI_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    let ctx = context(&run, &upstream, &bridge);
+    let first = bash_call("call_fail_1", "echo boom >&2; exit 3", 3);
+    let s = Session::start(first, "cc-tool-error").await;
+    let run = s.run("run it", BASH).await;
+    let ctx = s.context(&run);
     assert_eq!(run.output.code, Some(0), "{ctx}");
-    let second = upstream
+    let second = s
+        .upstream
         .requests()
         .into_iter()
         .find(RecordedRequest::has_tool_result)
@@ -365,27 +362,15 @@ async fn claude_code_passes_a_failed_tool_result_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_shows_the_upstream_error_message() {
-    let upstream = Upstream::start(|req: &RecordedRequest| {
-        if req.tools().is_empty() {
-            background_response()
-        } else {
-            ScriptedResponse::openai_error(
-                400,
-                "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
-                "invalid_request_error",
-                Some("context_length_exceeded"),
-            )
-        }
-    })
-    .await
-    .unwrap();
-    let bridge = Bridge::start(&upstream.base_url(), "cc-upstream-400")
-        .await
-        .unwrap();
-    let run = run_claude_code(&bridge.base_url(), "say hello", &[], CLI_TIMEOUT)
-        .await
-        .unwrap();
-    let ctx = context(&run, &upstream, &bridge);
+    let error = ScriptedResponse::openai_error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+        "invalid_request_error",
+        Some("context_length_exceeded"),
+    );
+    let s = Session::start(error, "cc-upstream-400").await;
+    let run = s.run("say hello", &[]).await;
+    let ctx = s.context(&run);
     assert_ne!(
         run.output.code,
         Some(0),
@@ -406,28 +391,17 @@ async fn claude_code_shows_the_upstream_error_message() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_fails_cleanly_when_the_upstream_drops_mid_stream() {
-    let frags = split_fragments(&bash_args("touch must_not_exist.txt"), 4);
-    let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
+    let frags = bash_fragments("touch must_not_exist.txt", 4);
     // The tool call starts, then the connection drops before the arguments are complete.
     let first = tool_call_builder(
         ChatStream::new().role().text("Creating it."),
-        &[("call_drop", "Bash", &frags[..2])],
+        &[("call_drop", "Bash", &as_strs(&frags[..2]))],
     )
     .disconnect()
     .build();
-    let upstream = claude_code_upstream(first).await;
-    let bridge = Bridge::start(&upstream.base_url(), "cc-drop")
-        .await
-        .unwrap();
-    let run = run_claude_code(
-        &bridge.base_url(),
-        "create the file",
-        &["--allowedTools", "Bash"],
-        CLI_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    let ctx = context(&run, &upstream, &bridge);
+    let s = Session::start(first, "cc-drop").await;
+    let run = s.run("create the file", BASH).await;
+    let ctx = s.context(&run);
     assert_ne!(
         run.output.code,
         Some(0),
@@ -438,29 +412,19 @@ async fn claude_code_fails_cleanly_when_the_upstream_drops_mid_stream() {
         "a half tool call must never run\n{ctx}"
     );
     assert!(
-        upstream.requests().iter().all(|r| !r.has_tool_result()),
+        s.upstream.requests().iter().all(|r| !r.has_tool_result()),
         "no tool result can follow a broken turn\n{ctx}"
     );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_authenticates_with_the_client_key() {
-    let upstream = Upstream::start(|req: &RecordedRequest| {
-        if req.tools().is_empty() {
-            background_response()
-        } else {
-            text_stream(&["Authorised."])
-        }
-    })
-    .await
-    .unwrap();
-    let opts = bridge_tests::bridge::BridgeOptions {
+    let opts = BridgeOptions {
         env: vec![("CLAUDE_BRIDGE_CLIENT_KEY".into(), "ck-cli-key".into())],
         ..Default::default()
     };
-    let bridge = Bridge::start_with(&upstream.base_url(), "cc-client-key", opts)
-        .await
-        .unwrap();
+    let upstream = claude_code_upstream(text_stream(&["Authorised."])).await;
+    let s = Session::start_with(upstream, "cc-client-key", opts).await;
     // ANTHROPIC_API_KEY → x-api-key; ANTHROPIC_AUTH_TOKEN → Authorization: Bearer.
     for env in [
         [
@@ -472,17 +436,13 @@ async fn claude_code_authenticates_with_the_client_key() {
             ("ANTHROPIC_AUTH_TOKEN", "ck-cli-key"),
         ],
     ] {
-        let run = run_claude_code_with(&bridge.base_url(), "hi", &[], &env, CLI_TIMEOUT)
-            .await
-            .unwrap();
-        let ctx = context(&run, &upstream, &bridge);
+        let run = s.run_with("hi", &[], &env).await;
+        let ctx = s.context(&run);
         assert_eq!(run.output.code, Some(0), "{env:?}\n{ctx}");
         assert_eq!(run.result_text(), Some("Authorised."), "{ctx}");
     }
-    let run = run_claude_code(&bridge.base_url(), "hi", &[], CLI_TIMEOUT)
-        .await
-        .unwrap();
-    let ctx = context(&run, &upstream, &bridge);
+    let run = s.run("hi", &[]).await;
+    let ctx = s.context(&run);
     assert_ne!(
         run.output.code,
         Some(0),
@@ -494,14 +454,9 @@ async fn claude_code_authenticates_with_the_client_key() {
 async fn claude_code_keeps_going_through_several_tool_steps() {
     // Turn 1: touch step_one.txt; turn 2 (one tool result): touch step_two.txt; turn 3: text.
     // Tools must not stop after the first step (pitfalls 10): history with two assistant tool turns.
-    let step = |cmd: &str, id: &str| {
-        let frags = split_fragments(&bash_args(cmd), 3);
-        let frags: Vec<&str> = frags.iter().map(String::as_str).collect();
-        tool_call_stream(id, "Bash", &frags)
-    };
     let (one, two) = (
-        step("touch step_one.txt", "call_step_1"),
-        step("touch step_two.txt", "call_step_2"),
+        bash_call("call_step_1", "touch step_one.txt", 3),
+        bash_call("call_step_2", "touch step_two.txt", 3),
     );
     let upstream = Upstream::start(
         move |req: &RecordedRequest| match req.tool_messages().len() {
@@ -513,24 +468,16 @@ async fn claude_code_keeps_going_through_several_tool_steps() {
     )
     .await
     .unwrap();
-    let bridge = Bridge::start(&upstream.base_url(), "cc-steps")
-        .await
-        .unwrap();
-    let run = run_claude_code(
-        &bridge.base_url(),
-        "create two files one after the other",
-        &["--allowedTools", "Bash"],
-        CLI_TIMEOUT,
-    )
-    .await
-    .unwrap();
-    let ctx = context(&run, &upstream, &bridge);
+    let s = Session::start_with(upstream, "cc-steps", BridgeOptions::default()).await;
+    let run = s.run("create two files one after the other", BASH).await;
+    let ctx = s.context(&run);
     assert_eq!(run.output.code, Some(0), "{ctx}");
     assert_eq!(run.result_text(), Some("All done."), "{ctx}");
     for f in ["step_one.txt", "step_two.txt"] {
         assert!(run.cwd.path().join(f).is_file(), "{f} missing\n{ctx}");
     }
-    let last = upstream
+    let last = s
+        .upstream
         .requests()
         .into_iter()
         .rfind(|r| r.tool_messages().len() == 2)

@@ -43,31 +43,8 @@ fn ctx(r: &HttpResponse, upstream: &Upstream, bridge: &Bridge) -> String {
 
 /// Assert an Anthropic error response; returns its `error` object.
 fn assert_envelope(r: &HttpResponse, statuses: &[u16], error_type: &str, c: &str) -> Value {
-    assert!(
-        statuses.contains(&r.status),
-        "status {} not in {statuses:?}\n{c}",
-        r.status
-    );
-    assert!(
-        r.header("request-id").is_some_and(|v| !v.is_empty()),
-        "error responses carry a request-id header\n{c}"
-    );
-    assert!(
-        r.header("content-type")
-            .unwrap_or_default()
-            .contains("application/json"),
-        "JSON error body\n{c}"
-    );
-    let body = r.json().unwrap_or_else(|e| panic!("{e}\n{c}"));
-    assert_eq!(body["type"], "error", "{c}");
-    assert_eq!(body["error"]["type"], error_type, "{c}");
-    assert!(
-        body["error"]["message"]
-            .as_str()
-            .is_some_and(|m| !m.is_empty()),
-        "{c}"
-    );
-    body["error"].clone()
+    r.anthropic_error(statuses, error_type)
+        .unwrap_or_else(|e| panic!("{e}\n{c}"))
 }
 
 /// The upstream answers every model request with `response`; check both a streaming and a

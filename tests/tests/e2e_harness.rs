@@ -75,6 +75,34 @@ async fn upstream_streams_text_and_records_the_request() {
     // The script is used up: the next model request gets a 500.
     let again = post(&upstream, &body).await;
     assert_eq!(again.status, 500);
+    assert_eq!(upstream.connections(), 2, "one per raw client request");
+}
+
+#[tokio::test]
+async fn tls_upstream_serves_https_and_counts_failed_handshakes() {
+    let upstream = Upstream::always_tls(text_stream(&["x"])).await.unwrap();
+    assert_eq!(
+        upstream.base_url(),
+        format!("https://{}/v1", upstream.addr())
+    );
+    let pem = std::fs::read_to_string(upstream.ca_cert().unwrap()).unwrap();
+    assert!(pem.starts_with("-----BEGIN CERTIFICATE-----"), "{pem}");
+    // Plain HTTP to the TLS port: the handshake fails, nothing is recorded.
+    let r = http::send(
+        "GET",
+        &format!("http://{}/v1/models", upstream.addr()),
+        &[],
+        None,
+        T,
+    )
+    .await;
+    assert!(
+        r.is_err() || r.as_ref().is_ok_and(|r| r.status == 400),
+        "{r:?}"
+    );
+    assert!(upstream.wait_until(|u| u.tls_failures() == 1, T).await);
+    assert_eq!(upstream.connections(), 1);
+    assert!(upstream.requests().is_empty());
 }
 
 #[tokio::test]

@@ -97,6 +97,8 @@ pub async fn serve(
             let _ = conn.await;
         });
     }
+    // Refuse new connections at once while in-flight requests drain.
+    drop(listener);
     info!("shutting down: waiting for in-flight requests");
     tokio::select! {
         () = graceful.shutdown() => info!("all connections closed"),
