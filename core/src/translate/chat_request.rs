@@ -281,9 +281,14 @@ fn append_text(content: &mut Value, text: &str) {
 }
 
 fn text_message(role: &'static str, text: String) -> ChatMessage {
+    plain_message(role, Value::String(text))
+}
+
+/// A message with content only (no tool calls, no reasoning).
+fn plain_message(role: &'static str, content: Value) -> ChatMessage {
     ChatMessage {
         role,
-        content: Value::String(text),
+        content,
         tool_calls: None,
         tool_call_id: None,
         reasoning_content: None,
@@ -458,22 +463,10 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
         }
     }
     if let Some(content) = tool_images.into_content() {
-        out.push(ChatMessage {
-            role: "user",
-            content,
-            tool_calls: None,
-            tool_call_id: None,
-            reasoning_content: None,
-        });
+        out.push(plain_message("user", content));
     }
     if let Some(content) = parts.into_content() {
-        out.push(ChatMessage {
-            role: "user",
-            content,
-            tool_calls: None,
-            tool_call_id: None,
-            reasoning_content: None,
-        });
+        out.push(plain_message("user", content));
     }
 }
 
