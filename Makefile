@@ -6,6 +6,7 @@ CARGO ?= cargo
 LISTEN ?= 127.0.0.1:3456
 BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
 .PHONY: all setup setup-rust setup-e2e build run test test-rust lint fmt purity doc clean
 
@@ -29,7 +30,7 @@ build: setup-rust
 ## or with CLAUDE_BRIDGE_* environment variables.
 run: build
 	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
-	./target/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
+	$(TARGET_DIR)/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
 
 ## Everything CI checks: lint, purity, unit + golden + property tests, wasmtime conformance,
 ## end-to-end tests with the real Claude Code CLI and the official Anthropic SDKs.
@@ -49,7 +50,7 @@ lint: setup-rust
 ## The core is pure: built for the browser target, it imports nothing from its host.
 purity: setup-rust
 	$(CARGO) build -p bridge-core-js --target wasm32-unknown-unknown --release
-	python3 scripts/check-wasm-imports.py target/wasm32-unknown-unknown/release/bridge_core_js.wasm
+	python3 scripts/check-wasm-imports.py $(TARGET_DIR)/wasm32-unknown-unknown/release/bridge_core_js.wasm
 
 fmt:
 	$(CARGO) fmt --all
