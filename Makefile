@@ -8,18 +8,22 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e build run test test-rust lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build run js test test-rust test-js lint fmt purity doc clean
 
 all: build
 
-## Install what builds and tests need: rust targets and components, the real clients (npm, pip).
-setup: setup-rust setup-e2e
+## Install what builds and tests need: rust targets and components, the real clients (npm, pip),
+## wasm-bindgen-cli, Chromium and the JS test tools.
+setup: setup-rust setup-e2e setup-js
 
 setup-rust:
 	@scripts/setup-rust.sh
 
 setup-e2e:
 	@scripts/setup-e2e.sh
+
+setup-js:
+	@scripts/setup-js.sh
 
 ## Release build of the bridge (the WASI component is built by host-native/build.rs).
 build: setup-rust
@@ -32,24 +36,37 @@ run: build
 	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
 	$(TARGET_DIR)/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
 
+## The npm package @fabstir/bridge-core (pkg-js/dist/package) and its playground (pkg-js/dist/playground).
+js: setup-rust setup-js
+	@scripts/build-js.sh
+
 ## Everything CI checks: lint, purity, unit + golden + property tests, wasmtime conformance,
-## end-to-end tests with the real Claude Code CLI and the official Anthropic SDKs.
-test: setup lint purity test-rust
+## end-to-end tests with the real Claude Code CLI and the official Anthropic SDKs, and the npm
+## package in Node and headless Chromium (byte-identical to the native core).
+test: setup lint purity test-rust test-js
 
 test-rust:
 	$(CARGO) build -p claude-bridge
 	$(CARGO) test --workspace --no-fail-fast
+
+## The npm package's suites: golden fixtures in Node and Chromium against the native core's bytes,
+## the facade's contract, npm pack + install into a fresh directory + tsc, the playground.
+test-js: js
+	$(CARGO) run -q -p bridge-tests --bin conformance-dump -- $(abspath $(TARGET_DIR))/js-test/native-conformance.json
+	cd pkg-js && node --test tests/*.test.mjs
 
 ## fmt check + clippy -D warnings, natively and for both wasm targets.
 lint: setup-rust
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) clippy -p bridge-core -p bridge-core-js --target wasm32-unknown-unknown -- -D warnings
+	$(CARGO) clippy -p bridge-core-js --no-default-features --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 -- -D warnings
 
-## The core is pure: built for the browser target, it imports nothing from its host.
+## The core is pure: built for the browser target (the facade crate without its JS bindings),
+## it imports nothing from its host.
 purity: setup-rust
-	$(CARGO) build -p bridge-core-js --target wasm32-unknown-unknown --release
+	$(CARGO) build -p bridge-core-js --no-default-features --target wasm32-unknown-unknown --release
 	python3 scripts/check-wasm-imports.py $(TARGET_DIR)/wasm32-unknown-unknown/release/bridge_core_js.wasm
 
 fmt:

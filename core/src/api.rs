@@ -28,11 +28,14 @@
 use serde::{Deserialize, Serialize};
 
 use crate::anthropic::accumulate::Accumulator;
-use crate::anthropic::events::{ApiError, ErrorKind, StreamEvent};
+use crate::anthropic::events::ApiError;
 use crate::error::RequestError;
-use crate::sse::encoder::encode_event;
 use crate::translate::chat_stream::ChatStreamTranslator;
 
+pub use crate::anthropic::events::{ErrorKind, StreamEvent};
+pub use crate::anthropic::stream::{Validator, Violation};
+pub use crate::sse::decoder::{SseDecoder, SseFrame};
+pub use crate::sse::encoder::EncodeError;
 pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
 
 /// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
@@ -159,7 +162,63 @@ impl ChatStream {
 fn encode_all(events: &[StreamEvent]) -> String {
     let mut out = String::new();
     for event in events {
-        encode_event(&mut out, event);
+        crate::sse::encoder::encode_event(&mut out, event);
     }
     out
+}
+
+/// One Anthropic event → its exact SSE bytes (`event: <type>\ndata: <json>\n\n`).
+#[must_use]
+pub fn encode_event(event: &StreamEvent) -> String {
+    encode_all(std::slice::from_ref(event))
+}
+
+/// One SSE frame with any event name and data → bytes; data with line breaks becomes several
+/// `data:` lines.
+///
+/// # Errors
+/// [`EncodeError`] when the event name holds CR or LF (it would split the frame).
+pub fn encode_sse_frame(event: &str, data: &str) -> Result<String, EncodeError> {
+    let mut out = String::new();
+    crate::sse::encoder::encode_frame(&mut out, event, data)?;
+    Ok(out)
+}
+
+/// Anthropic SSE bytes → its events, when the stream keeps every rule of the [`Validator`]
+/// (and each SSE `event:` name equals the JSON `type`).
+///
+/// # Errors
+/// The first [`Violation`], or an event that does not parse.
+pub fn validate_sse(sse: &[u8]) -> Result<Vec<StreamEvent>, Violation> {
+    Validator::check_sse(sse)
+}
+
+/// Anthropic SSE bytes → what a non-streaming client gets: the `Message` JSON (status 200), or
+/// the error envelope with its status when the stream failed or never completed.
+///
+/// ```
+/// let sse = b"event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n";
+/// let folded = bridge_core::api::fold_sse(sse);
+/// assert_eq!(folded.status, 529);
+/// ```
+#[must_use]
+pub fn fold_sse(sse: &[u8]) -> Finished {
+    let mut decoder = SseDecoder::new();
+    let mut frames = decoder.feed(sse);
+    frames.extend(decoder.finish());
+    let mut acc = Accumulator::default();
+    for (position, frame) in frames.iter().enumerate() {
+        match serde_json::from_str::<StreamEvent>(&frame.data) {
+            Ok(event) => acc.push(&event),
+            Err(e) => {
+                let error = ApiError::new(
+                    ErrorKind::Api,
+                    format!("SSE frame #{position} is not an Anthropic stream event: {e}"),
+                );
+                acc.push(&StreamEvent::Error { error });
+                break;
+            }
+        }
+    }
+    acc.result()
 }

@@ -11,7 +11,9 @@
 use std::path::{Path, PathBuf};
 
 use bridge_core::anthropic::stream::Validator;
-use bridge_core::api::{ChatStream, ConvertOptions, Finished, StreamOptions, convert_request};
+use bridge_core::api::{
+    ChatStream, ConvertOptions, Finished, StreamOptions, convert_request, fold_sse,
+};
 
 const SEED: u64 = 42;
 
@@ -102,6 +104,11 @@ fn golden_fixtures() {
 
             let (nothing, folded) = run(&case, 5, false);
             assert!(nothing.is_empty(), "{name}: folding mode wrote SSE");
+            assert_eq!(
+                fold_sse(sse.as_bytes()),
+                folded,
+                "{name}: folding the streamed SSE differs from the non-streaming answer"
+            );
             let shown = serde_json::to_string_pretty(
                 &serde_json::from_str::<serde_json::Value>(&folded.body).unwrap(),
             )

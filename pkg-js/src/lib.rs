@@ -1,51 +1,30 @@
-//! Placeholder for the wasm-bindgen facade of `bridge-core` (the npm package
-//! `@fabstir/bridge-core`, its own issue).
+//! `bridge-core-js`: the wasm-bindgen facade of [`bridge_core`], published as the npm package
+//! `@fabstir/bridge-core` (Node ≥ 20 and browsers).
 //!
-//! Until then this crate is the purity proof for the browser target: built as a `cdylib` for
-//! `wasm32-unknown-unknown`, its one export drives every core operation, so any host import the
-//! core might pull in (clock, randomness, `env`) would show up in the module's import section.
-//! `scripts/check-wasm-imports.py` fails the lint if there is any import at all.
+//! The facade only maps types and errors — every rule lives in the core, so the TypeScript SDK
+//! and the browser playground run exactly the bytes the native bridge and its wasmtime engine
+//! run. One JS function or class per core operation:
+//!
+//! | JS | core |
+//! |---|---|
+//! | `convertRequest(request, options?)` | [`bridge_core::api::convert_request`] |
+//! | `countTokens(request)` | [`bridge_core::api::count_tokens`] |
+//! | `new ChatStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::ChatStream`] |
+//! | `new SseDecoder()` `.feed` `.finish` | [`bridge_core::api::SseDecoder`] |
+//! | `encodeEvent(event)`, `encodeSseFrame(event, data)` | [`bridge_core::api::encode_event`], [`bridge_core::api::encode_sse_frame`] |
+//! | `new StreamValidator()` `.push` `.finish`, `validateSse(sse)` | [`bridge_core::api::Validator`], [`bridge_core::api::validate_sse`] |
+//! | `foldSse(sse)` | [`bridge_core::api::fold_sse`] |
+//!
+//! Failures become a JS `BridgeCoreError` (`kind`: the Anthropic error type, `status`: its HTTP
+//! status, `message`: the core's message). Its class lives in `js/error.js`; the TypeScript
+//! declarations of every value that crosses live once, in `js/types.d.ts`.
+//!
+//! Without the default `bindings` feature the crate is the core's purity proof instead: built for
+//! `wasm32-unknown-unknown`, its one plain export ([`selftest`]) drives every operation, and
+//! `scripts/check-wasm-imports.py` fails if the module imports anything at all.
 
-pub use bridge_core::api;
+#[cfg(feature = "bindings")]
+mod bindings;
+mod selftest;
 
-/// Run a request conversion, a streamed translation and a folded translation over built-in
-/// inputs; returns the number of bytes produced (so nothing is optimised away).
-#[must_use]
-pub fn selftest() -> usize {
-    const REQUEST: &[u8] = br#"{"model":"claude-x","max_tokens":64,"system":"s","tools":[{"name":"t","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}"#;
-    const UPSTREAM: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"r\",\"content\":\"a\",\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"t\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
-    let mut produced = 0;
-    if let Ok(converted) = api::convert_request(REQUEST, &api::ConvertOptions::default()) {
-        produced += converted.body.len();
-        for stream in [true, false] {
-            let mut translator = api::ChatStream::new(api::StreamOptions {
-                stream,
-                model: converted.client_model.clone(),
-                input_tokens_estimate: converted.input_tokens_estimate,
-                id_seed: 1,
-            });
-            produced += translator.feed(UPSTREAM).len();
-            produced += translator.finish().body.len();
-        }
-    }
-    produced + api::count_tokens(REQUEST).map_or(0, |n| n as usize)
-}
-
-/// The wasm export the import check builds (`wasm32-unknown-unknown` only).
-#[cfg(target_arch = "wasm32")]
-#[unsafe(no_mangle)]
-#[expect(
-    unsafe_code,
-    reason = "an exported symbol is how a cdylib exposes a function to the wasm host"
-)]
-pub extern "C" fn bridge_core_selftest() -> usize {
-    selftest()
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn selftest_produces_output() {
-        assert!(super::selftest() > 500);
-    }
-}
+pub use selftest::selftest;

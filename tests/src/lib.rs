@@ -1,19 +1,23 @@
 //! Test support for claude-bridge: the end-to-end harness.
 //!
+//! - [`bench_stream`]: the deterministic large upstream stream `make bench` translates.
 //! - [`upstream`]: a scripted OpenAI Chat Completions server that stands in for the model.
 //! - [`chunks`]: builders for the OpenAI stream chunks the scripted upstream sends.
 //! - [`bridge`]: starts the real `claude-bridge` binary against an upstream.
 //! - [`http`]: a tiny hyper client with timeouts (raw requests to the bridge).
 //! - [`sse`]: an Anthropic SSE parser and an independent stream-shape validator.
+//! - [`conformance`]: one fixture case through one engine, as parts every runtime must match.
 //! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
 //! - [`tempdir`]: throw-away directories removed on drop.
 //! - [`tls`]: a self-signed certificate made at test time for the HTTPS upstream.
 //!
 //! The README beside this crate (`tests/README.md`) says how to run the suite.
 
+pub mod bench_stream;
 pub mod bridge;
 pub mod chunks;
 pub mod clients;
+pub mod conformance;
 pub mod http;
 pub mod sse;
 pub mod tempdir;

@@ -7,183 +7,20 @@
 //! `BRIDGE_FIXTURES_DIR` points the test at another fixture directory.
 #![expect(
     clippy::unwrap_used,
-    clippy::panic,
     reason = "test helpers: a failed unwrap is a failed test"
 )]
 
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Barrier};
 
-use claude_bridge::engine::{
-    self, ConvertOptions, Engine, EngineError, ErrorKind, Finished, StreamOptions,
+use bridge_tests::conformance::{
+    Outputs, cases, first_difference, fixtures_dir, request_view, run_case, run_stream,
 };
-
-/// The id seed every run uses, as in the core's golden test.
-const SEED: u64 = 42;
-/// Chunk sizes the upstream bytes are fed in (`usize::MAX`: all at once).
-const CHUNKINGS: [usize; 3] = [usize::MAX, 1, 7];
-
-fn fixtures_dir() -> PathBuf {
-    std::env::var_os("BRIDGE_FIXTURES_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures"))
-}
-
-/// Fixture cases: directories holding a `request.json` or an `upstream.sse`.
-fn cases(dir: &Path) -> Vec<PathBuf> {
-    let entries = std::fs::read_dir(dir)
-        .unwrap_or_else(|e| panic!("no golden fixtures: cannot read {}: {e}", dir.display()));
-    let mut cases: Vec<PathBuf> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.join("request.json").is_file() || p.join("upstream.sse").is_file())
-        .collect();
-    cases.sort();
-    assert!(
-        !cases.is_empty(),
-        "no golden fixtures found under {} (each case is a directory with request.json and/or \
-         upstream.sse): the conformance test would prove nothing",
-        dir.display()
-    );
-    cases
-}
-
-/// Everything one engine produces for one case, rendered to text so runs compare byte for byte
-/// and a mismatch can be shown.
-#[derive(Debug, Default)]
-struct Outputs {
-    /// (what, bytes) in a fixed order.
-    parts: Vec<(String, String)>,
-}
-
-impl Outputs {
-    fn push(&mut self, what: impl Into<String>, bytes: impl Into<String>) {
-        self.parts.push((what.into(), bytes.into()));
-    }
-
-    fn get(&self, what: &str) -> Option<&str> {
-        self.parts
-            .iter()
-            .find(|(w, _)| w == what)
-            .map(|(_, b)| b.as_str())
-    }
-}
-
-fn show_error(e: &EngineError) -> String {
-    match e {
-        EngineError::Request { kind, message } => format!("error {}: {message}", kind.as_str()),
-        EngineError::Trap(t) => panic!("the engine trapped: {t}"),
-    }
-}
+use claude_bridge::engine::{self, ConvertOptions, EngineError, Finished, StreamOptions};
 
 fn show_finished(f: &Finished) -> String {
     format!("status: {}\n{}", f.status, f.body)
-}
-
-/// Feeds `upstream` in pieces of `chunk` bytes; with `fail_at`, fails the stream after that
-/// many bytes instead of feeding the rest. Returns everything the session wrote, in order.
-fn run_stream(
-    engine: &dyn Engine,
-    options: &StreamOptions,
-    upstream: &[u8],
-    chunk: usize,
-    fail_at: Option<usize>,
-) -> String {
-    let mut session = engine.chat_stream(options).unwrap();
-    let fed = fail_at.map_or(upstream, |n| &upstream[..n.min(upstream.len())]);
-    let mut out = String::new();
-    for piece in fed.chunks(chunk) {
-        out.push_str(&session.feed(piece).unwrap());
-    }
-    if fail_at.is_some() {
-        out.push_str(
-            &session
-                .fail(ErrorKind::Overloaded, "the upstream connection was reset")
-                .unwrap(),
-        );
-    }
-    let finished = session.finish().unwrap();
-    write!(out, "\n--- finish\n{}", show_finished(&finished)).unwrap();
-    out
-}
-
-fn run_case(engine: &dyn Engine, case: &Path) -> Outputs {
-    let mut out = Outputs::default();
-    let request = std::fs::read(case.join("request.json")).ok();
-    let options: ConvertOptions = std::fs::read(case.join("options.json"))
-        .map(|b| serde_json::from_slice(&b).unwrap())
-        .unwrap_or_default();
-    let upstream = std::fs::read(case.join("upstream.sse")).ok();
-
-    let mut model = "claude-conformance".to_owned();
-    let mut estimate = 0;
-    if let Some(request) = &request {
-        match engine.convert_request(request, &options) {
-            Ok(c) => {
-                model.clone_from(&c.client_model);
-                estimate = c.input_tokens_estimate;
-                let body: serde_json::Value = serde_json::from_str(&c.body).unwrap();
-                let view = serde_json::json!({
-                    "upstream_model": c.upstream_model,
-                    "client_model": c.client_model,
-                    "client_stream": c.client_stream,
-                    "input_tokens_estimate": c.input_tokens_estimate,
-                    "warnings": c.warnings,
-                    "body": body,
-                });
-                out.push("request", serde_json::to_string_pretty(&view).unwrap());
-                out.push("request.body", c.body);
-            }
-            Err(e) => out.push("request", show_error(&e)),
-        }
-        let tokens = engine
-            .count_tokens(request)
-            .map_or_else(|e| show_error(&e), |n| n.to_string());
-        out.push("count_tokens", tokens);
-    }
-
-    if let Some(upstream) = &upstream {
-        for stream in [true, false] {
-            let options = StreamOptions {
-                stream,
-                model: model.clone(),
-                input_tokens_estimate: estimate,
-                id_seed: SEED,
-            };
-            let mode = if stream { "stream" } else { "folded" };
-            for chunk in CHUNKINGS {
-                let label = format!("{mode} chunk={chunk}");
-                out.push(label, run_stream(engine, &options, upstream, chunk, None));
-            }
-            let half = upstream.len() / 2;
-            out.push(
-                format!("{mode} failed at {half}"),
-                run_stream(engine, &options, upstream, 7, Some(half)),
-            );
-        }
-    }
-    out
-}
-
-/// Where two texts first differ, with some context, for the failure message.
-fn first_difference(a: &str, b: &str) -> String {
-    let at = a
-        .bytes()
-        .zip(b.bytes())
-        .position(|(x, y)| x != y)
-        .unwrap_or_else(|| a.len().min(b.len()));
-    let context = |s: &str| {
-        let start = s.floor_char_boundary(at.saturating_sub(80));
-        let end = s.ceil_char_boundary((at + 80).min(s.len()));
-        format!("{:?}", &s[start..end])
-    };
-    format!(
-        "byte {at} (lengths {} vs {}):\n    {}\n    {}",
-        a.len(),
-        b.len(),
-        context(a),
-        context(b)
-    )
 }
 
 /// The content of an insta snapshot file (after its `---` header), if there is one.
@@ -224,16 +61,16 @@ fn native_and_wasm_give_identical_bytes_for_every_fixture() {
 
     let mut failures = Vec::new();
     let mut snapshots_checked = 0;
-    let cases = cases(&dir);
+    let cases = cases(&dir).unwrap();
     for case in &cases {
         let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let reference = run_case(native.as_ref(), case);
+        let reference = run_case(native.as_ref(), case).unwrap();
         assert!(!reference.parts.is_empty(), "{name}: nothing to compare");
 
         // Every chunking of one mode must give the same bytes as feeding everything at once.
         for mode in ["stream", "folded"] {
-            let whole = reference.get(&format!("{mode} chunk={}", usize::MAX));
-            for chunk in CHUNKINGS {
+            let whole = reference.get(&format!("{mode} chunk=all"));
+            for (chunk, _) in bridge_tests::conformance::CHUNKINGS {
                 let got = reference.get(&format!("{mode} chunk={chunk}"));
                 if let (Some(whole), Some(got)) = (whole, got)
                     && whole != got
@@ -250,23 +87,23 @@ fn native_and_wasm_give_identical_bytes_for_every_fixture() {
             &name,
             &reference,
             "wasm vs native",
-            &run_case(wasm.as_ref(), case),
+            &run_case(wasm.as_ref(), case).unwrap(),
             &mut failures,
         );
 
         // The bytes are the golden ones the core's own test pins (when the snapshots exist).
         let expectations = [
-            ("request", reference.get("request").map(str::to_owned)),
+            ("request", request_view(&reference).unwrap()),
             (
                 "events",
                 reference
-                    .get(&format!("stream chunk={}", usize::MAX))
+                    .get("stream chunk=all")
                     .map(|s| s.replacen("\n--- finish\nstatus: 200\n", "", 1)),
             ),
             (
                 "message",
                 reference
-                    .get(&format!("folded chunk={}", usize::MAX))
+                    .get("folded chunk=all")
                     .and_then(|s| s.strip_prefix("\n--- finish\n"))
                     .map(|s| {
                         let (status, body) = s.split_once('\n').unwrap_or((s, ""));
@@ -385,6 +222,7 @@ fn wasm_engine_serves_200_concurrent_sessions() {
                     drop(session);
                     let expected =
                         run_stream(native.as_ref(), &options, &upstream, usize::MAX, None)
+                            .unwrap()
                             .replacen("\n--- finish\n", "", 1);
                     assert_eq!(got, expected, "session {i}: wasm differs from native");
                     let text = if options.stream {

@@ -32,7 +32,7 @@ use crate::anthropic::events::{BlockStart, Delta, StreamEvent};
 use crate::sse::decoder::SseDecoder;
 
 /// A broken rule, with the position of the offending event.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
 #[error("event #{position} ({event}): {rule}")]
 pub struct Violation {
     /// Zero-based position of the event in the stream.

@@ -12,7 +12,7 @@
 //! ```
 
 /// One dispatched event.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
 pub struct SseFrame {
     /// The `event:` field, if any.
     pub event: Option<String>,

@@ -1,0 +1,151 @@
+// ---- Types of the values that cross the @fabstir/bridge-core facade -----------------------
+// Declared once here and emitted into the package's generated declarations (wasm-bindgen
+// `typescript_custom_section`). Field names are the core's JSON names (snake_case), the same
+// shapes the Anthropic and OpenAI APIs use on the wire.
+
+/** Anthropic error types; each has an HTTP status (`BridgeCoreError.status`). */
+export type ErrorKind =
+  | "invalid_request_error"
+  | "authentication_error"
+  | "billing_error"
+  | "permission_error"
+  | "not_found_error"
+  | "request_too_large"
+  | "rate_limit_error"
+  | "api_error"
+  | "timeout_error"
+  | "overloaded_error";
+
+/** How `convertRequest` shapes the upstream request. Every field is optional. */
+export interface ConvertOptions {
+  /** Upstream model for every request; absent: the client's model name is forwarded. */
+  model?: string | null;
+  /** Upper bound for `max_tokens` sent upstream. */
+  max_tokens_cap?: number | null;
+  /** Send `max_completion_tokens` instead of `max_tokens` (OpenAI o-series, gpt-5). */
+  use_max_completion_tokens?: boolean;
+  /** Clean tool schemas for strict validators. */
+  strict_schemas?: boolean;
+  /** Map `thinking` / `output_config.effort` to `reasoning_effort`. */
+  reasoning_effort?: boolean;
+  /** Send earlier thinking back as `reasoning_content` (default true). */
+  reasoning_passback?: boolean;
+  /** Keep mid-conversation `role: "system"` messages in place instead of folding them. */
+  keep_mid_conversation_system?: boolean;
+  /** Send neither `tool_choice` nor `parallel_tool_calls`. */
+  drop_tool_choice?: boolean;
+  /** Require `max_tokens` as `/v1/messages` does (default true; false for count_tokens). */
+  require_max_tokens?: boolean;
+}
+
+/** An Anthropic request converted to an OpenAI Chat Completions request. */
+export interface ConvertedRequest {
+  /** The Chat Completions body (JSON text), always with `stream: true`. */
+  body: string;
+  /** The model sent upstream. */
+  upstream_model: string;
+  /** The model the client asked for (report it back to the client). */
+  client_model: string;
+  /** Whether the client asked for SSE (`stream: true`) or one JSON message. */
+  client_stream: boolean;
+  /** Estimated input tokens, reported until the upstream reports real usage. */
+  input_tokens_estimate: number;
+  /** What the conversion dropped or degraded. */
+  warnings: string[];
+}
+
+/** How a `ChatStream` presents its output. All fields are required. */
+export interface StreamOptions {
+  /** true: `feed`/`finish` return Anthropic SSE text; false: `finish` returns the folded message. */
+  stream: boolean;
+  /** The model name reported to the client. */
+  model: string;
+  /** Input-token estimate for `message_start` (e.g. `ConvertedRequest.input_tokens_estimate`). */
+  input_tokens_estimate: number;
+  /** Seed for the ids the bridge invents (`msg_…`, `toolu_…`): same seed, same bytes. */
+  id_seed: number | bigint;
+}
+
+/** What `ChatStream.finish` and `foldSse` return. */
+export interface Finished {
+  /** HTTP status of a non-streaming response (200, or the error's status). */
+  status: number;
+  /** Streaming: the last SSE text. Folded: the `Message` JSON or the error envelope. */
+  body: string;
+}
+
+/** One dispatched Server-Sent Event. */
+export interface SseFrame {
+  event: string | null;
+  /** The `data:` lines joined with "\n". */
+  data: string;
+  id: string | null;
+}
+
+export interface Usage {
+  input_tokens: number;
+  cache_creation_input_tokens?: number;
+  cache_read_input_tokens?: number;
+  output_tokens: number;
+}
+
+export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal";
+
+export interface ApiError {
+  type: ErrorKind;
+  message: string;
+}
+
+export type ContentBlock =
+  | { type: "text"; text: string }
+  | { type: "thinking"; thinking: string; signature: string }
+  | { type: "tool_use"; id: string; name: string; input: unknown };
+
+/** A complete assistant message (the folded, non-streaming answer). */
+export interface Message {
+  id: string;
+  type: "message";
+  role: "assistant";
+  model: string;
+  content: ContentBlock[];
+  stop_reason: StopReason | null;
+  stop_sequence: string | null;
+  usage: Usage;
+}
+
+export type Delta =
+  | { type: "text_delta"; text: string }
+  | { type: "input_json_delta"; partial_json: string }
+  | { type: "thinking_delta"; thinking: string }
+  | { type: "signature_delta"; signature: string };
+
+/** One event of an Anthropic Messages stream; `type` is also its SSE event name. */
+export type StreamEvent =
+  | {
+      type: "message_start";
+      message: Omit<Message, "content" | "stop_reason"> & { content: unknown[]; stop_reason: string | null };
+    }
+  | { type: "content_block_start"; index: number; content_block: ContentBlock }
+  | { type: "content_block_delta"; index: number; delta: Delta }
+  | { type: "content_block_stop"; index: number }
+  | {
+      type: "message_delta";
+      delta: { stop_reason: StopReason | null; stop_sequence: string | null };
+      usage: Usage;
+    }
+  | { type: "message_stop" }
+  | { type: "ping" }
+  | { type: "error"; error: ApiError };
+
+/** A broken stream rule, at the zero-based position of the offending event. */
+export interface Violation {
+  position: number;
+  /** The event's name ("<end>" when the stream ended too early). */
+  event: string;
+  rule: string;
+}
+
+/** What `validateSse` returns. */
+export type Validation =
+  | { valid: true; events: StreamEvent[] }
+  | { valid: false; violation: Violation };

@@ -1,0 +1,144 @@
+// The facade's contract in Node: typed errors, inputs as string or bytes, the SSE decoder and
+// encoders, the validator's complaints, and resources that behave like the core's.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { packageDir, requireBuilt } from "./support.mjs";
+
+requireBuilt();
+const core = await import(pathToFileURL(join(packageDir, "node.js")).href);
+
+const REQUEST = { model: "claude-sonnet-4-6", max_tokens: 64, messages: [{ role: "user", content: "hi" }] };
+const upstream = (...chunks) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\n`).join("") + "data: [DONE]\n\n";
+
+test("a bad request throws a BridgeCoreError naming the field to fix", () => {
+  const bad = JSON.stringify({ model: "m", max_tokens: 10 });
+  assert.throws(
+    () => core.convertRequest(bad),
+    (e) => {
+      assert.ok(e instanceof core.BridgeCoreError, `not a BridgeCoreError: ${e}`);
+      assert.ok(e instanceof Error);
+      assert.equal(e.name, "BridgeCoreError");
+      assert.equal(e.kind, "invalid_request_error");
+      assert.equal(e.status, 400);
+      assert.match(e.message, /messages/);
+      return true;
+    },
+  );
+  assert.throws(() => core.convertRequest("{not json"), { name: "BridgeCoreError", kind: "invalid_request_error", message: /not valid JSON/ });
+  assert.throws(() => core.countTokens("[1,2]"), { name: "BridgeCoreError", status: 400 });
+});
+
+test("inputs of the wrong JS type are TypeErrors, options of the wrong shape BridgeCoreErrors", () => {
+  assert.throws(() => core.convertRequest(42), TypeError);
+  assert.throws(() => core.convertRequest({ model: "m" }), TypeError);
+  assert.throws(() => core.convertRequest(JSON.stringify(REQUEST), { max_tokens_cap: "lots" }), {
+    name: "BridgeCoreError",
+    kind: "api_error",
+    message: /invalid convert options/,
+  });
+  assert.throws(() => new core.ChatStream({ stream: true }), { name: "BridgeCoreError", message: /invalid stream options: missing field/ });
+  const s = new core.ChatStream({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1 });
+  assert.throws(() => s.feed(null), TypeError);
+  s.free();
+});
+
+test("string and bytes inputs give the same conversion; options apply", () => {
+  const text = JSON.stringify(REQUEST);
+  const a = core.convertRequest(text, { model: "qwen3-coder", max_tokens_cap: 16 });
+  const b = core.convertRequest(new TextEncoder().encode(text), { model: "qwen3-coder", max_tokens_cap: 16 });
+  assert.deepEqual(a, b);
+  assert.equal(a.upstream_model, "qwen3-coder");
+  assert.equal(a.client_model, "claude-sonnet-4-6");
+  const body = JSON.parse(a.body);
+  assert.equal(body.model, "qwen3-coder");
+  assert.equal(body.max_tokens, 16);
+  assert.equal(body.stream, true);
+  assert.deepEqual(core.convertRequest(Buffer.from(text)), core.convertRequest(text));
+  assert.ok(core.countTokens(text) > 0);
+});
+
+test("a ChatStream translates text split inside a UTF-8 character", () => {
+  const bytes = new TextEncoder().encode(
+    upstream({ choices: [{ index: 0, delta: { content: "héllo 😀" } }] }, { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }),
+  );
+  const s = new core.ChatStream({ stream: true, model: "claude-x", input_tokens_estimate: 5, id_seed: 7n });
+  let sse = "";
+  for (let i = 0; i < bytes.length; i++) sse += s.feed(bytes.subarray(i, i + 1));
+  const finished = s.finish();
+  sse += finished.body;
+  assert.equal(finished.status, 200);
+  const v = core.validateSse(sse);
+  assert.equal(v.valid, true);
+  const text = v.events.filter((e) => e.type === "content_block_delta").map((e) => e.delta.text).join("");
+  assert.equal(text, "héllo 😀");
+  assert.match(sse, /^event: message_start\n/);
+  s.free();
+});
+
+test("fail ends a stream with an error event; folded, it is the error with its status", () => {
+  const s = new core.ChatStream({ stream: false, model: "m", input_tokens_estimate: 1, id_seed: 1 });
+  assert.equal(s.feed(upstream({ choices: [{ index: 0, delta: { content: "partial" } }] }).replace("data: [DONE]\n\n", "")), "");
+  assert.equal(s.fail("rate_limit_error", "slow down"), "");
+  const folded = s.finish();
+  assert.equal(folded.status, 429);
+  assert.deepEqual(JSON.parse(folded.body), { type: "error", error: { type: "rate_limit_error", message: "slow down" } });
+  s.free();
+});
+
+test("SseDecoder keeps partial input and joins multi-line data", () => {
+  const d = new core.SseDecoder();
+  assert.deepEqual(d.feed("event: ping\r\nda"), []);
+  assert.deepEqual(d.feed(new TextEncoder().encode("ta: {}\r\n\r\n: comment\ndata: a\ndata: b")), [{ event: "ping", data: "{}", id: null }]);
+  assert.deepEqual(d.finish(), [{ event: null, data: "a\nb", id: null }]);
+  d.free();
+});
+
+test("encoders give exact bytes and refuse a line break in an event name", () => {
+  assert.equal(core.encodeEvent({ type: "ping" }), 'event: ping\ndata: {"type":"ping"}\n\n');
+  assert.equal(
+    core.encodeEvent({ type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "a\nb" } }),
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"a\\nb"}}\n\n',
+  );
+  assert.equal(core.encodeSseFrame("x", "one\ntwo"), "event: x\ndata: one\ndata: two\n\n");
+  assert.throws(() => core.encodeSseFrame("a\nb", "{}"), { name: "BridgeCoreError", kind: "invalid_request_error", message: /CR or LF/ });
+  assert.throws(() => core.encodeEvent({ type: "no_such_event" }), { name: "BridgeCoreError", message: /invalid stream event/ });
+});
+
+test("the validator names the broken rule and where", () => {
+  const stop = 'event: message_stop\ndata: {"type":"message_stop"}\n\n';
+  assert.deepEqual(core.validateSse(stop), {
+    valid: false,
+    violation: { position: 0, event: "message_stop", rule: "the first event must be message_start" },
+  });
+  const v = new core.StreamValidator();
+  assert.deepEqual(v.push({ type: "content_block_stop", index: 0 }), {
+    position: 0,
+    event: "content_block_stop",
+    rule: "the first event must be message_start",
+  });
+  assert.equal(v.push({ type: "ping" }), null);
+  assert.deepEqual(v.finish(), { position: 2, event: "<end>", rule: "the stream ended without message_stop or error" });
+  v.free();
+  const folded = core.foldSse("data: nonsense\n\n");
+  assert.equal(folded.status, 500);
+  assert.match(JSON.parse(folded.body).error.message, /SSE frame #0 is not an Anthropic stream event/);
+});
+
+test("the same id seed gives the same bytes; another seed other ids", () => {
+  const run = (seed) => {
+    const s = new core.ChatStream({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: seed });
+    const out = s.feed(upstream({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }] })) + s.finish().body;
+    s.free();
+    return out;
+  };
+  assert.equal(run(3), run(3));
+  assert.notEqual(run(3), run(4));
+});
+
+test("init() resolves in Node (code shared with browsers can await it)", async () => {
+  await core.init();
+  assert.equal(typeof core.default, "function");
+});

@@ -1,0 +1,51 @@
+// The shared golden fixtures through the npm package in Node: byte-identical to the native core
+// (same fixed id seed), every streamed answer valid, and folding the streamed SSE gives the
+// non-streaming answer.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+
+import { compareParts, runCase } from "./harness.mjs";
+import { loadFixtures, loadNativeDump, packageDir, requireBuilt } from "./support.mjs";
+
+requireBuilt();
+const core = await import(pathToFileURL(join(packageDir, "node.js")).href);
+const fixtures = loadFixtures();
+const native = loadNativeDump();
+
+test("the native reference covers every fixture", () => {
+  assert.deepEqual(Object.keys(native).sort(), fixtures.map((f) => f.name));
+});
+
+for (const { name, files } of fixtures) {
+  test(`${name}: Node gives the native bytes`, () => {
+    const got = runCase(core, files);
+    const failures = compareParts(name, native[name], got);
+    assert.equal(failures.length, 0, failures.join("\n"));
+  });
+
+  if (!files.upstream) continue;
+  test(`${name}: the streamed answer is valid and folds into the non-streamed one`, () => {
+    const parts = new Map(native[name]);
+    const strip = (run) => run.replace(/\n--- finish\nstatus: \d+\n/, "");
+    const sse = strip(parts.get("stream chunk=all"));
+    const validation = core.validateSse(sse);
+    assert.equal(validation.valid, true, JSON.stringify(validation.violation));
+    assert.ok(validation.events.length >= 2);
+
+    const [, status, body] = parts.get("folded chunk=all").match(/^\n--- finish\nstatus: (\d+)\n([\s\S]*)$/);
+    assert.deepEqual(core.foldSse(sse), { status: Number(status), body });
+
+    // Event by event through the validator class, and back to the exact bytes.
+    const validator = new core.StreamValidator();
+    let encoded = "";
+    for (const event of validation.events) {
+      assert.equal(validator.push(event), null);
+      encoded += core.encodeEvent(event);
+    }
+    assert.equal(validator.finish(), null);
+    assert.equal(encoded, sse);
+    validator.free();
+  });
+}

@@ -1,0 +1,93 @@
+// A typed program against the published declarations: `tsc --noEmit` must pass on it (the pack
+// test runs it in a fresh directory where only the packed tarball is installed). The
+// `@ts-expect-error` lines prove the types are precise, not `any`.
+import {
+  BridgeCoreError,
+  ChatStream,
+  SseDecoder,
+  StreamValidator,
+  convertRequest,
+  countTokens,
+  encodeEvent,
+  encodeSseFrame,
+  foldSse,
+  validateSse,
+  type ConvertOptions,
+  type ConvertedRequest,
+  type ErrorKind,
+  type Finished,
+  type Message,
+  type SseFrame,
+  type StreamEvent,
+  type Validation,
+  type Violation,
+} from "@fabstir/bridge-core";
+
+const options: ConvertOptions = { model: "qwen3-coder", max_tokens_cap: 8192, strict_schemas: true };
+const request = JSON.stringify({ model: "claude-sonnet-4-6", max_tokens: 1024, messages: [{ role: "user", content: "hi" }] });
+const converted: ConvertedRequest = convertRequest(request, options);
+const tokens: number = countTokens(new TextEncoder().encode(request));
+const upstreamBody: { model: string; stream: boolean } = JSON.parse(converted.body);
+
+const stream = new ChatStream({
+  stream: true,
+  model: converted.client_model,
+  input_tokens_estimate: converted.input_tokens_estimate,
+  id_seed: 42,
+});
+let sse: string = stream.feed('data: {"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":"stop"}]}\n\n');
+const finished: Finished = stream.finish();
+sse += finished.body;
+stream.free();
+
+const validation: Validation = validateSse(sse);
+if (validation.valid) {
+  for (const event of validation.events) {
+    if (event.type === "content_block_delta" && event.delta.type === "text_delta") {
+      const text: string = event.delta.text;
+      console.log(text);
+    }
+    const again: string = encodeEvent(event);
+    console.log(again.length);
+  }
+} else {
+  const violation: Violation = validation.violation;
+  console.log(violation.position, violation.rule);
+}
+
+const folded = foldSse(sse);
+if (folded.status === 200) {
+  const message: Message = JSON.parse(folded.body);
+  for (const block of message.content) {
+    if (block.type === "tool_use") console.log(block.name, block.input);
+  }
+}
+
+const decoder = new SseDecoder();
+const frames: SseFrame[] = [...decoder.feed(sse), ...decoder.finish()];
+const firstEvent: string | null = frames[0]?.event ?? null;
+const validator = new StreamValidator();
+const ping: StreamEvent = { type: "ping" };
+const complaint: Violation | null = validator.push(ping);
+console.log(firstEvent, complaint, validator.finish(), encodeSseFrame("x", "y"), tokens, upstreamBody.model);
+
+try {
+  convertRequest("{}");
+} catch (error) {
+  if (error instanceof BridgeCoreError) {
+    const kind: ErrorKind = error.kind;
+    const status: number = error.status;
+    console.log(kind, status, error.message);
+  }
+}
+
+// @ts-expect-error: `stream` must be a boolean
+new ChatStream({ stream: "yes", model: "m", input_tokens_estimate: 0, id_seed: 1 });
+// @ts-expect-error: options have no field `modle`
+convertRequest(request, { modle: "typo" });
+// @ts-expect-error: the request is text or bytes
+convertRequest({ model: "m" });
+// @ts-expect-error: kinds are Anthropic error types
+stream.fail("teapot_error", "no");
+// @ts-expect-error: a Finished has no `events`
+console.log(finished.events);

@@ -1,0 +1,114 @@
+// Test support for the @fabstir/bridge-core suites: where things are, the golden fixtures, the
+// native reference, a static file server on 127.0.0.1 and headless Chromium.
+import { existsSync, readFileSync, readdirSync, statSync, mkdirSync } from "node:fs";
+import { createServer } from "node:http";
+import { extname, join, normalize, resolve, sep } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repo = resolve(fileURLToPath(new URL("../..", import.meta.url)));
+export const targetDir = resolve(repo, process.env.CARGO_TARGET_DIR ?? "target");
+/** The built package (`make js`). */
+export const packageDir = resolve(process.env.BRIDGE_CORE_PKG ?? join(repo, "pkg-js/dist/package"));
+export const playgroundDir = join(repo, "pkg-js/dist/playground");
+export const fixturesDir = resolve(process.env.BRIDGE_FIXTURES_DIR ?? join(repo, "tests/fixtures"));
+/** Screenshots and other things a person may want to look at after a run. */
+export const outputDir = join(targetDir, "js-test");
+mkdirSync(outputDir, { recursive: true });
+
+export function requireBuilt() {
+  if (!existsSync(join(packageDir, "node.js"))) {
+    throw new Error(`the package is not built at ${packageDir}: run \`make js\` first`);
+  }
+}
+
+/** The golden fixture cases: [{ name, files: { request, options, upstream } }], sorted. */
+export function loadFixtures() {
+  const read = (dir, file) => (existsSync(join(dir, file)) ? new Uint8Array(readFileSync(join(dir, file))) : undefined);
+  const cases = readdirSync(fixturesDir)
+    .filter((name) => statSync(join(fixturesDir, name)).isDirectory())
+    .map((name) => {
+      const dir = join(fixturesDir, name);
+      return { name, files: { request: read(dir, "request.json"), options: read(dir, "options.json"), upstream: read(dir, "upstream.sse") } };
+    })
+    .filter((c) => c.files.request || c.files.upstream)
+    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  if (cases.length === 0) throw new Error(`no golden fixtures under ${fixturesDir}`);
+  return cases;
+}
+
+/** The native core's outputs, written by `conformance-dump` in the same `make test` run. */
+export function loadNativeDump() {
+  const path = process.env.BRIDGE_NATIVE_DUMP ?? join(outputDir, "native-conformance.json");
+  if (!existsSync(path)) {
+    throw new Error(`no native reference at ${path}: run \`cargo run -p bridge-tests --bin conformance-dump -- ${path}\` (make test-js does)`);
+  }
+  return JSON.parse(readFileSync(path, "utf8"));
+}
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".wasm": "application/wasm",
+  ".sse": "text/plain; charset=utf-8",
+  ".png": "image/png",
+};
+
+/**
+ * Serve directories read-only on 127.0.0.1 (ephemeral port): `mounts` maps a URL prefix
+ * ("/pkg/") to a directory. Returns { url, close }.
+ */
+export async function serveStatic(mounts) {
+  const server = createServer((req, res) => {
+    const path = decodeURIComponent(new URL(req.url, "http://x").pathname);
+    for (const [prefix, dir] of Object.entries(mounts)) {
+      if (!path.startsWith(prefix)) continue;
+      let file = normalize(join(dir, path.slice(prefix.length)));
+      if (!file.startsWith(resolve(dir) + sep) && file !== resolve(dir)) break;
+      if (existsSync(file) && statSync(file).isDirectory()) file = join(file, "index.html");
+      if (!existsSync(file)) break;
+      res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "cache-control": "no-store" });
+      res.end(readFileSync(file));
+      return;
+    }
+    res.writeHead(404, { "content-type": "text/plain" });
+    res.end(`not found: ${path}`);
+  });
+  await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((ok) => server.close(ok)),
+  };
+}
+
+/** Headless Chromium (Debian's `chromium`, installed by scripts/setup-js.sh) via playwright-core. */
+export async function launchChromium() {
+  const { chromium } = await import("playwright-core");
+  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+  if (!existsSync(executablePath)) {
+    throw new Error(`Chromium not found at ${executablePath}: run scripts/setup-js.sh (make setup)`);
+  }
+  return chromium.launch({
+    executablePath,
+    headless: true,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
+  });
+}
+
+/** Open `url` in a new page; page errors and console errors fail the returned check. */
+export async function openPage(browser, url) {
+  const page = await browser.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => {
+    if (m.type() === "error") problems.push(`console error: ${m.text()}`);
+  });
+  await page.goto(url);
+  return { page, problems };
+}
+
+/** Base64 of bytes (to hand fixture files to a page). */
+export const toBase64 = (bytes) => (bytes ? Buffer.from(bytes).toString("base64") : undefined);

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# What the npm package's build and tests need (make js / make test-js):
+#   - wasm-bindgen-cli at exactly the version of the `wasm-bindgen` crate in Cargo.lock
+#   - Debian's chromium (headless browser tests), if missing
+#   - pkg-js/node_modules: playwright-core (drives Chromium) and typescript (tsc --noEmit), pinned
+# Idempotent; a no-op taking well under a second when everything is in place.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+need() { command -v "$1" >/dev/null 2>&1 || { echo "setup-js: '$1' is required but not installed" >&2; exit 1; }; }
+need cargo
+need node
+need npm
+
+# --- wasm-bindgen-cli ------------------------------------------------------------------------------
+want="$(awk '/^name = "wasm-bindgen"$/ { getline; sub(/^version = "/, ""); sub(/"$/, ""); print; exit }' Cargo.lock)"
+if [[ -z "$want" ]]; then
+  echo "setup-js: no wasm-bindgen in Cargo.lock" >&2
+  exit 1
+fi
+have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
+if [[ "$have" != "$want" ]]; then
+  echo "setup-js: cargo install wasm-bindgen-cli --version $want (have: ${have:-none}; takes a few minutes once)"
+  # Not --locked: its lockfile pins a crate version the registry here lacks.
+  cargo install wasm-bindgen-cli --version "$want" --quiet
+fi
+
+# --- Chromium ------------------------------------------------------------------------------------
+if [[ ! -x /usr/bin/chromium ]]; then
+  echo "setup-js: apt-get install chromium"
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "setup-js: installing chromium needs root (sudo apt-get install chromium)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+fi
+
+# --- npm packages ----------------------------------------------------------------------------------
+# `npm install`, never `npm ci` (ci fails here on packages with platform-specific optional deps).
+cd pkg-js
+stamp="node_modules/.package-lock.json"
+if ! [[ -f "$stamp" && "$stamp" -nt package.json && ( ! -f package-lock.json || "$stamp" -nt package-lock.json ) ]] ||
+   ! [[ -f node_modules/playwright-core/package.json && -f node_modules/typescript/package.json ]]; then
+  echo "setup-js: npm install in pkg-js"
+  npm install --no-audit --no-fund --loglevel=error >/dev/null
+  touch "$stamp"
+fi

@@ -1,0 +1,108 @@
+//! `make bench` (core translation part): throughput of the large-stream translation through the
+//! native core and through the WASI component in wasmtime, measured in the same run. Writes the
+//! input to `DIR/large-stream.sse` (+ `DIR/request.json`) so the Node run
+//! (`pkg-js/bench/node-bench.mjs`) translates the very same bytes, and prints a JSON result.
+//!
+//! ```text
+//! cargo run --release -p bridge-tests --bin bench-core -- DIR [MEGABYTES]
+//! ```
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use bridge_tests::bench_stream::{REQUEST, large_stream};
+use claude_bridge::engine::{self, ConvertOptions, Engine, StreamOptions};
+
+/// Bytes fed per call: what one network read of a busy upstream typically gives.
+const CHUNK: usize = 4096;
+
+/// Translate `upstream` once; returns (seconds, SSE bytes produced).
+fn translate_once(
+    engine: &dyn Engine,
+    options: &StreamOptions,
+    upstream: &[u8],
+) -> bridge_tests::Result<(f64, usize)> {
+    let started = Instant::now();
+    let mut session = engine.chat_stream(options)?;
+    let mut produced = 0;
+    for piece in upstream.chunks(CHUNK) {
+        produced += session.feed(piece)?.len();
+    }
+    produced += session.finish()?.body.len();
+    Ok((started.elapsed().as_secs_f64(), produced))
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+fn measure(
+    engine: &dyn Engine,
+    options: &StreamOptions,
+    upstream: &[u8],
+) -> bridge_tests::Result<serde_json::Value> {
+    translate_once(engine, options, upstream)?; // warm-up
+    let mut times = Vec::new();
+    let mut produced = 0;
+    let started = Instant::now();
+    while times.len() < 5 || (started.elapsed().as_secs_f64() < 3.0 && times.len() < 50) {
+        let (secs, out) = translate_once(engine, options, upstream)?;
+        times.push(secs);
+        produced = out;
+    }
+    let secs = median(times.clone());
+    Ok(serde_json::json!({
+        "runs": times.len(),
+        "median_ms": secs * 1000.0,
+        "mb_per_s": upstream.len() as f64 / secs / 1e6,
+        "output_bytes": produced,
+    }))
+}
+
+fn main() -> bridge_tests::Result<()> {
+    let mut args = std::env::args().skip(1);
+    let dir = PathBuf::from(args.next().ok_or("usage: bench-core DIR [MEGABYTES]")?);
+    let megabytes: f64 = args.next().map_or(Ok(4.0), |m| m.parse())?;
+    std::fs::create_dir_all(&dir)?;
+    let upstream = large_stream((megabytes * 1e6) as usize);
+    std::fs::write(dir.join("large-stream.sse"), &upstream)?;
+    std::fs::write(dir.join("request.json"), REQUEST)?;
+
+    let native = engine::native();
+    let converted = native.convert_request(REQUEST.as_bytes(), &ConvertOptions::default())?;
+    let options = StreamOptions {
+        stream: true,
+        model: converted.client_model,
+        input_tokens_estimate: converted.input_tokens_estimate,
+        id_seed: 42,
+    };
+    let wasm = engine::wasm(None)?;
+    // Same bytes out of both before anything is timed.
+    let mut a = native.chat_stream(&options)?;
+    let mut b = wasm.chat_stream(&options)?;
+    let mut expected = String::new();
+    for piece in upstream.as_bytes().chunks(CHUNK) {
+        let out = a.feed(piece)?;
+        if out != b.feed(piece)? {
+            return Err("native and wasm outputs differ on the bench stream".into());
+        }
+        expected.push_str(&out);
+    }
+    let last = a.finish()?;
+    if last != b.finish()? {
+        return Err("native and wasm outputs differ on the bench stream".into());
+    }
+    expected.push_str(&last.body);
+    // The Node run checks it gives these bytes before it times anything.
+    std::fs::write(dir.join("expected.sse"), &expected)?;
+
+    let result = serde_json::json!({
+        "input_bytes": upstream.len(),
+        "chunk_bytes": CHUNK,
+        "native": measure(native.as_ref(), &options, upstream.as_bytes())?,
+        "wasmtime": measure(wasm.as_ref(), &options, upstream.as_bytes())?,
+    });
+    println!("{result}");
+    Ok(())
+}

@@ -1,0 +1,41 @@
+//! Writes the native core's conformance outputs for every golden fixture as JSON
+//! (`{"<case>": [["<part>", "<text>"], …], …}`), the reference the npm package's Node and
+//! Chromium suites (`pkg-js/tests/`) must match byte for byte.
+//!
+//! ```text
+//! cargo run -p bridge-tests --bin conformance-dump -- OUT.json [FIXTURES_DIR]
+//! ```
+
+use std::path::PathBuf;
+
+use bridge_tests::conformance::{cases, fixtures_dir, run_case};
+
+fn main() -> bridge_tests::Result<()> {
+    let mut args = std::env::args_os().skip(1);
+    let out = PathBuf::from(
+        args.next()
+            .ok_or("usage: conformance-dump OUT.json [FIXTURES_DIR]")?,
+    );
+    let dir = args.next().map_or_else(fixtures_dir, PathBuf::from);
+    let native = claude_bridge::engine::native();
+    let mut dump = serde_json::Map::new();
+    for case in cases(&dir)? {
+        let name = case
+            .file_name()
+            .ok_or("a fixture case has no name")?
+            .to_string_lossy()
+            .into_owned();
+        let outputs = run_case(native.as_ref(), &case)?;
+        dump.insert(name, serde_json::to_value(&outputs.parts)?);
+    }
+    if let Some(parent) = out.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&out, serde_json::to_string(&dump)?)?;
+    eprintln!(
+        "conformance-dump: {} fixtures -> {}",
+        dump.len(),
+        out.display()
+    );
+    Ok(())
+}
