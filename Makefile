@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build run js test test-rust test-js lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build run js test test-rust test-js bench lint fmt purity doc clean
 
 all: build
 
@@ -54,6 +54,11 @@ test-rust:
 test-js: js
 	$(CARGO) run -q -p bridge-tests --bin conformance-dump -- $(abspath $(TARGET_DIR))/js-test/native-conformance.json
 	cd pkg-js && node --test tests/*.test.mjs
+
+## Measurements (no thresholds): core translation MB/s native vs wasmtime vs Node on one large
+## stream, the npm .wasm size. Results: tests/bench/results/. BENCH_MB=… sets the stream size.
+bench: js
+	@scripts/bench.sh
 
 ## fmt check + clippy -D warnings, natively and for both wasm targets.
 lint: setup-rust

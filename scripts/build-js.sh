@@ -16,7 +16,7 @@ wasm="$target_dir/wasm32-unknown-unknown/js/bridge_core_js.wasm"
 out="$root/pkg-js/dist/package"
 rm -rf "$out"
 mkdir -p "$out"
-wasm-bindgen --target web --out-dir "$out" --out-name bridge_core "$wasm"
+wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir "$out" --out-name bridge_core "$wasm"
 
 # wasm-bindgen declares `[Symbol.dispose]()` on every class; make the declarations load the lib
 # that defines it, so a consumer's tsc passes whatever its `lib` setting (Node >= 20 has it).

@@ -23,10 +23,10 @@ function translateOnce(keep) {
   let out = keep ? "" : 0;
   for (let at = 0; at < upstream.length; at += CHUNK) {
     const piece = session.feed(upstream.subarray(at, at + CHUNK));
-    out = keep ? out + piece : out + piece.length;
+    out = keep ? out + piece : out + Buffer.byteLength(piece);
   }
   const last = session.finish().body;
-  out = keep ? out + last : out + last.length;
+  out = keep ? out + last : out + Buffer.byteLength(last);
   session.free();
   return [(performance.now() - started) / 1000, out];
 }
