@@ -31,12 +31,16 @@ use crate::anthropic::accumulate::Accumulator;
 use crate::anthropic::events::ApiError;
 use crate::error::RequestError;
 use crate::translate::chat_stream::ChatStreamTranslator;
+use crate::translate::token_stream::TokenStreamTranslator;
 
 pub use crate::anthropic::events::{ErrorKind, StreamEvent};
 pub use crate::anthropic::stream::{Validator, Violation};
+pub use crate::chatml::render::{ChatmlOptions, ChatmlPrompt, PromptImage, ToolFormat};
+pub use crate::chatml::tool_calls::ToolHint;
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
 pub use crate::sse::encoder::EncodeError;
 pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
+pub use crate::translate::token_stream::StreamEnd;
 
 /// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
 ///
@@ -91,71 +95,153 @@ pub struct ChatStream {
     sink: Sink,
 }
 
+/// Where a translator's events go: SSE text now, or folded into one message at the end.
 #[derive(Debug)]
 enum Sink {
     Sse,
     Fold(Box<Accumulator>),
 }
 
-impl ChatStream {
-    /// A translator for one upstream response.
-    #[must_use]
-    pub fn new(options: StreamOptions) -> Self {
-        let sink = if options.stream {
-            Sink::Sse
+impl Sink {
+    fn new(stream: bool) -> Self {
+        if stream {
+            Self::Sse
         } else {
-            Sink::Fold(Box::default())
-        };
-        Self {
-            translator: ChatStreamTranslator::new(
-                options.model,
-                options.input_tokens_estimate,
-                options.id_seed,
-            ),
-            sink,
+            Self::Fold(Box::default())
         }
     }
 
-    /// Feed upstream bytes (any chunking); returns SSE bytes to write now (empty when folding).
-    pub fn feed(&mut self, chunk: &[u8]) -> String {
-        let events = self.translator.feed(chunk);
-        self.emit(&events)
-    }
-
-    /// The upstream failed (transport error, timeout, disconnect): end the response with an
-    /// `error` event (streaming) or make `finish` return the error (folding).
-    pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
-        let events = self.translator.fail(ApiError::new(kind, message));
-        self.emit(&events)
-    }
-
-    /// The upstream body ended. Returns the last SSE bytes, or the folded message.
-    pub fn finish(&mut self) -> Finished {
-        let events = self.translator.finish();
-        match &mut self.sink {
-            Sink::Sse => Finished {
-                status: 200,
-                body: encode_all(&events),
-            },
-            Sink::Fold(acc) => {
-                for event in &events {
-                    acc.push(event);
-                }
-                acc.result()
-            }
-        }
-    }
-
+    /// Events decided before the end: SSE text to write now (empty when folding).
     fn emit(&mut self, events: &[StreamEvent]) -> String {
-        match &mut self.sink {
-            Sink::Sse => encode_all(events),
-            Sink::Fold(acc) => {
+        match self {
+            Self::Sse => encode_all(events),
+            Self::Fold(acc) => {
                 for event in events {
                     acc.push(event);
                 }
                 String::new()
             }
         }
+    }
+
+    /// The last events: the last SSE text, or the folded message.
+    fn finish(&mut self, events: &[StreamEvent]) -> Finished {
+        match self {
+            Self::Sse => Finished {
+                status: 200,
+                body: encode_all(events),
+            },
+            Self::Fold(acc) => {
+                for event in events {
+                    acc.push(event);
+                }
+                acc.result()
+            }
+        }
+    }
+}
+
+impl ChatStream {
+    /// A translator for one upstream response.
+    #[must_use]
+    pub fn new(options: StreamOptions) -> Self {
+        Self {
+            translator: ChatStreamTranslator::new(
+                options.model,
+                options.input_tokens_estimate,
+                options.id_seed,
+            ),
+            sink: Sink::new(options.stream),
+        }
+    }
+
+    /// Feed upstream bytes (any chunking); returns SSE bytes to write now (empty when folding).
+    pub fn feed(&mut self, chunk: &[u8]) -> String {
+        let events = self.translator.feed(chunk);
+        self.sink.emit(&events)
+    }
+
+    /// The upstream failed (transport error, timeout, disconnect): end the response with an
+    /// `error` event (streaming) or make `finish` return the error (folding).
+    pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
+        let events = self.translator.fail(ApiError::new(kind, message));
+        self.sink.emit(&events)
+    }
+
+    /// The upstream body ended. Returns the last SSE bytes, or the folded message.
+    pub fn finish(&mut self) -> Finished {
+        let events = self.translator.finish();
+        self.sink.finish(&events)
+    }
+}
+
+/// Anthropic Messages request → one ChatML prompt for a raw-text host (Fabstir), with its images,
+/// the generation parameters to forward and the tools the reply parser needs.
+///
+/// # Errors
+/// [`RequestError`] when the body is not JSON or lacks a field the Messages API requires.
+pub fn render_chatml(
+    request: &[u8],
+    options: &ChatmlOptions,
+) -> Result<ChatmlPrompt, RequestError> {
+    crate::chatml::render::render(request, options)
+}
+
+/// How a [`TokenStream`] presents its output.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct TokenStreamOptions {
+    /// `true`: SSE text; `false`: `finish` returns the folded `Message` JSON.
+    pub stream: bool,
+    /// The model name reported to the client.
+    pub model: String,
+    /// Input-token estimate reported in `message_start` (`ChatmlPrompt::input_tokens_estimate`).
+    pub input_tokens_estimate: u32,
+    /// Seed for invented ids.
+    pub id_seed: u64,
+    /// The offered tools (`ChatmlPrompt::tools`), to type tool-call arguments.
+    #[serde(default)]
+    pub tools: Vec<ToolHint>,
+}
+
+/// A raw-text host's reply (token by token) → Anthropic response, as SSE or folded; tool calls
+/// written inline by the model become `tool_use` blocks.
+#[derive(Debug)]
+pub struct TokenStream {
+    translator: TokenStreamTranslator,
+    sink: Sink,
+}
+
+impl TokenStream {
+    /// A translator for one reply.
+    #[must_use]
+    pub fn new(options: TokenStreamOptions) -> Self {
+        Self {
+            translator: TokenStreamTranslator::new(
+                options.model,
+                options.input_tokens_estimate,
+                options.id_seed,
+                options.tools,
+            ),
+            sink: Sink::new(options.stream),
+        }
+    }
+
+    /// Feed model text (any split); returns SSE text to write now (empty when folding).
+    pub fn feed(&mut self, text: &str) -> String {
+        let events = self.translator.feed(text);
+        self.sink.emit(&events)
+    }
+
+    /// The host failed: end with an `error` event (streaming) or make `finish` return it.
+    pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
+        let events = self.translator.fail(ApiError::new(kind, message));
+        self.sink.emit(&events)
+    }
+
+    /// The reply is complete (`stream_end`): the last SSE text, or the folded message.
+    pub fn finish(&mut self, end: &StreamEnd) -> Finished {
+        let events = self.translator.finish(end);
+        self.sink.finish(&events)
     }
 }
 

@@ -8,12 +8,15 @@
 //!   and the [`anthropic::accumulate::Accumulator`] that folds a stream into one message.
 //! - [`openai`]: OpenAI Chat Completions request and chunk types.
 //! - [`sse`]: incremental Server-Sent Events decoder and exact-bytes encoder.
-//! - [`translate`]: Anthropic → OpenAI Chat request conversion, OpenAI Chat stream → Anthropic events.
+//! - [`translate`]: Anthropic → OpenAI Chat request conversion, OpenAI Chat stream → Anthropic
+//!   events, raw model text → Anthropic events.
+//! - [`chatml`]: ChatML prompts and the streaming tool-call parser for raw-text hosts (Fabstir).
 //! - [`tokens`]: token estimates.
 //! - [`api`]: the facade the host, the component and the npm package call.
 
 pub mod anthropic;
 pub mod api;
+pub mod chatml;
 pub mod error;
 pub mod ids;
 pub mod openai;

@@ -149,3 +149,69 @@ export interface Violation {
 export type Validation =
   | { valid: true; events: StreamEvent[] }
   | { valid: false; violation: Violation };
+
+// ---- Raw-text hosts (Fabstir): ChatML prompts and model text with inline tool calls ----------
+
+/** The tool-call format the rendered system turn asks the model for (all are parsed). */
+export type ToolFormat = "json" | "glm";
+
+/** How `renderChatml` renders. Every field is optional. */
+export interface ChatmlOptions {
+  /** The model to run (e.g. "org/repo:file.gguf"); absent: the client's model name. */
+  model?: string | null;
+  /** Upper bound for `max_tokens`. */
+  max_tokens_cap?: number | null;
+  /** The call format to ask for (default "json"). */
+  tool_format?: ToolFormat;
+  /** Require `max_tokens` as `/v1/messages` does (default true). */
+  require_max_tokens?: boolean;
+}
+
+/** An image taken out of the conversation (base64 data and its format, e.g. "png"). */
+export interface PromptImage {
+  data: string;
+  format: string;
+}
+
+/** What the reply parser knows about a tool: parameters whose values stay strings. */
+export interface ToolHint {
+  name: string;
+  string_params: string[];
+}
+
+/** A request rendered as one ChatML prompt. */
+export interface ChatmlPrompt {
+  /** The ChatML text, ending with "<|im_start|>assistant\n" (or an assistant prefill). */
+  prompt: string;
+  images: PromptImage[];
+  upstream_model: string;
+  client_model: string;
+  client_stream: boolean;
+  /** `max_tokens` to forward (capped). */
+  max_tokens: number | null;
+  /** `temperature` to forward. */
+  temperature: number | null;
+  input_tokens_estimate: number;
+  /** Pass to `TokenStreamOptions.tools`. */
+  tools: ToolHint[];
+  /** What plain text could not carry. */
+  warnings: string[];
+}
+
+/** How a `TokenStream` presents its output. */
+export interface TokenStreamOptions {
+  /** true: SSE text; false: `finish` returns the folded message. */
+  stream: boolean;
+  model: string;
+  input_tokens_estimate: number;
+  id_seed: number | bigint;
+  /** `ChatmlPrompt.tools`, to type tool-call arguments (optional). */
+  tools?: ToolHint[];
+}
+
+/** How the host's reply ended (Fabstir `stream_end`); every field is optional. */
+export interface StreamEnd {
+  finish_reason?: string | null;
+  prompt_tokens?: number | null;
+  completion_tokens?: number | null;
+}

@@ -1,5 +1,6 @@
 // Writes the playground's samples.json: every golden fixture with an upstream stream (tests/fixtures)
-// as an "OpenAI Chat stream" sample, and a few Anthropic streams to check.
+// as an "OpenAI Chat stream" sample, every raw-text fixture (tests/fixtures/fabstir) as a "Fabstir
+// host reply" sample, and a few Anthropic streams to check.
 //   node make-samples.mjs FIXTURES_DIR OUT.json
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -10,6 +11,16 @@ const samples = readdirSync(fixtures)
   .sort()
   .filter((name) => existsSync(join(fixtures, name, "upstream.sse")))
   .map((name) => ({ mode: "chat", name, request: read(join(fixtures, name), "request.json"), stream: read(join(fixtures, name), "upstream.sse") }));
+
+// Raw-text (Fabstir) replies: the model's tokens joined, with the request they answer.
+const fabstir = join(fixtures, "fabstir");
+if (existsSync(fabstir)) {
+  for (const name of readdirSync(fabstir).sort()) {
+    const tokens = read(join(fabstir, name), "tokens.json");
+    if (!tokens) continue;
+    samples.push({ mode: "fabstir", name, request: read(join(fabstir, name), "request.json"), stream: JSON.parse(tokens).join("") });
+  }
+}
 
 const ev = (e) => `event: ${e.type}\ndata: ${JSON.stringify(e)}\n\n`;
 const start = { type: "message_start", message: { id: "msg_1", type: "message", role: "assistant", model: "claude-x", content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: 12, output_tokens: 0 } } };

@@ -1,14 +1,14 @@
 // The playground: paste or pick an upstream stream (and optionally the Anthropic request it
 // answers), see the Anthropic events, the folded message and any validator complaint. All of it
 // is @fabstir/bridge-core running in this page.
-import init, { ChatStream, SseDecoder, convertRequest, foldSse, validateSse } from "./bridge-core/web.js";
+import init, { ChatStream, SseDecoder, TokenStream, convertRequest, foldSse, renderChatml, validateSse } from "./bridge-core/web.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
   mode: $("mode"), sample: $("sample"), request: $("request"), stream: $("stream"), seed: $("seed"), run: $("run"),
   status: $("status"), events: $("events"), eventCount: $("event-count"), message: $("message"), sse: $("sse"),
   upstreamRequest: $("upstream-request"), upstreamDetails: $("upstream-details"), requestLabel: $("request-label"),
-  streamLabel: $("stream-label"), seedLabel: $("seed-label"),
+  streamLabel: $("stream-label"), seedLabel: $("seed-label"), upstreamSummary: $("upstream-summary"),
 };
 
 function setStatus(kind, text) {
@@ -121,6 +121,35 @@ function translateChat() {
   showFolded(run(false));
 }
 
+function translateFabstir() {
+  const seed = BigInt(ui.seed.value || "0");
+  let options = { stream: true, model: "claude-playground", input_tokens_estimate: 0, id_seed: seed, tools: [] };
+  ui.upstreamRequest.textContent = "";
+  if (ui.request.value.trim()) {
+    const rendered = renderChatml(ui.request.value);
+    options = { ...options, model: rendered.client_model, input_tokens_estimate: rendered.input_tokens_estimate, tools: rendered.tools };
+    const notes = [
+      rendered.images.length ? `// ${rendered.images.length} image(s) sent beside the prompt` : "",
+      ...rendered.warnings.map((w) => `// dropped or changed: ${w}`),
+    ].filter(Boolean);
+    ui.upstreamRequest.textContent = rendered.prompt + (notes.length ? `\n\n${notes.join("\n")}` : "");
+  }
+  const run = (stream) => {
+    const reply = new TokenStream({ ...options, stream });
+    try {
+      const head = reply.feed(ui.stream.value);
+      const finished = reply.finish({ finish_reason: "stop" });
+      return stream ? head + finished.body : finished;
+    } finally {
+      reply.free();
+    }
+  };
+  const sse = run(true);
+  ui.sse.textContent = sse;
+  showValidation(sse);
+  showFolded(run(false));
+}
+
 function checkAnthropic() {
   ui.sse.textContent = ui.stream.value;
   ui.upstreamRequest.textContent = "";
@@ -131,6 +160,7 @@ function checkAnthropic() {
 function run() {
   try {
     if (ui.mode.value === "chat") translateChat();
+    else if (ui.mode.value === "fabstir") translateFabstir();
     else checkAnthropic();
   } catch (error) {
     ui.events.replaceChildren();
@@ -140,13 +170,21 @@ function run() {
   }
 }
 
+const MODES = {
+  chat: { stream: "Upstream stream (OpenAI Chat Completions SSE)", upstream: "Upstream request (OpenAI Chat Completions)", run: "Translate" },
+  fabstir: { stream: "Model text, as a Fabstir host streams it (tool calls inline: <tool_call>…</tool_call>)", upstream: "ChatML prompt sent to the host", run: "Translate" },
+  anthropic: { stream: "Anthropic stream (SSE)", upstream: "", run: "Check" },
+};
+
 function applyMode() {
-  const chat = ui.mode.value === "chat";
-  ui.requestLabel.hidden = !chat;
-  ui.upstreamDetails.hidden = !chat;
-  ui.seedLabel.hidden = !chat;
-  ui.streamLabel.textContent = chat ? "Upstream stream (OpenAI Chat Completions SSE)" : "Anthropic stream (SSE)";
-  ui.run.textContent = chat ? "Translate" : "Check";
+  const mode = MODES[ui.mode.value];
+  const translating = ui.mode.value !== "anthropic";
+  ui.requestLabel.hidden = !translating;
+  ui.upstreamDetails.hidden = !translating;
+  ui.seedLabel.hidden = !translating;
+  ui.streamLabel.textContent = mode.stream;
+  ui.upstreamSummary.textContent = mode.upstream;
+  ui.run.textContent = mode.run;
   const samples = window.playgroundSamples.filter((s) => s.mode === ui.mode.value);
   ui.sample.replaceChildren(
     new Option("— pick a sample —", ""),

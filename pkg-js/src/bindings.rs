@@ -52,6 +52,19 @@ fn from_js<T: DeserializeOwned>(value: JsValue, what: &str, kind: ErrorKind) -> 
     })
 }
 
+/// Optional options: absent, `undefined` or `null` → the defaults.
+fn options_or_default<T: DeserializeOwned + Default>(
+    value: Option<JsValue>,
+    what: &str,
+) -> Result<T, JsValue> {
+    match value {
+        Some(value) if !value.is_undefined() && !value.is_null() => {
+            from_js(value, what, ErrorKind::Api)
+        }
+        _ => Ok(T::default()),
+    }
+}
+
 /// A string (UTF-8) or a `Uint8Array` → bytes.
 fn bytes(value: &JsValue, what: &str) -> Result<Vec<u8>, JsValue> {
     if let Some(text) = value.as_string() {
@@ -79,12 +92,7 @@ pub fn convert_request(
     #[wasm_bindgen(unchecked_optional_param_type = "ConvertOptions")] options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
     let request = bytes(&request, "the request")?;
-    let options: api::ConvertOptions = match options {
-        Some(options) if !options.is_undefined() && !options.is_null() => {
-            from_js(options, "convert options", ErrorKind::Api)?
-        }
-        _ => api::ConvertOptions::default(),
-    };
+    let options: api::ConvertOptions = options_or_default(options, "convert options")?;
     let converted = api::convert_request(&request, &options).map_err(|e| request_error(&e))?;
     to_js(&converted)
 }
@@ -150,6 +158,74 @@ impl JsChatStream {
     #[wasm_bindgen(unchecked_return_type = "Finished")]
     pub fn finish(&mut self) -> Result<JsValue, JsValue> {
         to_js(&self.inner.finish())
+    }
+}
+
+/// Anthropic Messages request → one ChatML prompt for a raw-text host (Fabstir).
+///
+/// # Errors
+/// `BridgeCoreError` (`invalid_request_error`) naming the field to fix.
+#[wasm_bindgen(js_name = renderChatml, unchecked_return_type = "ChatmlPrompt")]
+pub fn render_chatml(
+    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] request: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "ChatmlOptions")] options: Option<JsValue>,
+) -> Result<JsValue, JsValue> {
+    let request = bytes(&request, "the request")?;
+    let options: api::ChatmlOptions = options_or_default(options, "ChatML options")?;
+    let prompt = api::render_chatml(&request, &options).map_err(|e| request_error(&e))?;
+    to_js(&prompt)
+}
+
+/// A raw-text host's reply (token by token) → Anthropic response, as SSE text or folded.
+#[wasm_bindgen(js_name = TokenStream)]
+#[derive(Debug)]
+pub struct JsTokenStream {
+    inner: api::TokenStream,
+}
+
+#[wasm_bindgen(js_class = TokenStream)]
+impl JsTokenStream {
+    /// A translator for one reply.
+    ///
+    /// # Errors
+    /// `BridgeCoreError` (`api_error`) when the options lack a field.
+    #[wasm_bindgen(constructor)]
+    pub fn new(
+        #[wasm_bindgen(unchecked_param_type = "TokenStreamOptions")] options: JsValue,
+    ) -> Result<JsTokenStream, JsValue> {
+        let options: api::TokenStreamOptions =
+            from_js(options, "token stream options", ErrorKind::Api)?;
+        Ok(Self {
+            inner: api::TokenStream::new(options),
+        })
+    }
+
+    /// Feed model text (any split); returns the SSE text to write now.
+    pub fn feed(&mut self, text: &str) -> String {
+        self.inner.feed(text)
+    }
+
+    /// The host failed: end with an error of Anthropic type `kind`.
+    pub fn fail(
+        &mut self,
+        #[wasm_bindgen(unchecked_param_type = "ErrorKind")] kind: &str,
+        message: &str,
+    ) -> String {
+        self.inner.fail(ErrorKind::from_type_str(kind), message)
+    }
+
+    /// The reply is complete: the last SSE text, or the folded message. `end` carries the
+    /// host's finish reason and token counts (all optional).
+    ///
+    /// # Errors
+    /// `BridgeCoreError` (`api_error`) when `end` has fields of the wrong type.
+    #[wasm_bindgen(unchecked_return_type = "Finished")]
+    pub fn finish(
+        &mut self,
+        #[wasm_bindgen(unchecked_optional_param_type = "StreamEnd")] end: Option<JsValue>,
+    ) -> Result<JsValue, JsValue> {
+        let end: api::StreamEnd = options_or_default(end, "stream end")?;
+        to_js(&self.inner.finish(&end))
     }
 }
 

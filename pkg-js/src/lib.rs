@@ -14,6 +14,8 @@
 //! | `encodeEvent(event)`, `encodeSseFrame(event, data)` | [`bridge_core::api::encode_event`], [`bridge_core::api::encode_sse_frame`] |
 //! | `new StreamValidator()` `.push` `.finish`, `validateSse(sse)` | [`bridge_core::api::Validator`], [`bridge_core::api::validate_sse`] |
 //! | `foldSse(sse)` | [`bridge_core::api::fold_sse`] |
+//! | `renderChatml(request, options?)` | [`bridge_core::api::render_chatml`] |
+//! | `new TokenStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::TokenStream`] |
 //!
 //! Failures become a JS `BridgeCoreError` (`kind`: the Anthropic error type, `status`: its HTTP
 //! status, `message`: the core's message). Its class lives in `js/error.js`; the TypeScript

@@ -34,6 +34,20 @@ pub fn selftest() -> usize {
         }
     }
     produced += api::encode_sse_frame("x", "a\nb").map_or(0, |s| s.len());
+    if let Ok(prompt) = api::render_chatml(REQUEST, &api::ChatmlOptions::default()) {
+        produced += prompt.prompt.len();
+        let mut reply = api::TokenStream::new(api::TokenStreamOptions {
+            stream: true,
+            model: prompt.client_model,
+            input_tokens_estimate: prompt.input_tokens_estimate,
+            id_seed: 1,
+            tools: prompt.tools,
+        });
+        produced += reply
+            .feed("<think>r</think>a<tool_call>{\"name\":\"t\",\"arguments\":{}}</tool_call>")
+            .len();
+        produced += reply.finish(&api::StreamEnd::default()).body.len();
+    }
     produced + api::count_tokens(REQUEST).map_or(0, |n| n as usize)
 }
 
@@ -52,6 +66,6 @@ pub extern "C" fn bridge_core_selftest() -> usize {
 mod tests {
     #[test]
     fn selftest_produces_output() {
-        assert!(super::selftest() > 1500, "{}", super::selftest());
+        assert!(super::selftest() > 2500, "{}", super::selftest());
     }
 }

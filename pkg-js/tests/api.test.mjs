@@ -142,3 +142,37 @@ test("init() resolves in Node (code shared with browsers can await it)", async (
   await core.init();
   assert.equal(typeof core.default, "function");
 });
+
+test("renderChatml and TokenStream: a raw-text host's reply with an inline tool call", () => {
+  const request = JSON.stringify({
+    model: "claude-x",
+    max_tokens: 50000,
+    tools: [{ name: "Bash", input_schema: { type: "object", properties: { command: { type: "string" } } } }],
+    messages: [{ role: "user", content: "list" }],
+  });
+  const prompt = core.renderChatml(request, { model: "org/repo:m.gguf", max_tokens_cap: 4096 });
+  assert.equal(prompt.upstream_model, "org/repo:m.gguf");
+  assert.equal(prompt.max_tokens, 4096);
+  assert.match(prompt.prompt, /<tools>\n\{"name":"Bash"/);
+  assert.ok(prompt.prompt.endsWith("<|im_start|>assistant\n"));
+  assert.deepEqual(prompt.tools, [{ name: "Bash", string_params: ["command"] }]);
+  assert.throws(() => core.renderChatml('{"model":"m","messages":[]}'), { name: "BridgeCoreError", kind: "invalid_request_error", message: /max_tokens/ });
+
+  const reply = new core.TokenStream({ stream: false, model: prompt.client_model, input_tokens_estimate: prompt.input_tokens_estimate, id_seed: 1, tools: prompt.tools });
+  for (const token of ["On it.", "<tool_", "call>Bash<arg_key>command</arg_key><arg_value>", "42</arg_value></tool_call>"]) assert.equal(reply.feed(token), "");
+  const folded = reply.finish({ finish_reason: "stop", prompt_tokens: 30, completion_tokens: 9 });
+  assert.equal(folded.status, 200);
+  const message = JSON.parse(folded.body);
+  assert.equal(message.stop_reason, "tool_use");
+  assert.deepEqual(message.content.map((b) => b.type), ["text", "tool_use"]);
+  assert.deepEqual(message.content[1].input, { command: "42" }, "a string parameter stays a string");
+  assert.deepEqual(message.usage, { input_tokens: 30, output_tokens: 9 });
+  reply.free();
+
+  const s = new core.TokenStream({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1 });
+  const sse = s.feed("partial") + s.fail("overloaded_error", "host gone") + s.finish().body;
+  assert.equal(core.validateSse(sse).valid, true);
+  assert.match(sse, /event: error\ndata: .*host gone/);
+  s.free();
+  assert.throws(() => new core.TokenStream({ stream: true }), { name: "BridgeCoreError", message: /invalid token stream options: missing field/ });
+});

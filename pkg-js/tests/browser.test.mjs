@@ -6,10 +6,11 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { compareParts } from "./harness.mjs";
-import { launchChromium, loadFixtures, loadNativeDump, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
+import { launchChromium, loadFabstirFixtures, loadFixtures, loadNativeDump, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
 
 requireBuilt();
 const fixtures = loadFixtures();
+const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 const testsDir = fileURLToPath(new URL(".", import.meta.url));
 
@@ -26,25 +27,21 @@ after(async () => {
 
 test("Chromium gives the native bytes for every fixture", async () => {
   const { page, problems } = await openPage(browser, `${server.url}/tests/blank.html`);
-  const input = fixtures.map(({ name, files }) => ({
-    name,
-    request: toBase64(files.request),
-    options: toBase64(files.options),
-    upstream: toBase64(files.upstream),
-  }));
+  const encode = ({ name, files }) => ({ name, files: Object.fromEntries(Object.entries(files).map(([k, v]) => [k, toBase64(v)])) });
+  const input = { openai: fixtures.map(encode), fabstir: fabstir.map(encode) };
   const results = await page.evaluate(async (cases) => {
     const core = await import("/pkg/web.js");
     await core.init();
-    const { runCase } = await import("/tests/harness.mjs");
-    const bytes = (b64) => (b64 === undefined ? undefined : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+    const { runCase, runFabstirCase } = await import("/tests/harness.mjs");
+    const bytes = (b64) => (b64 === undefined || b64 === null ? undefined : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
+    const decode = (files) => Object.fromEntries(Object.entries(files).map(([k, v]) => [k, bytes(v)]));
     const out = {};
-    for (const c of cases) {
-      out[c.name] = runCase(core, { request: bytes(c.request), options: bytes(c.options), upstream: bytes(c.upstream) });
-    }
+    for (const c of cases.openai) out[c.name] = runCase(core, decode(c.files));
+    for (const c of cases.fabstir) out[c.name] = runFabstirCase(core, decode(c.files));
     return { out, userAgent: navigator.userAgent };
   }, input);
   assert.match(results.userAgent, /Chrome/);
-  const failures = fixtures.flatMap(({ name }) => compareParts(name, native[name], results.out[name]));
+  const failures = [...fixtures, ...fabstir].flatMap(({ name }) => compareParts(name, native[name], results.out[name]));
   assert.equal(failures.length, 0, failures.join("\n"));
   assert.deepEqual(problems, []);
   await page.close();

@@ -1,22 +1,30 @@
 // The shared golden fixtures through the npm package in Node: byte-identical to the native core
 // (same fixed id seed), every streamed answer valid, and folding the streamed SSE gives the
-// non-streaming answer.
+// non-streaming answer. The raw-text (Fabstir) fixtures too: ChatML prompts and token replies.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
-import { compareParts, runCase } from "./harness.mjs";
-import { loadFixtures, loadNativeDump, packageDir, requireBuilt } from "./support.mjs";
+import { compareParts, runCase, runFabstirCase } from "./harness.mjs";
+import { loadFabstirFixtures, loadFixtures, loadNativeDump, packageDir, requireBuilt } from "./support.mjs";
 
 requireBuilt();
 const core = await import(pathToFileURL(join(packageDir, "node.js")).href);
 const fixtures = loadFixtures();
+const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 
 test("the native reference covers every fixture", () => {
-  assert.deepEqual(Object.keys(native).sort(), fixtures.map((f) => f.name));
+  assert.deepEqual(Object.keys(native).sort(), [...fixtures, ...fabstir].map((f) => f.name).sort());
 });
+
+for (const { name, files } of fabstir) {
+  test(`${name}: Node gives the native bytes (ChatML prompt, raw-text reply)`, () => {
+    const failures = compareParts(name, native[name], runFabstirCase(core, files));
+    assert.equal(failures.length, 0, failures.join("\n"));
+  });
+}
 
 for (const { name, files } of fixtures) {
   test(`${name}: Node gives the native bytes`, () => {

@@ -97,3 +97,58 @@ export function compareParts(name, expected, got) {
   });
   return failures;
 }
+
+/**
+ * One raw-text (Fabstir) case, as tests/src/conformance.rs `run_fabstir_case` renders it.
+ * `files`: { request, options, tokens, end, fail } as Uint8Array or undefined.
+ */
+export function runFabstirCase(core, files) {
+  const decoder = new TextDecoder();
+  const json = (bytes) => (bytes ? JSON.parse(decoder.decode(bytes)) : undefined);
+  const tokens = json(files.tokens);
+  const end = json(files.end);
+  const fail = json(files.fail);
+  const parts = [];
+  let model = "claude-fabstir";
+  let estimate = 0;
+  let tools = [];
+  if (files.request) {
+    try {
+      const p = core.renderChatml(files.request, json(files.options));
+      const meta = {
+        upstream_model: p.upstream_model,
+        client_model: p.client_model,
+        client_stream: p.client_stream,
+        max_tokens: p.max_tokens,
+        temperature: p.temperature,
+        input_tokens_estimate: p.input_tokens_estimate,
+        images: p.images,
+        tools: p.tools,
+        warnings: p.warnings,
+      };
+      parts.push(["prompt", `${JSON.stringify(meta)}\n--- prompt\n${p.prompt}`]);
+      model = p.client_model;
+      estimate = p.input_tokens_estimate;
+      tools = p.tools;
+    } catch (error) {
+      parts.push(["prompt", showError(error)]);
+    }
+  }
+  const chars = [...tokens.join("")];
+  for (const stream of [true, false]) {
+    const mode = stream ? "stream" : "folded";
+    for (const [label, pieces] of [["tokens", tokens], ["chars", chars]]) {
+      const reply = new core.TokenStream({ stream, model, input_tokens_estimate: estimate, id_seed: SEED, tools });
+      try {
+        let text = "";
+        for (const piece of pieces) text += reply.feed(piece);
+        if (fail) text += reply.fail(fail.kind ?? "api_error", fail.message ?? "");
+        const finished = reply.finish(end);
+        parts.push([`${mode} ${label}`, `${text}\n--- finish\nstatus: ${finished.status}\n${finished.body}`]);
+      } finally {
+        reply.free();
+      }
+    }
+  }
+  return parts;
+}

@@ -88,3 +88,22 @@ test("a request the core refuses shows its error, not a blank page", async () =>
   assert.deepEqual(problems, []);
   await page.close();
 });
+
+test("a Fabstir host's raw reply: the ChatML prompt and the tool calls parsed out of the text", async () => {
+  const { page, problems } = await openPage(browser, `${server.url}/`);
+  await page.setViewportSize({ width: 1400, height: 1000 });
+  await ready(page);
+  await page.selectOption("#mode", "fabstir");
+  await page.selectOption("#sample", "json_tool_call_split");
+  await page.waitForFunction(() => document.querySelector("#status").classList.contains("valid"));
+  assert.match(await page.textContent("#status"), /stop_reason tool_use/);
+  const rows = await page.locator("#events li").allTextContents();
+  assert.ok(rows.some((r) => /^content_block_start \[0\] thinking/.test(r)), rows.join("\n"));
+  assert.ok(rows.some((r) => /^content_block_start \[2\] tool_use Bash/.test(r)), rows.join("\n"));
+  const message = await page.textContent("#message");
+  assert.match(message, /"command": "ls -la"/);
+  assert.match(await page.textContent("#upstream-request"), /^<\|im_start\|>system\n[\s\S]*<tool_call>[\s\S]*<\|im_start\|>assistant\n$/);
+  await page.screenshot({ path: join(outputDir, "playground-fabstir.png"), fullPage: true });
+  assert.deepEqual(problems, []);
+  await page.close();
+});

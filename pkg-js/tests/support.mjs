@@ -36,6 +36,23 @@ export function loadFixtures() {
   return cases;
 }
 
+/** The raw-text (Fabstir) cases: [{ name: "fabstir/<case>", files: { request, options, tokens, end, fail } }]. */
+export function loadFabstirFixtures() {
+  const dir = join(fixturesDir, "fabstir");
+  const read = (d, file) => (existsSync(join(d, file)) ? new Uint8Array(readFileSync(join(d, file))) : undefined);
+  const cases = readdirSync(dir)
+    .filter((name) => existsSync(join(dir, name, "tokens.json")))
+    .sort()
+    .map((name) => {
+      const d = join(dir, name);
+      const files = {};
+      for (const f of ["request", "options", "tokens", "end", "fail"]) files[f] = read(d, `${f}.json`);
+      return { name: `fabstir/${name}`, files };
+    });
+  if (cases.length === 0) throw new Error(`no raw-text fixtures under ${dir}`);
+  return cases;
+}
+
 /** The native core's outputs, written by `conformance-dump` in the same `make test` run. */
 export function loadNativeDump() {
   const path = process.env.BRIDGE_NATIVE_DUMP ?? join(outputDir, "native-conformance.json");

@@ -215,3 +215,109 @@ pub fn request_view(outputs: &Outputs) -> crate::Result<Option<String>> {
     }
     Ok(Some(serde_json::to_string_pretty(&view)?))
 }
+
+/// The raw-text (Fabstir) fixtures: `tests/fixtures/fabstir/<case>/` with `tokens.json`.
+#[must_use]
+pub fn fabstir_fixtures_dir() -> PathBuf {
+    fixtures_dir().join("fabstir")
+}
+
+/// Raw-text cases, sorted: directories holding a `tokens.json`.
+///
+/// # Errors
+/// The directory cannot be read.
+pub fn fabstir_cases(dir: &Path) -> crate::Result<Vec<PathBuf>> {
+    let mut cases = Vec::new();
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.join("tokens.json").is_file() {
+            cases.push(path);
+        }
+    }
+    cases.sort();
+    Ok(cases)
+}
+
+/// One raw-text case through the native core's facade, as parts the npm package must match:
+/// `prompt` (the rendering's metadata as compact JSON, `\n--- prompt\n`, the prompt; or the
+/// error), then `<mode> tokens` (the model's tokens as given) and `<mode> chars` (char by char)
+/// for `stream` and `folded`: everything written, then `\n--- finish\nstatus: <s>\n<body>`.
+///
+/// # Errors
+/// A fixture file is unreadable or malformed.
+pub fn run_fabstir_case(case: &Path) -> crate::Result<Outputs> {
+    use bridge_core::api::{
+        ChatmlOptions, StreamEnd, TokenStream, TokenStreamOptions, ToolHint, render_chatml,
+    };
+    let read = |file: &str| std::fs::read(case.join(file)).ok();
+    let tokens: Vec<String> =
+        serde_json::from_slice(&read("tokens.json").ok_or("no tokens.json")?)?;
+    let options: ChatmlOptions = match read("options.json") {
+        Some(bytes) => serde_json::from_slice(&bytes)?,
+        None => ChatmlOptions::default(),
+    };
+    let end: StreamEnd = match read("end.json") {
+        Some(bytes) => serde_json::from_slice(&bytes)?,
+        None => StreamEnd::default(),
+    };
+    let fail: Option<serde_json::Value> = match read("fail.json") {
+        Some(bytes) => Some(serde_json::from_slice(&bytes)?),
+        None => None,
+    };
+
+    let mut out = Outputs::default();
+    let (mut model, mut estimate, mut tools) =
+        ("claude-fabstir".to_owned(), 0, Vec::<ToolHint>::new());
+    if let Some(request) = read("request.json") {
+        match render_chatml(&request, &options) {
+            Ok(p) => {
+                let meta = serde_json::json!({
+                    "upstream_model": p.upstream_model,
+                    "client_model": p.client_model,
+                    "client_stream": p.client_stream,
+                    "max_tokens": p.max_tokens,
+                    "temperature": p.temperature,
+                    "input_tokens_estimate": p.input_tokens_estimate,
+                    "images": p.images,
+                    "tools": p.tools,
+                    "warnings": p.warnings,
+                });
+                out.push("prompt", format!("{meta}\n--- prompt\n{}", p.prompt));
+                model = p.client_model;
+                estimate = p.input_tokens_estimate;
+                tools = p.tools;
+            }
+            Err(e) => out.push("prompt", format!("error {}: {e}", e.kind().as_str())),
+        }
+    }
+    let chars: Vec<String> = tokens.concat().chars().map(String::from).collect();
+    for stream in [true, false] {
+        let mode = if stream { "stream" } else { "folded" };
+        for (label, pieces) in [("tokens", &tokens), ("chars", &chars)] {
+            let mut reply = TokenStream::new(TokenStreamOptions {
+                stream,
+                model: model.clone(),
+                input_tokens_estimate: estimate,
+                id_seed: SEED,
+                tools: tools.clone(),
+            });
+            let mut text = String::new();
+            for piece in pieces {
+                text.push_str(&reply.feed(piece));
+            }
+            if let Some(fail) = &fail {
+                let kind = fail["kind"].as_str().unwrap_or("api_error");
+                let message = fail["message"].as_str().unwrap_or("");
+                text.push_str(&reply.fail(ErrorKind::from_type_str(kind), message));
+            }
+            let finished = reply.finish(&end);
+            write!(
+                text,
+                "\n--- finish\nstatus: {}\n{}",
+                finished.status, finished.body
+            )?;
+            out.push(format!("{mode} {label}"), text);
+        }
+    }
+    Ok(out)
+}

@@ -90,6 +90,28 @@ pub struct MessageShell {
     pub usage: Usage,
 }
 
+impl MessageShell {
+    /// The shell `message_start` announces: no content yet, `input_tokens` as known so far.
+    #[must_use]
+    pub fn new(id: String, model: String, input_tokens: u32) -> Self {
+        Self {
+            id,
+            kind: String::from("message"),
+            role: String::from("assistant"),
+            model,
+            content: Vec::new(),
+            stop_reason: None,
+            stop_sequence: None,
+            usage: Usage {
+                input_tokens,
+                cache_creation_input_tokens: None,
+                cache_read_input_tokens: None,
+                output_tokens: 0,
+            },
+        }
+    }
+}
+
 /// Token usage. `input_tokens` excludes cached tokens, as in Anthropic's API.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Usage {

@@ -295,7 +295,7 @@ fn plain_message(role: &'static str, content: Value) -> ChatMessage {
     }
 }
 
-fn system_text(system: &Content, warnings: &mut Vec<String>) -> String {
+pub(crate) fn system_text(system: &Content, warnings: &mut Vec<String>) -> String {
     match system {
         Content::Text(text) => text.clone(),
         Content::Blocks(blocks) => {

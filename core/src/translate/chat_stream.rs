@@ -207,21 +207,11 @@ impl ChatStreamTranslator {
         }
         self.phase = Phase::Streaming;
         out.push(StreamEvent::MessageStart {
-            message: MessageShell {
-                id: self.ids.next_id("msg_"),
-                kind: String::from("message"),
-                role: String::from("assistant"),
-                model: self.model.clone(),
-                content: Vec::new(),
-                stop_reason: None,
-                stop_sequence: None,
-                usage: Usage {
-                    input_tokens: self.input_estimate,
-                    cache_creation_input_tokens: None,
-                    cache_read_input_tokens: None,
-                    output_tokens: 0,
-                },
-            },
+            message: MessageShell::new(
+                self.ids.next_id("msg_"),
+                self.model.clone(),
+                self.input_estimate,
+            ),
         });
     }
 

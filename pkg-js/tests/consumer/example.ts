@@ -6,6 +6,10 @@ import {
   ChatStream,
   SseDecoder,
   StreamValidator,
+  TokenStream,
+  renderChatml,
+  type ChatmlPrompt,
+  type StreamEnd,
   convertRequest,
   countTokens,
   encodeEvent,
@@ -80,6 +84,23 @@ try {
     console.log(kind, status, error.message);
   }
 }
+
+// A raw-text host (Fabstir): render the prompt, translate the model's tokens.
+const chatml: ChatmlPrompt = renderChatml(request, { model: "org/repo:file.gguf", tool_format: "glm" });
+const reply = new TokenStream({
+  stream: true,
+  model: chatml.client_model,
+  input_tokens_estimate: chatml.input_tokens_estimate,
+  id_seed: 7,
+  tools: chatml.tools,
+});
+const end: StreamEnd = { finish_reason: "stop", completion_tokens: 12 };
+const replySse: string = reply.feed("<tool_call>Bash<arg_key>command</arg_key><arg_value>ls</arg_value></tool_call>") + reply.finish(end).body;
+console.log(replySse, chatml.images.map((i) => i.format));
+// @ts-expect-error: tool formats are "json" or "glm"
+renderChatml(request, { tool_format: "xml" });
+// @ts-expect-error: a TokenStream takes text, not bytes
+reply.feed(new Uint8Array(1));
 
 // @ts-expect-error: `stream` must be a boolean
 new ChatStream({ stream: "yes", model: "m", input_tokens_estimate: 0, id_seed: 1 });

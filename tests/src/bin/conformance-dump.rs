@@ -1,5 +1,5 @@
 //! Writes the native core's conformance outputs for every golden fixture as JSON
-//! (`{"<case>": [["<part>", "<text>"], …], …}`), the reference the npm package's Node and
+//! (`{"<case>": [["<part>", "<text>"], …], "fabstir/<case>": …}`), the reference the npm package's Node and
 //! Chromium suites (`pkg-js/tests/`) must match byte for byte.
 //!
 //! ```text
@@ -8,7 +8,9 @@
 
 use std::path::PathBuf;
 
-use bridge_tests::conformance::{cases, fixtures_dir, run_case};
+use bridge_tests::conformance::{
+    cases, fabstir_cases, fabstir_fixtures_dir, fixtures_dir, run_case, run_fabstir_case,
+};
 
 fn main() -> bridge_tests::Result<()> {
     let mut args = std::env::args_os().skip(1);
@@ -27,6 +29,26 @@ fn main() -> bridge_tests::Result<()> {
             .into_owned();
         let outputs = run_case(native.as_ref(), &case)?;
         dump.insert(name, serde_json::to_value(&outputs.parts)?);
+    }
+    // The raw-text (Fabstir) cases, keyed `fabstir/<case>`.
+    let fabstir_dir = if dir == fixtures_dir() {
+        fabstir_fixtures_dir()
+    } else {
+        dir.join("fabstir")
+    };
+    if fabstir_dir.is_dir() {
+        for case in fabstir_cases(&fabstir_dir)? {
+            let name = case
+                .file_name()
+                .ok_or("a fixture case has no name")?
+                .to_string_lossy()
+                .into_owned();
+            let outputs = run_fabstir_case(&case)?;
+            dump.insert(
+                format!("fabstir/{name}"),
+                serde_json::to_value(&outputs.parts)?,
+            );
+        }
     }
     if let Some(parent) = out.parent() {
         std::fs::create_dir_all(parent)?;
