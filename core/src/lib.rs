@@ -11,6 +11,7 @@
 //! - [`translate`]: Anthropic → OpenAI Chat request conversion, OpenAI Chat stream → Anthropic
 //!   events, raw model text → Anthropic events.
 //! - [`chatml`]: ChatML prompts and the streaming tool-call parser for raw-text hosts (Fabstir).
+//! - [`fabstir`]: the Fabstir host protocol's frames, model ids and host scoring.
 //! - [`tokens`]: token estimates.
 //! - [`api`]: the facade the host, the component and the npm package call.
 
@@ -18,6 +19,7 @@ pub mod anthropic;
 pub mod api;
 pub mod chatml;
 pub mod error;
+pub mod fabstir;
 pub mod ids;
 pub mod openai;
 pub mod sse;

@@ -48,6 +48,20 @@ pub fn selftest() -> usize {
             .len();
         produced += reply.finish(&api::StreamEnd::default()).body.len();
     }
+    // The Fabstir protocol pieces (keccak for model ids included).
+    if let Ok(id) = bridge_core::fabstir::model_id::ModelId::parse("org/repo:file.gguf") {
+        produced += id.to_hex().len();
+    }
+    if let Ok(frame) = bridge_core::fabstir::protocol::parse_host_frame(
+        r#"{"type":"stream_end","reason":"complete","tokens_used":3}"#,
+    ) {
+        produced += format!("{frame:?}").len();
+    }
+    let ranked = bridge_core::fabstir::scoring::rank(
+        &[bridge_core::fabstir::scoring::Candidate::default()],
+        bridge_core::fabstir::scoring::Selection::Auto,
+    );
+    produced += bridge_core::fabstir::scoring::choose(&ranked, 0.5).unwrap_or(0);
     produced + api::count_tokens(REQUEST).map_or(0, |n| n as usize)
 }
 

@@ -1,0 +1,12 @@
+//! The Fabstir network's protocol, pure (`reference/fabstir-protocol.md`): the host's WebSocket
+//! frames, model ids, host scoring. The host side (`host-native`) supplies the sockets, the
+//! chain, the keys and the randomness; the prompt and reply translation lives in
+//! [`crate::chatml`] and [`crate::translate::token_stream`].
+//!
+//! - [`protocol`]: client and host frames, the plaintexts inside them, host errors → Anthropic.
+//! - [`model_id`]: `org/repo:file.gguf` → the contracts' `bytes32` model id (keccak256).
+//! - [`scoring`]: the weighted host score per `--selection` mode, top ten, proportional draw.
+
+pub mod model_id;
+pub mod protocol;
+pub mod scoring;
