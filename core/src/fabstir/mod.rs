@@ -6,7 +6,10 @@
 //! - [`protocol`]: client and host frames, the plaintexts inside them, host errors → Anthropic.
 //! - [`model_id`]: `org/repo:file.gguf` → the contracts' `bytes32` model id (keccak256).
 //! - [`scoring`]: the weighted host score per `--selection` mode, top ten, proportional draw.
+//! - [`session`]: the paid session's lifecycle as a sans-IO state machine (FIFO prompts, recovery
+//!   with a new job, the spending cap, timeouts).
 
 pub mod model_id;
 pub mod protocol;
 pub mod scoring;
+pub mod session;
