@@ -6,11 +6,13 @@
 //! - [`server`]: the Anthropic front (hyper).
 //! - [`upstream`]: the OpenAI Chat Completions client.
 //! - [`error`]: the one place failures become HTTP responses.
+//! - [`fabstir`]: the Fabstir backend's host side (today: its end-to-end encryption).
 //! - [`run`]: wiring them together.
 
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod fabstir;
 pub mod ids;
 pub mod launch;
 pub mod run;
