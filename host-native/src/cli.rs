@@ -66,6 +66,18 @@ pub enum Provider {
     /// OpenAI Chat Completions (`/v1/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM,
     /// llama.cpp, LM Studio, DeepSeek, Groq, …
     Openai,
+    /// A Fabstir host node: an end-to-end encrypted WebSocket session paid on-chain. Today in
+    /// direct mode only: one host (`--host-url`, `--host-pubkey`) and an existing job (`--job-id`).
+    Fabstir,
+}
+
+/// The tool-call format a raw-text model is asked for (every format is parsed).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ToolFormatChoice {
+    /// `<tool_call>{"name": …, "arguments": {…}}</tool_call>`
+    Json,
+    /// `<tool_call>Name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`
+    Glm,
 }
 
 /// Which build of the translation core runs.
@@ -154,6 +166,28 @@ pub struct ServeArgs {
     /// Seconds of upstream silence after which a `ping` event is sent to the client.
     #[arg(long, env = "CLAUDE_BRIDGE_PING_INTERVAL", default_value_t = 10)]
     pub ping_interval: u64,
+    /// Fabstir: the host's URL (`http://HOST:PORT`; the session is `ws://HOST:PORT/v1/ws`).
+    #[arg(long, env = "CLAUDE_BRIDGE_HOST_URL")]
+    pub host_url: Option<String>,
+    /// Fabstir: the host's public key, compressed hex (from its NodeRegistry metadata).
+    #[arg(long, env = "CLAUDE_BRIDGE_HOST_PUBKEY")]
+    pub host_pubkey: Option<String>,
+    /// Fabstir: the existing session job to use (direct mode: no chain calls).
+    #[arg(long, env = "CLAUDE_BRIDGE_JOB_ID")]
+    pub job_id: Option<u64>,
+    /// Fabstir: the chain the job is on (Base Sepolia).
+    #[arg(long, env = "CLAUDE_BRIDGE_CHAIN_ID", default_value_t = 84532)]
+    pub chain_id: u64,
+    /// Fabstir: the job's price per token, as sent in the session init.
+    #[arg(long, env = "CLAUDE_BRIDGE_PRICE_PER_TOKEN", default_value_t = 1.0)]
+    pub price_per_token: f64,
+    /// Fabstir: a file holding the wallet's private key (hex). Or set
+    /// CLAUDE_BRIDGE_PRIVATE_KEY; the key is never accepted as a plain flag and never logged.
+    #[arg(long, env = "CLAUDE_BRIDGE_PRIVATE_KEY_FILE")]
+    pub private_key_file: Option<PathBuf>,
+    /// Fabstir: the tool-call format the model is asked for (`json`, or `glm` for GLM models).
+    #[arg(long, env = "CLAUDE_BRIDGE_TOOL_FORMAT", value_enum, default_value_t = ToolFormatChoice::Json)]
+    pub tool_format: ToolFormatChoice,
     /// Log format.
     #[arg(long, env = "CLAUDE_BRIDGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,

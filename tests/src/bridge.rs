@@ -21,6 +21,8 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Options of a bridge run.
 #[derive(Debug, Clone)]
 pub struct BridgeOptions {
+    /// `--provider` (default `openai`).
+    pub provider: String,
     /// `--engine` value; `None` uses `E2E_ENGINE` if set, else the binary's default.
     pub engine: Option<String>,
     /// `--model` (default `test-model`); `None` leaves the flag out.
@@ -36,6 +38,7 @@ pub struct BridgeOptions {
 impl Default for BridgeOptions {
     fn default() -> Self {
         Self {
+            provider: "openai".into(),
             engine: None,
             model: Some("test-model".into()),
             api_key: Some("sk-upstream-test".into()),
@@ -209,7 +212,7 @@ impl Bridge {
             "--listen".into(),
             format!("127.0.0.1:{port}"),
             "--provider".into(),
-            "openai".into(),
+            opts.provider.clone(),
             "--base-url".into(),
             upstream_base_url.into(),
         ];

@@ -7,6 +7,7 @@
 //! - [`http`]: a tiny hyper client with timeouts (raw requests to the bridge).
 //! - [`sse`]: an Anthropic SSE parser and an independent stream-shape validator.
 //! - [`conformance`]: one fixture case through one engine, as parts every runtime must match.
+//! - [`fabstir_node`]: a local Fabstir host node speaking the live host's protocol (real crypto).
 //! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
 //! - [`tempdir`]: throw-away directories removed on drop.
 //! - [`tls`]: a self-signed certificate made at test time for the HTTPS upstream.
@@ -18,6 +19,7 @@ pub mod bridge;
 pub mod chunks;
 pub mod clients;
 pub mod conformance;
+pub mod fabstir_node;
 pub mod http;
 pub mod sse;
 pub mod tempdir;

@@ -2,5 +2,22 @@
 //! The protocol's rules live in the core (`bridge_core::fabstir`, `bridge_core::chatml`).
 //!
 //! - [`crypto`]: secp256k1 ECDH, HKDF-SHA256, XChaCha20-Poly1305 and the init signature.
+//! - [`driver`]: the task that owns the encrypted WebSocket and the core's session machine.
+//! - [`provider`]: `POST /v1/messages` through a Fabstir host.
 
 pub mod crypto;
+pub mod driver;
+pub mod provider;
+
+/// The operating system's randomness (session keys, ephemeral keys, nonces).
+#[derive(Debug, Clone, Copy)]
+pub struct OsRandomness;
+
+impl crypto::Randomness for OsRandomness {
+    fn fill(&mut self, out: &mut [u8]) {
+        if getrandom::fill(out).is_err() {
+            // No OS randomness means no safe keys: refuse to continue rather than reuse bytes.
+            std::process::abort();
+        }
+    }
+}

@@ -10,7 +10,7 @@
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode};
+use http::{Response, StatusCode};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use tokio::sync::mpsc;
@@ -34,6 +34,9 @@ pub(super) async fn create(
     state: &AppState,
     body: Bytes,
 ) -> Result<Response<ResponseBody>, BridgeError> {
+    if let Some(fabstir) = &state.fabstir {
+        return crate::fabstir::provider::create(fabstir, &body).await;
+    }
     let converted = state.engine.convert_request(&body, &state.convert)?;
     for warning in &converted.warnings {
         debug!(%warning, "dropped in translation");
@@ -77,17 +80,7 @@ pub(super) async fn create(
         }
         .instrument(span),
     );
-    let mut response = Response::new(ResponseBody::Channel(rx));
-    let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
-    headers.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
-    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let response = super::sse_response(rx);
     Ok(response)
 }
 

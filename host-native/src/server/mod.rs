@@ -49,6 +49,8 @@ pub struct AppState {
     pub idle_timeout: Duration,
     /// Provider name (for `/health` and logs).
     pub provider: &'static str,
+    /// The Fabstir backend, when `--provider fabstir`.
+    pub fabstir: Option<Arc<crate::fabstir::provider::FabstirBackend>>,
 }
 
 impl std::fmt::Debug for AppState {
@@ -266,7 +268,24 @@ fn status_only(status: StatusCode) -> Response<ResponseBody> {
     response
 }
 
-fn json_response(status: StatusCode, body: String) -> Response<ResponseBody> {
+/// A Server-Sent Events response whose body is whatever arrives on `rx`, written as it arrives.
+pub(crate) fn sse_response(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
+    let mut response = Response::new(ResponseBody::Channel(rx));
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+/// A JSON response.
+pub(crate) fn json_response(status: StatusCode, body: String) -> Response<ResponseBody> {
     let mut response = Response::new(full(body));
     *response.status_mut() = status;
     response.headers_mut().insert(

@@ -1,0 +1,571 @@
+//! The Fabstir session driver: one task that owns the encrypted WebSocket to the host and the
+//! core's session state machine ([`bridge_core::fabstir::session::Session`]), and carries out its
+//! effects. Request handlers hand it prompts ([`Fabstir::prompt`]) and read the reply's decrypted
+//! tokens from a channel; everything about order, recovery, spending and timeouts is decided by
+//! the state machine.
+//!
+//! Direct mode (for host operators): the job exists already (`--job-id`), so "create a job" means
+//! "use that job" once; after the host settles it (the socket closed), prompts fail with an error
+//! that says to start the bridge with a new job.
+
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+use futures_util::{SinkExt, StreamExt};
+use k256::{PublicKey, SecretKey};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+use tracing::{debug, info, warn};
+
+use bridge_core::anthropic::events::{ApiError, ErrorKind};
+use bridge_core::api::StreamEnd;
+use bridge_core::fabstir::protocol::{
+    ClientFrame, HostFrame, INIT_ALG, InitPayload, PromptPlain, Sealed, SessionInitPlain,
+    parse_host_frame,
+};
+use bridge_core::fabstir::session::{Effect, Limits, PromptId, Session};
+
+use super::crypto::{self, Key, Randomness};
+
+type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+
+/// How to reach one host with one job (direct mode).
+#[derive(Clone)]
+pub struct DirectConfig {
+    /// The host's base URL (`http://host:port`); `/v1/ws` is appended.
+    pub host_url: String,
+    /// The host's static public key.
+    pub host_pubkey: PublicKey,
+    /// The existing session job.
+    pub job_id: u64,
+    /// The chain the job is on.
+    pub chain_id: u64,
+    /// The client's wallet key (signs the init).
+    pub wallet: SecretKey,
+    /// The model's name as the host knows it.
+    pub model: String,
+    /// The job's price per token (sent in the init).
+    pub price_per_token: f64,
+    /// Seconds to connect.
+    pub connect_timeout: Duration,
+}
+
+impl std::fmt::Debug for DirectConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DirectConfig")
+            .field("host_url", &self.host_url)
+            .field("job_id", &self.job_id)
+            .field("chain_id", &self.chain_id)
+            .field("model", &self.model)
+            .field("wallet", &"<secret>")
+            .finish_non_exhaustive()
+    }
+}
+
+/// What a prompt's reader receives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// Decrypted model text.
+    Text(String),
+    /// The reply is complete.
+    End(StreamEnd),
+    /// The prompt failed.
+    Failed(ApiError),
+}
+
+enum Command {
+    Prompt {
+        id: PromptId,
+        plain: PromptPlain,
+        reply: mpsc::UnboundedSender<Reply>,
+    },
+    ClientGone(PromptId),
+}
+
+/// A handle to the driver task.
+#[derive(Debug, Clone)]
+pub struct Fabstir {
+    commands: mpsc::UnboundedSender<Command>,
+    next_id: std::sync::Arc<std::sync::atomic::AtomicU64>,
+}
+
+/// The prompt's handle: its replies, and a guard that tells the driver when the reader leaves.
+#[derive(Debug)]
+pub struct PromptHandle {
+    /// Replies, in order; ends after `End` or `Failed`.
+    pub replies: mpsc::UnboundedReceiver<Reply>,
+    id: PromptId,
+    commands: mpsc::UnboundedSender<Command>,
+    finished: bool,
+}
+
+impl PromptHandle {
+    /// The reader got `End` or `Failed`: dropping the handle is not a cancellation.
+    pub fn mark_finished(&mut self) {
+        self.finished = true;
+    }
+}
+
+impl Drop for PromptHandle {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.commands.send(Command::ClientGone(self.id));
+        }
+    }
+}
+
+impl Fabstir {
+    /// Start the driver for one host and job.
+    #[must_use]
+    pub fn start_direct(config: DirectConfig, rng: Box<dyn Randomness + Send + Sync>) -> Self {
+        let (commands, rx) = mpsc::unbounded_channel();
+        let limits = Limits {
+            deposit: 0,
+            max_spend: 0,
+            ..Limits::default()
+        };
+        let driver = Driver {
+            config,
+            rng,
+            session: Session::new(limits),
+            started: Instant::now(),
+            socket: None,
+            job_used: false,
+            prompts: HashMap::new(),
+            running: None,
+        };
+        tokio::spawn(driver.run(rx));
+        Self {
+            commands,
+            next_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1)),
+        }
+    }
+
+    /// Queue a prompt; its replies arrive on the handle.
+    #[must_use]
+    pub fn prompt(&self, plain: PromptPlain) -> PromptHandle {
+        let id = self
+            .next_id
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (reply, replies) = mpsc::unbounded_channel();
+        let _ = self.commands.send(Command::Prompt { id, plain, reply });
+        PromptHandle {
+            replies,
+            id,
+            commands: self.commands.clone(),
+            finished: false,
+        }
+    }
+}
+
+struct Pending {
+    plain: PromptPlain,
+    reply: mpsc::UnboundedSender<Reply>,
+}
+
+/// The prompt on the wire: its message id, the session key, what the host said so far.
+struct Running {
+    prompt: PromptId,
+    /// `None` until the prompt is sent (the init was, with this key).
+    message_id: Option<String>,
+    key: Key,
+    finish_reason: Option<String>,
+    end: Option<StreamEnd>,
+}
+
+struct Driver {
+    config: DirectConfig,
+    rng: Box<dyn Randomness + Send + Sync>,
+    session: Session,
+    started: Instant,
+    socket: Option<Socket>,
+    job_used: bool,
+    prompts: HashMap<PromptId, Pending>,
+    running: Option<Running>,
+}
+
+impl Driver {
+    fn now(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    async fn run(mut self, mut commands: mpsc::UnboundedReceiver<Command>) {
+        loop {
+            self.carry_out_effects().await;
+            let deadline = self
+                .session
+                .poll_timeout()
+                .map(|ms| tokio::time::Instant::from_std(self.started + Duration::from_millis(ms)));
+            tokio::select! {
+                command = commands.recv() => match command {
+                    Some(Command::Prompt { id, plain, reply }) => {
+                        self.prompts.insert(id, Pending { plain, reply });
+                        let now = self.now();
+                        self.session.handle_prompt(id, now);
+                    }
+                    Some(Command::ClientGone(id)) => {
+                        debug!(prompt = id, "client left");
+                        let now = self.now();
+                        self.session.handle_client_gone(id, now);
+                        self.prompts.remove(&id);
+                    }
+                    None => break,
+                },
+                frame = next_frame(&mut self.socket) => self.frame(frame),
+                () = sleep_until(deadline) => {
+                    let now = self.now();
+                    self.session.handle_timeout(now);
+                }
+            }
+        }
+        if let Some(mut socket) = self.socket.take() {
+            let _ = socket.close(None).await;
+        }
+    }
+
+    async fn carry_out_effects(&mut self) {
+        while let Some(effect) = self.session.poll_effect() {
+            let now = self.now();
+            match effect {
+                Effect::CreateJob { .. } => {
+                    if self.job_used {
+                        self.session.handle_job_failed(
+                            ApiError::new(
+                                ErrorKind::Api,
+                                format!(
+                                    "Fabstir job {} was settled when its session closed, and direct mode cannot \
+                                     create jobs: start the bridge with a new --job-id",
+                                    self.config.job_id
+                                ),
+                            ),
+                            now,
+                        );
+                    } else {
+                        self.job_used = true;
+                        self.session.handle_job_created(self.config.job_id, now);
+                    }
+                }
+                Effect::OpenSocket { job_id } => match self.connect().await {
+                    Ok(socket) => {
+                        info!(job_id, host = %self.config.host_url, "Fabstir session open");
+                        self.socket = Some(socket);
+                        let now = self.now();
+                        self.session.handle_socket_opened(now);
+                    }
+                    Err(error) => {
+                        warn!(%error.message, "cannot reach the Fabstir host");
+                        let now = self.now();
+                        self.session.handle_socket_failed(error, now);
+                    }
+                },
+                Effect::SendInit { job_id, prompt } => {
+                    if let Err(error) = self.send_init(job_id, prompt).await {
+                        self.session.handle_host_error(error, now);
+                    }
+                }
+                Effect::SendPrompt { prompt } => {
+                    if let Err(error) = self.send_prompt(prompt).await {
+                        self.session.handle_host_error(error, now);
+                    }
+                }
+                Effect::CancelPrompt { prompt } => {
+                    self.prompts.remove(&prompt);
+                    self.running = None;
+                    let frame = ClientFrame::StreamCancel {
+                        session_id: self.config.job_id.to_string(),
+                        reason: String::from("user_cancelled"),
+                    };
+                    let _ = self.send(&frame).await;
+                }
+                Effect::PromptDone { prompt } => {
+                    let end = self
+                        .running
+                        .take()
+                        .filter(|r| r.prompt == prompt)
+                        .and_then(|r| r.end)
+                        .unwrap_or_default();
+                    if let Some(p) = self.prompts.remove(&prompt) {
+                        let _ = p.reply.send(Reply::End(end));
+                    }
+                }
+                Effect::PromptFailed { prompt, error } => {
+                    if let Some(p) = self.prompts.remove(&prompt) {
+                        let _ = p.reply.send(Reply::Failed(error));
+                    }
+                    if self.running.as_ref().is_some_and(|r| r.prompt == prompt) {
+                        self.running = None;
+                    }
+                }
+                Effect::CloseSocket => {
+                    if let Some(mut socket) = self.socket.take() {
+                        let _ = socket.close(None).await;
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Driver {
+    async fn connect(&self) -> Result<Socket, ApiError> {
+        let base = self.config.host_url.trim_end_matches('/');
+        let url = if let Some(rest) = base.strip_prefix("https://") {
+            format!("wss://{rest}/v1/ws")
+        } else if let Some(rest) = base.strip_prefix("http://") {
+            format!("ws://{rest}/v1/ws")
+        } else {
+            format!("{base}/v1/ws")
+        };
+        let unreachable = |e: String| {
+            ApiError::new(
+                ErrorKind::Overloaded,
+                format!("cannot open the Fabstir session at {url}: {e}"),
+            )
+        };
+        let connecting = tokio_tungstenite::connect_async(url.as_str());
+        let (mut socket, _) = tokio::time::timeout(self.config.connect_timeout, connecting)
+            .await
+            .map_err(|_| unreachable(String::from("timed out")))?
+            .map_err(|e| unreachable(e.to_string()))?;
+        // The host greets with `connected` first.
+        let greeting = tokio::time::timeout(self.config.connect_timeout, socket.next()).await;
+        match greeting {
+            Ok(Some(Ok(Message::Text(text)))) => match parse_host_frame(&text) {
+                Ok(HostFrame::Connected { .. }) => Ok(socket),
+                Ok(other) => Err(unreachable(format!("expected `connected`, got {other:?}"))),
+                Err(e) => Err(unreachable(e.to_string())),
+            },
+            _ => Err(unreachable(String::from("no `connected` greeting"))),
+        }
+    }
+
+    async fn send(&mut self, frame: &ClientFrame) -> Result<(), ApiError> {
+        let text = serde_json::to_string(frame)
+            .map_err(|e| ApiError::new(ErrorKind::Api, e.to_string()))?;
+        let Some(socket) = self.socket.as_mut() else {
+            return Err(ApiError::new(
+                ErrorKind::Overloaded,
+                "the Fabstir session is not open",
+            ));
+        };
+        socket.send(Message::text(text)).await.map_err(|e| {
+            ApiError::new(
+                ErrorKind::Overloaded,
+                format!("the Fabstir session failed: {e}"),
+            )
+        })
+    }
+
+    /// A fresh session key sealed to the host, signed by the wallet (before every prompt).
+    async fn send_init(&mut self, job_id: u64, prompt: PromptId) -> Result<(), ApiError> {
+        let key = crypto::random_key(&mut *self.rng);
+        let plain = SessionInitPlain {
+            session_key: format!("0x{}", crypto::to_hex(&key)),
+            job_id: job_id.to_string(),
+            model_name: self.config.model.clone(),
+            price_per_token: self.config.price_per_token,
+            recovery_public_key: None,
+        };
+        let plaintext =
+            serde_json::to_vec(&plain).map_err(|e| ApiError::new(ErrorKind::Api, e.to_string()))?;
+        let eph = crypto::ephemeral_key(&mut *self.rng);
+        let envelope_key = crypto::derive_key(&crypto::shared_x(&eph, &self.config.host_pubkey));
+        let nonce = crypto::nonce(&mut *self.rng);
+        let ciphertext = crypto::seal(&envelope_key, &nonce, b"", &plaintext);
+        let signature = crypto::sign_sha256(&self.config.wallet, &ciphertext);
+        let mut salt = [0u8; 32];
+        self.rng.fill(&mut salt);
+        let frame = ClientFrame::EncryptedSessionInit {
+            payload: InitPayload {
+                eph_pub_hex: crypto::to_hex(&crypto::compressed(&eph.public_key())),
+                salt_hex: crypto::to_hex(&salt),
+                nonce_hex: crypto::to_hex(&nonce),
+                ciphertext_hex: crypto::to_hex(&ciphertext),
+                signature_hex: crypto::to_hex(&signature),
+                recid: signature[64],
+                alg: String::from(INIT_ALG),
+                info: String::new(),
+                aad_hex: String::new(),
+            },
+            chain_id: self.config.chain_id,
+            session_id: job_id.to_string(),
+            job_id: job_id.to_string(),
+        };
+        self.running = Some(Running {
+            prompt,
+            message_id: None,
+            key,
+            finish_reason: None,
+            end: None,
+        });
+        self.send(&frame).await
+    }
+
+    async fn send_prompt(&mut self, prompt: PromptId) -> Result<(), ApiError> {
+        let Some(pending) = self.prompts.get(&prompt) else {
+            return Err(ApiError::new(ErrorKind::Api, "the prompt is gone"));
+        };
+        let plaintext = serde_json::to_vec(&pending.plain)
+            .map_err(|e| ApiError::new(ErrorKind::Api, e.to_string()))?;
+        let now = self.now();
+        let Some(running) = self.running.as_mut().filter(|r| r.prompt == prompt) else {
+            return Err(ApiError::new(
+                ErrorKind::Api,
+                "no session key for the prompt",
+            ));
+        };
+        let nonce = crypto::nonce(&mut *self.rng);
+        // A fresh init restarts the message counter: every prompt is message 0.
+        let aad = b"message_0";
+        let ciphertext = crypto::seal(&running.key, &nonce, aad, &plaintext);
+        let mut tag = [0u8; 6];
+        self.rng.fill(&mut tag);
+        let message_id = format!("{now}-{}", crypto::to_hex(&tag));
+        running.message_id = Some(message_id.clone());
+        let frame = ClientFrame::EncryptedMessage {
+            session_id: self.config.job_id.to_string(),
+            id: message_id,
+            payload: Sealed {
+                ciphertext_hex: crypto::to_hex(&ciphertext),
+                nonce_hex: crypto::to_hex(&nonce),
+                aad_hex: crypto::to_hex(aad),
+                index: None,
+            },
+            web_search: false,
+            max_searches: 0,
+            search_queries: None,
+        };
+        self.send(&frame).await
+    }
+
+    /// One event from the socket (`None`: it closed).
+    fn frame(&mut self, frame: Option<Result<Message, String>>) {
+        let now = self.now();
+        let text = match frame {
+            Some(Ok(Message::Text(text))) => text.to_string(),
+            Some(Ok(Message::Close(_))) | None => {
+                info!("the Fabstir host closed the session (it settles the job)");
+                self.socket = None;
+                self.session.handle_socket_closed(now);
+                return;
+            }
+            Some(Ok(_)) => return,
+            Some(Err(e)) => {
+                warn!(error = %e, "the Fabstir session failed");
+                self.socket = None;
+                self.session.handle_socket_closed(now);
+                return;
+            }
+        };
+        let frame = match parse_host_frame(&text) {
+            Ok(frame) => frame,
+            Err(e) => {
+                warn!(error = %e, "unreadable frame from the host");
+                return;
+            }
+        };
+        match frame {
+            HostFrame::SessionInitAck { status, .. } => {
+                if status.as_deref().is_none_or(|s| s == "success") {
+                    self.session.handle_init_acked(now);
+                } else {
+                    self.session.handle_host_error(
+                        ApiError::new(
+                            ErrorKind::Api,
+                            format!("the Fabstir host refused the session: {status:?}"),
+                        ),
+                        now,
+                    );
+                }
+            }
+            HostFrame::EncryptedChunk { payload, id, .. } => {
+                let Some(running) = self.running.as_ref() else {
+                    return;
+                };
+                if id.is_some() && id != running.message_id {
+                    return; // a cancelled reply's late chunk
+                }
+                match open(&running.key, &payload) {
+                    Ok(text) => {
+                        if let Some(p) = self.prompts.get(&running.prompt) {
+                            let _ = p.reply.send(Reply::Text(text));
+                        }
+                        self.session.handle_chunk(now);
+                    }
+                    Err(error) => self.session.handle_host_error(error, now),
+                }
+            }
+            HostFrame::EncryptedResponse { payload } => {
+                if let Some(running) = self.running.as_mut()
+                    && let Ok(reason) = open(&running.key, &payload)
+                {
+                    running.finish_reason = Some(reason);
+                }
+            }
+            HostFrame::StreamEnd(end) => {
+                let Some(running) = self.running.as_mut() else {
+                    return;
+                };
+                if end.id.is_some() && end.id != running.message_id {
+                    return;
+                }
+                if end.reason.as_deref() == Some("error") && running.end.is_none() {
+                    // The error frame came first and already failed the prompt.
+                }
+                let usage = end.usage.clone().unwrap_or_default();
+                running.end = Some(StreamEnd {
+                    finish_reason: end
+                        .finish_reason
+                        .clone()
+                        .or_else(|| running.finish_reason.clone()),
+                    prompt_tokens: usage.prompt_tokens,
+                    completion_tokens: end.tokens_used.or(usage.completion_tokens),
+                });
+                self.session.handle_stream_end(now);
+            }
+            HostFrame::Error(error) => {
+                let api = error.to_api_error();
+                warn!(message = %api.message, "the Fabstir host reported an error");
+                self.session.handle_host_error(api, now);
+            }
+            HostFrame::Connected { .. } | HostFrame::Pong | HostFrame::Unknown => {}
+        }
+    }
+}
+
+/// Decrypt a host envelope with the session key (the AAD is the one the frame carries).
+fn open(key: &Key, sealed: &Sealed) -> Result<String, ApiError> {
+    let bad = |e: crypto::CryptoError| {
+        ApiError::new(
+            ErrorKind::Api,
+            format!("a reply from the Fabstir host did not decrypt: {e}"),
+        )
+    };
+    let nonce: crypto::Nonce = crypto::from_hex_array(&sealed.nonce_hex, "nonce").map_err(bad)?;
+    let aad = crypto::from_hex(&sealed.aad_hex, "aad").map_err(bad)?;
+    let ciphertext = crypto::from_hex(&sealed.ciphertext_hex, "ciphertext").map_err(bad)?;
+    let plain = crypto::open(key, &nonce, &aad, &ciphertext).map_err(bad)?;
+    String::from_utf8(plain).map_err(|_| {
+        ApiError::new(
+            ErrorKind::Api,
+            "a reply from the Fabstir host was not UTF-8 text",
+        )
+    })
+}
+
+/// The next message of the socket, or never when there is none.
+async fn next_frame(socket: &mut Option<Socket>) -> Option<Result<Message, String>> {
+    match socket {
+        Some(socket) => socket.next().await.map(|r| r.map_err(|e| e.to_string())),
+        None => std::future::pending().await,
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}

@@ -1,0 +1,204 @@
+//! `POST /v1/messages` on a Fabstir host: the request becomes one ChatML prompt (core), the
+//! prompt goes through the session driver ([`super::driver`]) over the encrypted WebSocket, and the
+//! host's decrypted tokens become Anthropic events (core `TokenStream`: inline tool calls become
+//! `tool_use` blocks).
+//!
+//! The response waits for the host's first answer, so a prompt that cannot run (spending cap,
+//! unreachable host, settled job) is an HTTP error with the right status rather than a stream
+//! that fails at once. After that, tokens are relayed as they arrive, with `ping` events while the
+//! host is silent; a client that disconnects cancels the prompt (`stream_cancel`).
+
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{Response, StatusCode};
+use tokio::sync::mpsc;
+use tracing::{Instrument, debug, info, warn};
+
+use bridge_core::api::{ChatmlOptions, TokenStream, TokenStreamOptions};
+use bridge_core::fabstir::protocol::PromptPlain;
+
+use super::driver::{Fabstir, PromptHandle, Reply};
+use crate::engine::EngineError;
+use crate::error::BridgeError;
+use crate::server::body::ResponseBody;
+
+/// Exact bytes of a keep-alive event.
+const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+
+/// The Fabstir backend of a server.
+#[derive(Debug)]
+pub struct FabstirBackend {
+    /// The session driver.
+    pub client: Fabstir,
+    /// How requests are rendered (model, `max_tokens` cap, tool-call format).
+    pub options: ChatmlOptions,
+    /// The model name the host knows.
+    pub model: String,
+    /// Host silence before a `ping`.
+    pub ping_interval: Duration,
+}
+
+/// Answer one Messages request through the Fabstir host.
+///
+/// # Errors
+/// The request does not render, or the prompt failed before the host answered anything.
+pub async fn create(
+    backend: &FabstirBackend,
+    body: &[u8],
+) -> Result<Response<ResponseBody>, BridgeError> {
+    let rendered = bridge_core::api::render_chatml(body, &backend.options).map_err(|e| {
+        BridgeError::Engine(EngineError::Request {
+            kind: e.kind(),
+            message: e.to_string(),
+        })
+    })?;
+    for warning in &rendered.warnings {
+        debug!(%warning, "dropped in rendering");
+    }
+    info!(
+        model = %rendered.client_model,
+        host_model = %backend.model,
+        stream = rendered.client_stream,
+        prompt_bytes = rendered.prompt.len(),
+        images = rendered.images.len(),
+        "prompting the Fabstir host"
+    );
+    let plain = PromptPlain {
+        prompt: rendered.prompt,
+        model: backend.model.clone(),
+        // The host's own defaults (4000, 0.7) are not the client's: always send both.
+        max_tokens: rendered.max_tokens.unwrap_or(4096),
+        temperature: rendered.temperature.unwrap_or(1.0),
+        stream: true,
+        images: rendered.images,
+    };
+    let mut handle = backend.client.prompt(plain);
+    let mut reply = TokenStream::new(TokenStreamOptions {
+        stream: rendered.client_stream,
+        model: rendered.client_model,
+        input_tokens_estimate: rendered.input_tokens_estimate,
+        id_seed: crate::ids::seed(),
+        tools: rendered.tools,
+    });
+
+    let first = match handle.replies.recv().await {
+        Some(Reply::Failed(error)) => {
+            handle.mark_finished();
+            warn!(message = %error.message, "the Fabstir prompt failed before any answer");
+            return Err(BridgeError::UpstreamStatus {
+                kind: error.kind,
+                status: error.kind.status(),
+                message: error.message,
+                retry_after: None,
+            });
+        }
+        Some(first) => first,
+        None => {
+            return Err(BridgeError::Internal(String::from(
+                "the Fabstir session driver stopped",
+            )));
+        }
+    };
+
+    if !rendered.client_stream {
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                Reply::Text(text) => {
+                    reply.feed(&text);
+                }
+                Reply::End(end) => {
+                    handle.mark_finished();
+                    let finished = reply.finish(&end);
+                    return Ok(json(finished.status, finished.body));
+                }
+                Reply::Failed(error) => {
+                    handle.mark_finished();
+                    reply.fail(error.kind, &error.message);
+                    let finished = reply.finish(&bridge_core::api::StreamEnd::default());
+                    return Ok(json(finished.status, finished.body));
+                }
+            }
+            next = handle.replies.recv().await;
+        }
+        reply.fail(
+            bridge_core::anthropic::events::ErrorKind::Api,
+            "the Fabstir session driver stopped",
+        );
+        let finished = reply.finish(&bridge_core::api::StreamEnd::default());
+        return Ok(json(finished.status, finished.body));
+    }
+
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    let ping_interval = backend.ping_interval;
+    let span = tracing::Span::current();
+    tokio::spawn(
+        async move {
+            relay(reply, handle, first, tx, ping_interval).await;
+        }
+        .instrument(span),
+    );
+    let response = crate::server::sse_response(rx);
+    Ok(response)
+}
+
+/// Relay the host's replies to a streaming client until the reply ends or the client leaves
+/// (dropping the handle then cancels the prompt).
+async fn relay(
+    mut reply: TokenStream,
+    mut handle: PromptHandle,
+    first: Reply,
+    tx: mpsc::Sender<Bytes>,
+    ping_interval: Duration,
+) {
+    let mut next = Some(first);
+    loop {
+        let item = match next.take() {
+            Some(item) => item,
+            None => match tokio::time::timeout(ping_interval, handle.replies.recv()).await {
+                Ok(Some(item)) => item,
+                Ok(None) => Reply::Failed(bridge_core::anthropic::events::ApiError::new(
+                    bridge_core::anthropic::events::ErrorKind::Api,
+                    "the Fabstir session driver stopped",
+                )),
+                Err(_) => {
+                    if tx.send(Bytes::from_static(PING)).await.is_err() {
+                        info!("client disconnected; cancelling the Fabstir prompt");
+                        return;
+                    }
+                    continue;
+                }
+            },
+        };
+        let (out, done) = match item {
+            Reply::Text(text) => (reply.feed(&text), false),
+            Reply::End(end) => {
+                handle.mark_finished();
+                debug!(?end, "the Fabstir reply is complete");
+                (reply.finish(&end).body, true)
+            }
+            Reply::Failed(error) => {
+                handle.mark_finished();
+                warn!(message = %error.message, "the Fabstir prompt failed mid-reply");
+                let mut out = reply.fail(error.kind, &error.message);
+                out.push_str(&reply.finish(&bridge_core::api::StreamEnd::default()).body);
+                (out, true)
+            }
+        };
+        if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
+            info!("client disconnected; cancelling the Fabstir prompt");
+            return;
+        }
+        if done {
+            return;
+        }
+    }
+}
+
+fn json(status: u16, body: String) -> Response<ResponseBody> {
+    crate::server::json_response(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+        body,
+    )
+}

@@ -1,0 +1,361 @@
+//! A local Fabstir host node that speaks the live host's protocol exactly
+//! (`reference/fabstir-protocol.md` §1–2): WebSocket at `/v1/ws`, `connected` greeting, the
+//! `encrypted_session_init` opened with real secp256k1 ECDH + HKDF + XChaCha20-Poly1305 and its
+//! signature recovered, `session_init_ack`, prompts decrypted, the reply sealed chunk by chunk
+//! (`chunk_<i>`, `encrypted_response_final`), `stream_end` with token usage, `stream_cancel`
+//! honoured mid-stream, and a closed socket recorded as the job settled.
+//!
+//! Only the model is scripted: a [`Script`] turns each decrypted prompt into the tokens to emit.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bridge_core::fabstir::protocol::{PromptPlain, SessionInitPlain};
+use claude_bridge::fabstir::crypto::{self, Key, Randomness};
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+
+/// The model: the tokens to answer a prompt with.
+pub type Script = Arc<dyn Fn(&PromptPlain) -> Vec<String> + Send + Sync>;
+
+/// What the node saw.
+#[derive(Debug, Default, Clone)]
+pub struct NodeLog {
+    /// Decrypted prompts, in order.
+    pub prompts: Vec<PromptPlain>,
+    /// (job id, the client address recovered from the init signature), per init.
+    pub inits: Vec<(String, String)>,
+    /// Jobs whose socket closed (the live host settles them on-chain).
+    pub settled: Vec<String>,
+    /// `stream_cancel` frames received.
+    pub cancels: usize,
+    /// Sockets accepted.
+    pub connections: usize,
+}
+
+/// A running node; stopped on drop.
+#[derive(Debug)]
+pub struct HostNode {
+    addr: SocketAddr,
+    pubkey: Vec<u8>,
+    log: Arc<Mutex<NodeLog>>,
+    accept: JoinHandle<()>,
+    sessions: Arc<Mutex<Vec<JoinHandle<()>>>>,
+}
+
+/// Aborts its task when dropped, so killing a session kills its writer and its replies too.
+struct AbortOnDrop(JoinHandle<()>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+/// Deterministic bytes for the node's nonces (a test node needs no secrecy).
+struct Counter(u64);
+
+impl Randomness for Counter {
+    fn fill(&mut self, out: &mut [u8]) {
+        for b in out {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1);
+            *b = (self.0 >> 33) as u8;
+        }
+    }
+}
+
+impl HostNode {
+    /// Start on `127.0.0.1:0` with this static key and model.
+    ///
+    /// # Errors
+    /// Binding fails or the key is invalid.
+    pub async fn start(secret: [u8; 32], script: Script) -> crate::Result<Self> {
+        let key = crypto::secret_key(&secret, "node key")?;
+        let pubkey = crypto::compressed(&key.public_key());
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let log = Arc::new(Mutex::new(NodeLog::default()));
+        let sessions = Arc::new(Mutex::new(Vec::new()));
+        let accept = {
+            let (log, sessions) = (Arc::clone(&log), Arc::clone(&sessions));
+            tokio::spawn(async move {
+                while let Ok((stream, _)) = listener.accept().await {
+                    let task =
+                        tokio::spawn(serve(stream, secret, Arc::clone(&script), Arc::clone(&log)));
+                    if let Ok(mut s) = sessions.lock() {
+                        s.push(task);
+                    }
+                }
+            })
+        };
+        Ok(Self {
+            addr,
+            pubkey,
+            log,
+            accept,
+            sessions,
+        })
+    }
+
+    /// `http://127.0.0.1:PORT` (the bridge appends `/v1/ws`).
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The node's public key, compressed hex.
+    #[must_use]
+    pub fn pubkey_hex(&self) -> String {
+        crypto::to_hex(&self.pubkey)
+    }
+
+    /// What the node saw so far.
+    #[must_use]
+    pub fn log(&self) -> NodeLog {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    /// Kill every open session abruptly (as a crashed host would): sockets drop without a close.
+    pub fn kill_sessions(&self) {
+        if let Ok(mut sessions) = self.sessions.lock() {
+            for task in sessions.drain(..) {
+                task.abort();
+            }
+        }
+    }
+}
+
+impl Drop for HostNode {
+    fn drop(&mut self) {
+        self.accept.abort();
+        self.kill_sessions();
+    }
+}
+
+fn text(value: &Value) -> Message {
+    Message::text(value.to_string())
+}
+
+/// One client socket.
+async fn serve(stream: TcpStream, secret: [u8; 32], script: Script, log: Arc<Mutex<NodeLog>>) {
+    #[expect(
+        clippy::result_large_err,
+        reason = "the signature of tungstenite's handshake callback"
+    )]
+    let check_path = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        if req.uri().path() == "/v1/ws" {
+            Ok(resp)
+        } else {
+            let mut error = ErrorResponse::new(Some(format!("no route {}", req.uri().path())));
+            *error.status_mut() = http::StatusCode::NOT_FOUND;
+            Err(error)
+        }
+    };
+    let Ok(socket) = tokio_tungstenite::accept_hdr_async(stream, check_path).await else {
+        return;
+    };
+    if let Ok(mut l) = log.lock() {
+        l.connections += 1;
+    }
+    let (mut sink, mut source) = socket.split();
+    let (out, mut outgoing) = mpsc::unbounded_channel::<Message>();
+    let mut writer = AbortOnDrop(tokio::spawn(async move {
+        while let Some(message) = outgoing.recv().await {
+            if sink.send(message).await.is_err() {
+                break;
+            }
+        }
+    }));
+    let mut replies: Vec<AbortOnDrop> = Vec::new();
+    let _ = out.send(text(
+        &json!({"type": "connected", "message": "WebSocket connected successfully"}),
+    ));
+    let Ok(node_key) = crypto::secret_key(&secret, "node key") else {
+        return;
+    };
+    let mut session_key: Option<Key> = None;
+    let mut job_id = String::new();
+    let mut cancel = Arc::new(AtomicBool::new(false));
+    let mut rng = Counter(7);
+    while let Some(Ok(message)) = source.next().await {
+        let Message::Text(frame) = message else {
+            if matches!(message, Message::Close(_)) {
+                break;
+            }
+            continue;
+        };
+        let Ok(frame) = serde_json::from_str::<Value>(&frame) else {
+            let _ = out.send(text(
+                &json!({"type": "error", "code": "INVALID_PAYLOAD", "message": "not JSON"}),
+            ));
+            continue;
+        };
+        match frame["type"].as_str().unwrap_or_default() {
+            "encrypted_session_init" => {
+                match open_init(&node_key, &frame["payload"]) {
+                    Ok((init, signer)) => {
+                        session_key =
+                            crypto::from_hex_array::<32>(&init.session_key, "session key").ok();
+                        job_id.clone_from(&init.job_id);
+                        if let Ok(mut l) = log.lock() {
+                            l.inits.push((init.job_id.clone(), signer.clone()));
+                        }
+                        let _ = out.send(text(&json!({
+                        "type": "session_init_ack", "status": "success",
+                        "session_id": frame["session_id"], "job_id": init.job_id.parse::<u64>().ok(),
+                        "chain_id": frame["chain_id"], "client_address": signer,
+                        "message": "Encrypted session initialized successfully",
+                    })));
+                    }
+                    Err(reason) => {
+                        let _ = out.send(text(&json!({"type": "error", "code": "DECRYPTION_FAILED", "message": reason})));
+                    }
+                }
+            }
+            "encrypted_message" => {
+                let Some(key) = session_key else {
+                    let _ = out.send(text(&json!({"type": "error", "code": "SESSION_KEY_NOT_FOUND", "message": "no session"})));
+                    continue;
+                };
+                let prompt = match open_sealed(&key, &frame["payload"]).and_then(|bytes| {
+                    serde_json::from_slice::<PromptPlain>(&bytes).map_err(|e| e.to_string())
+                }) {
+                    Ok(prompt) => prompt,
+                    Err(reason) => {
+                        let _ = out.send(text(&json!({"type": "error", "code": "DECRYPTION_FAILED", "message": reason})));
+                        continue;
+                    }
+                };
+                if let Ok(mut l) = log.lock() {
+                    l.prompts.push(prompt.clone());
+                }
+                let tokens = script(&prompt);
+                cancel = Arc::new(AtomicBool::new(false));
+                let reply = Reply {
+                    out: out.clone(),
+                    key,
+                    id: frame["id"].as_str().unwrap_or_default().to_owned(),
+                    session_id: frame["session_id"].as_str().unwrap_or_default().to_owned(),
+                    cancel: Arc::clone(&cancel),
+                    prompt_tokens: (prompt.prompt.len() / 4) as u64,
+                };
+                let seed = rng.0;
+                rng.0 = rng.0.wrapping_add(1);
+                replies.push(AbortOnDrop(tokio::spawn(reply.emit(tokens, seed))));
+            }
+            "stream_cancel" => {
+                cancel.store(true, Ordering::SeqCst);
+                if let Ok(mut l) = log.lock() {
+                    l.cancels += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    // The live host settles the job when the socket closes.
+    if let Ok(mut l) = log.lock() {
+        l.settled.push(job_id);
+    }
+    drop(out);
+    for reply in &mut replies {
+        let _ = (&mut reply.0).await;
+    }
+    let _ = (&mut writer.0).await;
+}
+
+struct Reply {
+    out: mpsc::UnboundedSender<Message>,
+    key: Key,
+    id: String,
+    session_id: String,
+    cancel: Arc<AtomicBool>,
+    prompt_tokens: u64,
+}
+
+impl Reply {
+    async fn emit(self, tokens: Vec<String>, seed: u64) {
+        let mut rng = Counter(seed);
+        let mut sent = 0u64;
+        let last = tokens.len().saturating_sub(1);
+        for (i, token) in tokens.iter().enumerate() {
+            if self.cancel.load(Ordering::SeqCst) {
+                let _ = self
+                    .out
+                    .send(text(&json!({"type": "stream_end", "reason": "cancelled",
+                    "tokens_used": sent, "id": self.id, "session_id": self.session_id})));
+                return;
+            }
+            let nonce = crypto::nonce(&mut rng);
+            let aad = format!("chunk_{i}");
+            let sealed = crypto::seal(&self.key, &nonce, aad.as_bytes(), token.as_bytes());
+            let mut frame = json!({"type": "encrypted_chunk", "tokens": 1, "id": self.id, "session_id": self.session_id,
+                "payload": {"ciphertextHex": crypto::to_hex(&sealed), "nonceHex": crypto::to_hex(&nonce),
+                            "aadHex": crypto::to_hex(aad.as_bytes()), "index": i}});
+            if i == last {
+                frame["final"] = json!(true);
+            }
+            let _ = self.out.send(text(&frame));
+            sent += 1;
+            tokio::time::sleep(Duration::from_millis(2)).await;
+        }
+        let nonce = crypto::nonce(&mut rng);
+        let sealed = crypto::seal(&self.key, &nonce, b"encrypted_response_final", b"stop");
+        let _ = self.out.send(text(&json!({"type": "encrypted_response", "id": self.id, "session_id": self.session_id,
+            "payload": {"ciphertextHex": crypto::to_hex(&sealed), "nonceHex": crypto::to_hex(&nonce),
+                        "aadHex": crypto::to_hex(b"encrypted_response_final")}})));
+        let _ = self.out.send(text(
+            &json!({"type": "stream_end", "reason": "complete", "tokens_used": sent,
+            "id": self.id, "session_id": self.session_id, "finish_reason": "stop",
+            "usage": {"prompt_tokens": self.prompt_tokens, "completion_tokens": sent,
+                      "total_tokens": self.prompt_tokens + sent, "context_window_size": 32768}}),
+        ));
+    }
+}
+
+fn hex_field(payload: &Value, name: &'static str) -> Result<Vec<u8>, String> {
+    crypto::from_hex(payload[name].as_str().unwrap_or_default(), name).map_err(|e| e.to_string())
+}
+
+/// Open an `encrypted_session_init` payload: ECDH with the ephemeral key, the init plaintext,
+/// and the signer recovered from the signature over sha256(ciphertext).
+fn open_init(
+    node: &k256::SecretKey,
+    payload: &Value,
+) -> Result<(SessionInitPlain, String), String> {
+    let eph = crypto::public_key(&hex_field(payload, "ephPubHex")?, "ephPubHex")
+        .map_err(|e| e.to_string())?;
+    let key = crypto::derive_key(&crypto::shared_x(node, &eph));
+    let nonce: [u8; 24] = hex_field(payload, "nonceHex")?
+        .try_into()
+        .map_err(|_| String::from("INVALID_NONCE_SIZE"))?;
+    let ciphertext = hex_field(payload, "ciphertextHex")?;
+    let plain = crypto::open(&key, &nonce, &hex_field(payload, "aadHex")?, &ciphertext)
+        .map_err(|e| e.to_string())?;
+    let init: SessionInitPlain = serde_json::from_slice(&plain).map_err(|e| e.to_string())?;
+    let signer = crypto::recover_sha256_signer(&ciphertext, &hex_field(payload, "signatureHex")?)
+        .map_err(|e| e.to_string())?;
+    Ok((init, format!("0x{}", crypto::to_hex(&signer))))
+}
+
+fn open_sealed(key: &Key, payload: &Value) -> Result<Vec<u8>, String> {
+    let nonce: [u8; 24] = hex_field(payload, "nonceHex")?
+        .try_into()
+        .map_err(|_| String::from("INVALID_NONCE_SIZE"))?;
+    crypto::open(
+        key,
+        &nonce,
+        &hex_field(payload, "aadHex")?,
+        &hex_field(payload, "ciphertextHex")?,
+    )
+    .map_err(|e| e.to_string())
+}

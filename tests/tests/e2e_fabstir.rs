@@ -1,0 +1,325 @@
+//! The Fabstir backend in direct mode, end to end: the real bridge binary
+//! (`--provider fabstir --host-url --host-pubkey --job-id`, wallet key from the environment) in
+//! front of a local host node that speaks the live host's protocol with real crypto
+//! (`tests/src/fabstir_node.rs`); only the model is scripted. Driven by the real Claude Code CLI
+//! (a tool round trip that really runs) and by raw HTTP for the stream's shape, the forwarded
+//! parameters, cancellation and a killed host.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bridge_core::fabstir::protocol::PromptPlain;
+use bridge_tests::bridge::{Bridge, BridgeOptions};
+use bridge_tests::clients::run_claude_code_with;
+use bridge_tests::fabstir_node::{HostNode, Script};
+use bridge_tests::{http, sse};
+use claude_bridge::fabstir::crypto;
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(30);
+const CLI_TIMEOUT: Duration = Duration::from_secs(90);
+const NODE_KEY: [u8; 32] = [0x4e; 32];
+const WALLET_KEY: [u8; 32] = [0x57; 32];
+const JOB_ID: &str = "4242";
+const MODEL: &str =
+    "bartowski/Qwen2.5-Coder-7B-Instruct-GGUF:Qwen2.5-Coder-7B-Instruct-Q4_K_M.gguf";
+
+fn wallet_address() -> String {
+    let key = crypto::secret_key(&WALLET_KEY, "wallet").unwrap();
+    format!("0x{}", crypto::to_hex(&crypto::address(&key.public_key())))
+}
+
+async fn bridge_for(node: &HostNode, name: &str, extra: &[&str]) -> Bridge {
+    let mut args = vec![
+        "--host-url".to_owned(),
+        node.url(),
+        "--host-pubkey".to_owned(),
+        node.pubkey_hex(),
+        "--job-id".to_owned(),
+        JOB_ID.to_owned(),
+        "--max-tokens-cap".to_owned(),
+        "2048".to_owned(),
+        "--ping-interval".to_owned(),
+        "1".to_owned(),
+    ];
+    args.extend(extra.iter().map(|s| (*s).to_owned()));
+    let opts = BridgeOptions {
+        provider: "fabstir".into(),
+        model: Some(MODEL.into()),
+        api_key: None,
+        env: vec![(
+            "CLAUDE_BRIDGE_PRIVATE_KEY".into(),
+            format!("0x{}", crypto::to_hex(&WALLET_KEY)),
+        )],
+        ..BridgeOptions::default()
+    }
+    .args(&args);
+    Bridge::start_with("http://127.0.0.1:9/unused", name, opts)
+        .await
+        .unwrap()
+}
+
+/// Tokens of `text`, a few characters each (tags split anywhere, as real tokenizers do).
+fn tokens(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    chars.chunks(3).map(|c| c.iter().collect()).collect()
+}
+
+fn script(f: impl Fn(&PromptPlain) -> String + Send + Sync + 'static) -> Script {
+    Arc::new(move |p: &PromptPlain| tokens(&f(p)))
+}
+
+fn request(stream: bool, max_tokens: u64) -> Value {
+    json!({
+        "model": "claude-sonnet-4-6", "max_tokens": max_tokens, "stream": stream, "temperature": 0.3,
+        "tools": [{"name": "Bash", "input_schema": {"type": "object", "properties": {"command": {"type": "string"}}}}],
+        "messages": [{"role": "user", "content": "list the files"}]
+    })
+}
+
+fn ctx(bridge: &Bridge, node: &HostNode) -> String {
+    format!(
+        "node saw: {:?}\n--- bridge log:\n{}",
+        node.log(),
+        bridge.log()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_tool_through_an_encrypted_fabstir_session() {
+    let node = HostNode::start(
+        NODE_KEY,
+        script(|p| {
+            // A real result block (the system turn only names the tag).
+            if p.prompt.contains("<tool_response>\n") {
+                String::from("Done: made-by-fabstir.txt is there.")
+            } else if p.prompt.contains("# Tools") {
+                String::from(
+                    "<think>I need Bash.</think>\nI'll create it.\n<tool_call>\n{\"name\": \"Bash\", \"arguments\": {\"command\": \"echo fabstir > made-by-fabstir.txt\", \"description\": \"Create the file\"}}\n</tool_call>",
+                )
+            } else {
+                String::from("Fabstir file test")
+            }
+        }),
+    )
+    .await
+    .unwrap();
+    let bridge = bridge_for(&node, "fabstir-claude-code", &[]).await;
+    let run = run_claude_code_with(
+        &bridge.base_url(),
+        "Create the file made-by-fabstir.txt containing the word fabstir.",
+        &["--allowedTools", "Bash"],
+        &[],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let made = run.cwd.path().join("made-by-fabstir.txt");
+    assert!(
+        made.is_file(),
+        "the Bash tool did not run\n{}\n{}",
+        run.describe(),
+        ctx(&bridge, &node)
+    );
+    assert_eq!(std::fs::read_to_string(&made).unwrap().trim(), "fabstir");
+    assert_eq!(
+        run.result_text(),
+        Some("Done: made-by-fabstir.txt is there."),
+        "{}\n{}",
+        run.describe(),
+        ctx(&bridge, &node)
+    );
+    let log = node.log();
+    // Every prompt went over one socket, each after a fresh init signed by our wallet.
+    assert!(log.prompts.len() >= 2, "{log:?}");
+    assert_eq!(log.inits.len(), log.prompts.len(), "{log:?}");
+    assert!(
+        log.inits
+            .iter()
+            .all(|(job, signer)| job == JOB_ID && *signer == wallet_address()),
+        "{log:?}"
+    );
+    assert_eq!(log.connections, 1, "{log:?}");
+    let tool_turn = log
+        .prompts
+        .iter()
+        .find(|p| p.prompt.contains("<tool_response>\n"))
+        .unwrap();
+    assert!(tool_turn.prompt.ends_with("<|im_start|>assistant\n"));
+    assert!(
+        tool_turn
+            .prompt
+            .contains("\"command\":\"echo fabstir > made-by-fabstir.txt\"")
+    );
+    assert_eq!(tool_turn.model, MODEL);
+    assert!(
+        tool_turn.max_tokens <= 2048,
+        "--max-tokens-cap: {}",
+        tool_turn.max_tokens
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stream_is_well_formed_and_parameters_are_forwarded() {
+    let node = HostNode::start(
+        NODE_KEY,
+        script(|_| {
+            String::from("Looking.<tool_call>Bash<arg_key>command</arg_key><arg_value>ls -la</arg_value></tool_call>")
+        }),
+    )
+    .await
+    .unwrap();
+    let bridge = bridge_for(&node, "fabstir-raw", &["--tool-format", "glm"]).await;
+
+    let r = http::post_messages(&bridge.base_url(), &request(true, 500), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx(&bridge, &node));
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+    let message = sse::accumulate(&events).unwrap();
+    assert_eq!(message["stop_reason"], "tool_use");
+    assert_eq!(message["content"][0]["text"], "Looking.");
+    assert_eq!(message["content"][1]["input"], json!({"command": "ls -la"}));
+    // Real usage from stream_end.
+    let tokens_sent = tokens("Looking.<tool_call>Bash<arg_key>command</arg_key><arg_value>ls -la</arg_value></tool_call>").len();
+    assert_eq!(message["usage"]["output_tokens"], json!(tokens_sent));
+
+    let folded = http::post_messages(&bridge.base_url(), &request(false, 5000), T)
+        .await
+        .unwrap();
+    assert_eq!(folded.status, 200, "{}", folded.text());
+    let folded = folded.json().unwrap();
+    assert_eq!(folded["content"][1]["name"], "Bash");
+    assert_eq!(folded["stop_reason"], "tool_use");
+
+    let log = node.log();
+    assert_eq!(log.prompts.len(), 2);
+    assert_eq!(
+        (log.prompts[0].max_tokens, log.prompts[0].temperature),
+        (500, 0.3)
+    );
+    assert_eq!(
+        log.prompts[1].max_tokens, 2048,
+        "capped by --max-tokens-cap"
+    );
+    assert!(
+        log.prompts[0].prompt.contains("<arg_key>"),
+        "--tool-format glm asks for GLM calls"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_that_leaves_cancels_the_reply_and_the_session_goes_on() {
+    let node = HostNode::start(
+        NODE_KEY,
+        script(|p| {
+            if p.prompt.contains("second") {
+                String::from("second answer")
+            } else {
+                "word ".repeat(600)
+            }
+        }),
+    )
+    .await
+    .unwrap();
+    let bridge = bridge_for(&node, "fabstir-cancel", &[]).await;
+    let url = format!("{}/v1/messages", bridge.base_url());
+    let body = request(true, 4000).to_string().into_bytes();
+    let r = http::send_until(
+        "POST",
+        &url,
+        http::MESSAGES_HEADERS,
+        Some(body),
+        T,
+        // Leave after the first text delta (about a thousand more are coming).
+        Some(r#""text_delta","text":"wor""#),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 200);
+    let mut waited = Duration::ZERO;
+    while node.log().cancels == 0 && waited < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    assert_eq!(
+        node.log().cancels,
+        1,
+        "no stream_cancel\n{}",
+        ctx(&bridge, &node)
+    );
+    // The same paid session answers the next prompt.
+    let mut next = request(false, 100);
+    next["messages"][0]["content"] = json!("second question");
+    let r = http::post_messages(&bridge.base_url(), &next, T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx(&bridge, &node));
+    assert_eq!(r.json().unwrap()["content"][0]["text"], "second answer");
+    assert_eq!(node.log().connections, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_killed_host_ends_the_reply_with_an_error_and_direct_mode_says_to_use_a_new_job() {
+    let node = HostNode::start(NODE_KEY, script(|_| "slow ".repeat(2000)))
+        .await
+        .unwrap();
+    let bridge = bridge_for(&node, "fabstir-killed", &[]).await;
+    let url = format!("{}/v1/messages", bridge.base_url());
+    let body = request(true, 4000).to_string().into_bytes();
+    let (first_byte, got_first) = tokio::sync::oneshot::channel();
+    let pending = tokio::spawn(async move {
+        http::send_notify_first_byte(
+            "POST",
+            &url,
+            http::MESSAGES_HEADERS,
+            Some(body),
+            T,
+            first_byte,
+        )
+        .await
+    });
+    got_first.await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    node.kill_sessions();
+    let r = pending.await.unwrap().unwrap();
+    assert_eq!(r.status, 200);
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+    let error =
+        sse::error_event(&events).unwrap_or_else(|| panic!("no error event:\n{}", r.text()));
+    assert_eq!(error["error"]["type"], "overloaded_error", "{error}");
+
+    // The job is settled: direct mode cannot open a new one and says what to do.
+    let r = http::post_messages(&bridge.base_url(), &request(false, 100), T)
+        .await
+        .unwrap();
+    let error = r
+        .anthropic_error(&[500], "api_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--job-id"),
+        "{error}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn missing_fabstir_flags_are_named_at_start() {
+    let opts = BridgeOptions {
+        provider: "fabstir".into(),
+        model: Some(MODEL.into()),
+        api_key: None,
+        ..BridgeOptions::default()
+    };
+    let error = Bridge::start_with("http://127.0.0.1:9/unused", "fabstir-flags", opts)
+        .await
+        .err()
+        .unwrap_or_else(|| panic!("started without --host-url"));
+    assert!(error.to_string().contains("--host-url"), "{error}");
+}
