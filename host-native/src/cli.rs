@@ -120,7 +120,8 @@ pub struct ServeArgs {
     /// Upstream API key (sent as `Authorization: Bearer`).
     #[arg(long, env = "CLAUDE_BRIDGE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
-    /// Extra trusted CA certificates (PEM) for an https upstream with a private or self-signed certificate.
+    /// Extra trusted CA certificates (PEM) for an https upstream or wss Fabstir host with a private
+    /// or self-signed certificate.
     #[arg(long, env = "CLAUDE_BRIDGE_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
     /// Key clients must send (`x-api-key` or `Authorization: Bearer`); none when unset.
@@ -166,7 +167,7 @@ pub struct ServeArgs {
     /// Seconds of upstream silence after which a `ping` event is sent to the client.
     #[arg(long, env = "CLAUDE_BRIDGE_PING_INTERVAL", default_value_t = 10)]
     pub ping_interval: u64,
-    /// Fabstir: the host's URL (`http://HOST:PORT`; the session is `ws://HOST:PORT/v1/ws`).
+    /// Fabstir: the host's URL (`http://HOST:PORT` → `ws://…/v1/ws`, `https://` → `wss://`).
     #[arg(long, env = "CLAUDE_BRIDGE_HOST_URL")]
     pub host_url: Option<String>,
     /// Fabstir: the host's public key, compressed hex (from its NodeRegistry metadata).

@@ -129,6 +129,7 @@ fn fabstir_backend(args: &ServeArgs) -> Result<FabstirBackend, String> {
         model: model.clone(),
         price_per_token: args.price_per_token,
         connect_timeout: Duration::from_secs(args.connect_timeout.max(1)),
+        tls: Arc::new(crate::upstream::tls_config(args.ca_cert.as_deref())?),
     };
     Ok(FabstirBackend {
         client: Fabstir::start_direct(config, Box::new(crate::fabstir::OsRandomness)),

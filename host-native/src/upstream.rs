@@ -151,7 +151,10 @@ impl Upstream {
 }
 
 /// Web PKI roots, plus the certificates of `ca_cert` (PEM) for self-signed or private upstreams.
-fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, String> {
+///
+/// # Errors
+/// The file cannot be read or holds no certificate.
+pub fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientConfig, String> {
     use rustls::pki_types::pem::PemObject;
     let mut roots = rustls::RootCertStore::empty();
     roots.extend(webpki_roots::TLS_SERVER_ROOTS.iter().cloned());

@@ -16,7 +16,7 @@ use bridge_core::fabstir::protocol::{PromptPlain, SessionInitPlain};
 use claude_bridge::fabstir::crypto::{self, Key, Randomness};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
@@ -44,6 +44,7 @@ pub struct NodeLog {
 #[derive(Debug)]
 pub struct HostNode {
     addr: SocketAddr,
+    tls: bool,
     pubkey: Vec<u8>,
     log: Arc<Mutex<NodeLog>>,
     accept: JoinHandle<()>,
@@ -80,6 +81,27 @@ impl HostNode {
     /// # Errors
     /// Binding fails or the key is invalid.
     pub async fn start(secret: [u8; 32], script: Script) -> crate::Result<Self> {
+        Self::start_with(secret, script, None).await
+    }
+
+    /// Start serving `wss://` with this TLS acceptor (see [`crate::tls::TestCert`]).
+    ///
+    /// # Errors
+    /// Binding fails or the key is invalid.
+    pub async fn start_tls(
+        secret: [u8; 32],
+        script: Script,
+        acceptor: tokio_rustls::TlsAcceptor,
+    ) -> crate::Result<Self> {
+        Self::start_with(secret, script, Some(acceptor)).await
+    }
+
+    async fn start_with(
+        secret: [u8; 32],
+        script: Script,
+        acceptor: Option<tokio_rustls::TlsAcceptor>,
+    ) -> crate::Result<Self> {
+        let tls = acceptor.is_some();
         let key = crypto::secret_key(&secret, "node key")?;
         let pubkey = crypto::compressed(&key.public_key());
         let listener = TcpListener::bind("127.0.0.1:0").await?;
@@ -90,8 +112,17 @@ impl HostNode {
             let (log, sessions) = (Arc::clone(&log), Arc::clone(&sessions));
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
-                    let task =
-                        tokio::spawn(serve(stream, secret, Arc::clone(&script), Arc::clone(&log)));
+                    let (script, log, acceptor) =
+                        (Arc::clone(&script), Arc::clone(&log), acceptor.clone());
+                    let task = tokio::spawn(async move {
+                        match acceptor {
+                            Some(acceptor) => match acceptor.accept(stream).await {
+                                Ok(stream) => serve(stream, secret, script, log).await,
+                                Err(e) => eprintln!("fabstir node: TLS handshake failed: {e}"),
+                            },
+                            None => serve(stream, secret, script, log).await,
+                        }
+                    });
                     if let Ok(mut s) = sessions.lock() {
                         s.push(task);
                     }
@@ -100,6 +131,7 @@ impl HostNode {
         };
         Ok(Self {
             addr,
+            tls,
             pubkey,
             log,
             accept,
@@ -107,10 +139,14 @@ impl HostNode {
         })
     }
 
-    /// `http://127.0.0.1:PORT` (the bridge appends `/v1/ws`).
+    /// `http://127.0.0.1:PORT`, or `https://127.0.0.1:PORT` with TLS (the bridge appends `/v1/ws`).
     #[must_use]
     pub fn url(&self) -> String {
-        format!("http://{}", self.addr)
+        if self.tls {
+            format!("https://{}", self.addr)
+        } else {
+            format!("http://{}", self.addr)
+        }
     }
 
     /// The node's public key, compressed hex.
@@ -147,7 +183,10 @@ fn text(value: &Value) -> Message {
 }
 
 /// One client socket.
-async fn serve(stream: TcpStream, secret: [u8; 32], script: Script, log: Arc<Mutex<NodeLog>>) {
+async fn serve<S>(stream: S, secret: [u8; 32], script: Script, log: Arc<Mutex<NodeLog>>)
+where
+    S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
+{
     #[expect(
         clippy::result_large_err,
         reason = "the signature of tungstenite's handshake callback"

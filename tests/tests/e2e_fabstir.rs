@@ -323,3 +323,39 @@ async fn missing_fabstir_flags_are_named_at_start() {
         .unwrap_or_else(|| panic!("started without --host-url"));
     assert!(error.to_string().contains("--host-url"), "{error}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_https_host_is_reached_over_wss_with_a_private_ca() {
+    let cert = bridge_tests::tls::TestCert::generate().unwrap();
+    let node = HostNode::start_tls(
+        NODE_KEY,
+        script(|_| String::from("over TLS")),
+        cert.acceptor().unwrap(),
+    )
+    .await
+    .unwrap();
+    assert!(node.url().starts_with("https://"));
+    let ca = cert.pem_path().to_string_lossy().into_owned();
+    let bridge = bridge_for(&node, "fabstir-wss", &["--ca-cert", &ca]).await;
+    let r = http::post_messages(&bridge.base_url(), &request(false, 50), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx(&bridge, &node));
+    assert_eq!(r.json().unwrap()["content"][0]["text"], "over TLS");
+
+    // Without the private CA the certificate is refused, and the error says where it failed.
+    let untrusted = bridge_for(&node, "fabstir-wss-untrusted", &[]).await;
+    let r = http::post_messages(&untrusted.base_url(), &request(false, 50), T)
+        .await
+        .unwrap();
+    let error = r
+        .anthropic_error(&[529], "overloaded_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("wss://"),
+        "{error}"
+    );
+}

@@ -50,6 +50,8 @@ pub struct DirectConfig {
     pub price_per_token: f64,
     /// Seconds to connect.
     pub connect_timeout: Duration,
+    /// TLS for `https://` hosts (web PKI roots plus `--ca-cert`).
+    pub tls: std::sync::Arc<rustls::ClientConfig>,
 }
 
 impl std::fmt::Debug for DirectConfig {
@@ -324,7 +326,14 @@ impl Driver {
                 format!("cannot open the Fabstir session at {url}: {e}"),
             )
         };
-        let connecting = tokio_tungstenite::connect_async(url.as_str());
+        let connecting = tokio_tungstenite::connect_async_tls_with_config(
+            url.as_str(),
+            None,
+            false,
+            Some(tokio_tungstenite::Connector::Rustls(std::sync::Arc::clone(
+                &self.config.tls,
+            ))),
+        );
         let (mut socket, _) = tokio::time::timeout(self.config.connect_timeout, connecting)
             .await
             .map_err(|_| unreachable(String::from("timed out")))?
