@@ -264,12 +264,12 @@ impl Driver {
                 },
                 Effect::SendInit { job_id, prompt } => {
                     if let Err(error) = self.send_init(job_id, prompt).await {
-                        self.session.handle_host_error(error, now);
+                        self.send_failed(error);
                     }
                 }
                 Effect::SendPrompt { prompt } => {
                     if let Err(error) = self.send_prompt(prompt).await {
-                        self.session.handle_host_error(error, now);
+                        self.send_failed(error);
                     }
                 }
                 Effect::CancelPrompt { prompt } => {
@@ -359,12 +359,26 @@ impl Driver {
                 "the Fabstir session is not open",
             ));
         };
-        socket.send(Message::text(text)).await.map_err(|e| {
+        let sent = socket.send(Message::text(text)).await;
+        sent.map_err(|e| {
+            // A socket that cannot be written is gone (the host settles the job).
+            self.socket = None;
             ApiError::new(
                 ErrorKind::Overloaded,
                 format!("the Fabstir session failed: {e}"),
             )
         })
+    }
+
+    /// Sending a prompt's frames failed: a dead socket ends the job, anything else the prompt.
+    fn send_failed(&mut self, error: ApiError) {
+        let now = self.now();
+        if self.socket.is_none() {
+            warn!(message = %error.message, "the Fabstir session is gone");
+            self.session.handle_socket_closed(now);
+        } else {
+            self.session.handle_host_error(error, now);
+        }
     }
 
     /// A fresh session key sealed to the host, signed by the wallet (before every prompt).
