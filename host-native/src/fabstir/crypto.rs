@@ -10,8 +10,8 @@
 //!   `client_address` it acknowledges is really ours.
 //!
 //! Randomness comes in as arguments ([`Randomness`]), so tests are deterministic and the
-//! known-answer vectors from the live host's own code (`shared/fixtures/fabstir/
-//! crypto-vectors.json`) are reproduced exactly.
+//! known-answer vectors produced by the live host's own code (`tests/fixtures/fabstir/
+//! crypto-vectors.json`, a copy of the team's shared fixture) are reproduced exactly.
 
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
@@ -267,7 +267,7 @@ mod tests {
     fn vectors() -> Value {
         let path = concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../../shared/fixtures/fabstir/crypto-vectors.json"
+            "/../tests/fixtures/fabstir/crypto-vectors.json"
         );
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{path}: {e}"));
         serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}"))
