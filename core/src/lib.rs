@@ -12,6 +12,7 @@
 //!   events, raw model text → Anthropic events.
 //! - [`chatml`]: ChatML prompts and the streaming tool-call parser for raw-text hosts (Fabstir).
 //! - [`fabstir`]: the Fabstir host protocol's frames, model ids and host scoring.
+//! - [`hex`]: the one hex codec (Fabstir keys, ids and envelopes).
 //! - [`tokens`]: token estimates.
 //! - [`api`]: the facade the host, the component and the npm package call.
 
@@ -20,6 +21,7 @@ pub mod api;
 pub mod chatml;
 pub mod error;
 pub mod fabstir;
+pub mod hex;
 pub mod ids;
 pub mod openai;
 pub mod sse;

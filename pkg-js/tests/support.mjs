@@ -21,36 +21,32 @@ export function requireBuilt() {
   }
 }
 
+/**
+ * The fixture cases under `dir`: directories holding one of `markers`, as
+ * [{ name: prefix + dir name, files }], sorted; `files` maps each key to its file's bytes (or undefined).
+ */
+function loadCases(dir, markers, files, prefix = "") {
+  const read = (file) => (existsSync(file) ? new Uint8Array(readFileSync(file)) : undefined);
+  const cases = readdirSync(dir)
+    .filter((name) => markers.some((marker) => existsSync(join(dir, name, marker))))
+    .sort()
+    .map((name) => ({
+      name: `${prefix}${name}`,
+      files: Object.fromEntries(Object.entries(files).map(([key, file]) => [key, read(join(dir, name, file))])),
+    }));
+  if (cases.length === 0) throw new Error(`no fixtures under ${dir}`);
+  return cases;
+}
+
 /** The golden fixture cases: [{ name, files: { request, options, upstream } }], sorted. */
 export function loadFixtures() {
-  const read = (dir, file) => (existsSync(join(dir, file)) ? new Uint8Array(readFileSync(join(dir, file))) : undefined);
-  const cases = readdirSync(fixturesDir)
-    .filter((name) => statSync(join(fixturesDir, name)).isDirectory())
-    .map((name) => {
-      const dir = join(fixturesDir, name);
-      return { name, files: { request: read(dir, "request.json"), options: read(dir, "options.json"), upstream: read(dir, "upstream.sse") } };
-    })
-    .filter((c) => c.files.request || c.files.upstream)
-    .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  if (cases.length === 0) throw new Error(`no golden fixtures under ${fixturesDir}`);
-  return cases;
+  return loadCases(fixturesDir, ["request.json", "upstream.sse"], { request: "request.json", options: "options.json", upstream: "upstream.sse" });
 }
 
 /** The raw-text (Fabstir) cases: [{ name: "fabstir/<case>", files: { request, options, tokens, end, fail } }]. */
 export function loadFabstirFixtures() {
-  const dir = join(fixturesDir, "fabstir");
-  const read = (d, file) => (existsSync(join(d, file)) ? new Uint8Array(readFileSync(join(d, file))) : undefined);
-  const cases = readdirSync(dir)
-    .filter((name) => existsSync(join(dir, name, "tokens.json")))
-    .sort()
-    .map((name) => {
-      const d = join(dir, name);
-      const files = {};
-      for (const f of ["request", "options", "tokens", "end", "fail"]) files[f] = read(d, `${f}.json`);
-      return { name: `fabstir/${name}`, files };
-    });
-  if (cases.length === 0) throw new Error(`no raw-text fixtures under ${dir}`);
-  return cases;
+  const files = Object.fromEntries(["request", "options", "tokens", "end", "fail"].map((f) => [f, `${f}.json`]));
+  return loadCases(join(fixturesDir, "fabstir"), ["tokens.json"], files, "fabstir/");
 }
 
 /** The native core's outputs, written by `conformance-dump` in the same `make test` run. */

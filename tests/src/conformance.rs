@@ -216,13 +216,8 @@ pub fn request_view(outputs: &Outputs) -> crate::Result<Option<String>> {
     Ok(Some(serde_json::to_string_pretty(&view)?))
 }
 
-/// The raw-text (Fabstir) fixtures: `tests/fixtures/fabstir/<case>/` with `tokens.json`.
-#[must_use]
-pub fn fabstir_fixtures_dir() -> PathBuf {
-    fixtures_dir().join("fabstir")
-}
-
-/// Raw-text cases, sorted: directories holding a `tokens.json`.
+/// Raw-text (Fabstir) cases under `dir` (`tests/fixtures/fabstir`), sorted: directories holding a
+/// `tokens.json`.
 ///
 /// # Errors
 /// The directory cannot be read.

@@ -276,10 +276,9 @@ impl Renderer {
                 "user"
             }
         };
-        let text = match (&message.role, &message.content) {
-            (Role::Assistant, content) => self.assistant_text(content),
-            (_, Content::Text(text)) => text.clone(),
-            (_, Content::Blocks(blocks)) => self.user_text(blocks),
+        let text = match &message.content {
+            Content::Text(text) => text.clone(),
+            Content::Blocks(blocks) => self.blocks_text(blocks),
         };
         if prefill {
             // The model continues the client's partial answer.
@@ -290,7 +289,9 @@ impl Renderer {
         }
     }
 
-    fn user_text(&mut self, blocks: &[Block]) -> String {
+    /// The text of a turn's blocks, whoever wrote them: text, earlier calls and results in the
+    /// asked format, images taken out (a note left for those that cannot travel).
+    fn blocks_text(&mut self, blocks: &[Block]) -> String {
         let mut parts: Vec<String> = Vec::new();
         for block in blocks {
             match block {
@@ -309,7 +310,7 @@ impl Renderer {
                     }
                     match content {
                         Some(Content::Text(t)) => text.push_str(t),
-                        Some(Content::Blocks(inner)) => text.push_str(&self.user_text(inner)),
+                        Some(Content::Blocks(inner)) => text.push_str(&self.blocks_text(inner)),
                         None => {}
                     }
                     parts.push(format!("<tool_response>\n{text}\n</tool_response>"));
@@ -332,32 +333,6 @@ impl Renderer {
                     let kind = value.get("type").and_then(Value::as_str).unwrap_or("?");
                     self.warnings
                         .push(format!("content block of type {kind:?} dropped"));
-                }
-            }
-        }
-        parts.join("\n")
-    }
-
-    fn assistant_text(&mut self, content: &Content) -> String {
-        let blocks = match content {
-            Content::Text(text) => return text.clone(),
-            Content::Blocks(blocks) => blocks,
-        };
-        let mut parts: Vec<String> = Vec::new();
-        for block in blocks {
-            match block {
-                Block::Known(KnownBlock::Text { text, .. }) => parts.push(text.clone()),
-                Block::Known(KnownBlock::ToolUse { name, input, .. }) => {
-                    parts.push(self.call_text(name, input));
-                }
-                Block::Known(KnownBlock::Thinking { .. } | KnownBlock::RedactedThinking { .. }) => {
-                    self.dropped_thinking = true;
-                }
-                other => {
-                    let text = self.user_text(std::slice::from_ref(other));
-                    if !text.is_empty() {
-                        parts.push(text);
-                    }
                 }
             }
         }

@@ -111,6 +111,9 @@ pub struct ToolCallParser {
     mode: Mode,
     /// Undecided input: a possible tag prefix, or a call body.
     buf: String,
+    /// In a call, how much of `buf` is known not to hold `</tool_call>` (a long body is searched
+    /// once, not again on every token).
+    call_scanned: usize,
     /// Whitespace held back until non-whitespace text follows it.
     pending_ws: String,
     /// Whether the current text segment has emitted anything (leading whitespace is dropped).
@@ -125,6 +128,7 @@ impl ToolCallParser {
         Self {
             mode: Mode::Start,
             buf: String::new(),
+            call_scanned: 0,
             pending_ws: String::new(),
             segment_started: false,
             hints,
@@ -193,6 +197,7 @@ impl ToolCallParser {
                     let before: String = self.buf.drain(..at + CALL_OPEN.len()).collect();
                     self.text(&before[..at], out);
                     self.mode = Mode::Call;
+                    self.call_scanned = 0;
                     true
                 } else {
                     let keep = partial_tag_len(&self.buf, CALL_OPEN);
@@ -202,7 +207,13 @@ impl ToolCallParser {
                 }
             }
             Mode::Call => {
-                let Some(at) = self.buf.find(CALL_CLOSE) else {
+                // The tag may straddle the end of what was scanned: step back by its length.
+                let mut from = self.call_scanned.saturating_sub(CALL_CLOSE.len() - 1);
+                while !self.buf.is_char_boundary(from) {
+                    from -= 1;
+                }
+                let Some(at) = self.buf[from..].find(CALL_CLOSE).map(|at| from + at) else {
+                    self.call_scanned = self.buf.len();
                     return false;
                 };
                 let body: String = self.buf.drain(..at + CALL_CLOSE.len()).collect();
@@ -596,6 +607,28 @@ mod tests {
             vec![Piece::Text("Line one\n\nline two".into()), bash("ls")]
         );
         assert_eq!(run(&["  \n "], Vec::new()), Vec::<Piece>::new());
+    }
+
+    #[test]
+    fn a_long_call_fed_token_by_token_is_one_call() {
+        let content = "line of a file\n".repeat(2000);
+        let call =
+            serde_json::to_string(&json!({"name": "Write", "arguments": {"content": content}}))
+                .unwrap_or_default();
+        let text = format!("Writing.<tool_call>{call}</tool_call>");
+        let chars: Vec<char> = text.chars().collect();
+        let tokens: Vec<String> = chars.chunks(3).map(|c| c.iter().collect()).collect();
+        let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
+        assert_eq!(
+            run(&refs, Vec::new()),
+            vec![
+                Piece::Text("Writing.".into()),
+                Piece::ToolCall {
+                    name: "Write".into(),
+                    input: json!({ "content": content })
+                }
+            ]
+        );
     }
 
     #[test]

@@ -40,15 +40,11 @@ impl ModelId {
         let error = || ModelIdError {
             given: model.to_owned(),
         };
-        if let Some(hex) = trimmed.strip_prefix("0x")
-            && hex.len() == 64
+        if let Some(digits) = trimmed.strip_prefix("0x")
+            && digits.len() == 64
         {
-            let mut bytes = [0u8; 32];
-            for (i, pair) in hex.as_bytes().chunks(2).enumerate() {
-                let text = std::str::from_utf8(pair).map_err(|_| error())?;
-                bytes[i] = u8::from_str_radix(text, 16).map_err(|_| error())?;
-            }
-            return Ok(Self(bytes));
+            let bytes = crate::hex::decode(digits).ok_or_else(error)?;
+            return Ok(Self(bytes.try_into().map_err(|_| error())?));
         }
         let (repo, file) = trimmed.split_once(':').ok_or_else(error)?;
         let (repo, file) = (repo.trim(), file.trim());
@@ -77,17 +73,9 @@ impl ModelId {
     /// `0x` + 64 lowercase hex digits.
     #[must_use]
     pub fn to_hex(&self) -> String {
-        let mut out = String::with_capacity(66);
-        out.push_str("0x");
-        for byte in self.0 {
-            out.push(char::from(HEX[usize::from(byte >> 4)]));
-            out.push(char::from(HEX[usize::from(byte & 0xf)]));
-        }
-        out
+        format!("0x{}", crate::hex::encode(&self.0))
     }
 }
-
-const HEX: &[u8; 16] = b"0123456789abcdef";
 
 #[cfg(test)]
 mod tests {

@@ -193,13 +193,7 @@ pub fn address(key: &PublicKey) -> [u8; 20] {
 /// Lowercase hex without `0x`.
 #[must_use]
 pub fn to_hex(bytes: &[u8]) -> String {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(char::from(HEX[usize::from(b >> 4)]));
-        out.push(char::from(HEX[usize::from(b & 0xf)]));
-    }
-    out
+    bridge_core::hex::encode(bytes)
 }
 
 /// Hex (with or without `0x`, any case) → bytes.
@@ -207,18 +201,7 @@ pub fn to_hex(bytes: &[u8]) -> String {
 /// # Errors
 /// [`CryptoError::Hex`] when it is not hex.
 pub fn from_hex(text: &str, what: &'static str) -> Result<Vec<u8>, CryptoError> {
-    let text = text.strip_prefix("0x").unwrap_or(text);
-    if !text.len().is_multiple_of(2) {
-        return Err(CryptoError::Hex { what });
-    }
-    (0..text.len())
-        .step_by(2)
-        .map(|i| {
-            text.get(i..i + 2)
-                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
-                .ok_or(CryptoError::Hex { what })
-        })
-        .collect()
+    bridge_core::hex::decode(text).ok_or(CryptoError::Hex { what })
 }
 
 /// Hex → exactly `N` bytes.

@@ -15,7 +15,8 @@ use http::{Response, StatusCode};
 use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, warn};
 
-use bridge_core::api::{ChatmlOptions, TokenStream, TokenStreamOptions};
+use bridge_core::anthropic::events::ErrorKind;
+use bridge_core::api::{ChatmlOptions, Finished, StreamEnd, TokenStream, TokenStreamOptions};
 use bridge_core::fabstir::protocol::PromptPlain;
 
 use super::driver::{Fabstir, PromptHandle, Reply};
@@ -102,32 +103,13 @@ pub async fn create(
     };
 
     if !rendered.client_stream {
-        let mut next = Some(first);
-        while let Some(item) = next.take() {
-            match item {
-                Reply::Text(text) => {
-                    reply.feed(&text);
-                }
-                Reply::End(end) => {
-                    handle.mark_finished();
-                    let finished = reply.finish(&end);
-                    return Ok(json(finished.status, finished.body));
-                }
-                Reply::Failed(error) => {
-                    handle.mark_finished();
-                    reply.fail(error.kind, &error.message);
-                    let finished = reply.finish(&bridge_core::api::StreamEnd::default());
-                    return Ok(json(finished.status, finished.body));
-                }
+        let mut item = Some(first);
+        loop {
+            if let (_, Some(finished)) = apply(&mut reply, &mut handle, item) {
+                return Ok(json(finished.status, finished.body));
             }
-            next = handle.replies.recv().await;
+            item = handle.replies.recv().await;
         }
-        reply.fail(
-            bridge_core::anthropic::events::ErrorKind::Api,
-            "the Fabstir session driver stopped",
-        );
-        let finished = reply.finish(&bridge_core::api::StreamEnd::default());
-        return Ok(json(finished.status, finished.body));
     }
 
     let (tx, rx) = mpsc::channel::<Bytes>(64);
@@ -155,13 +137,9 @@ async fn relay(
     let mut next = Some(first);
     loop {
         let item = match next.take() {
-            Some(item) => item,
+            Some(item) => Some(item),
             None => match tokio::time::timeout(ping_interval, handle.replies.recv()).await {
-                Ok(Some(item)) => item,
-                Ok(None) => Reply::Failed(bridge_core::anthropic::events::ApiError::new(
-                    bridge_core::anthropic::events::ErrorKind::Api,
-                    "the Fabstir session driver stopped",
-                )),
+                Ok(item) => item,
                 Err(_) => {
                     if tx.send(Bytes::from_static(PING)).await.is_err() {
                         info!("client disconnected; cancelling the Fabstir prompt");
@@ -171,29 +149,46 @@ async fn relay(
                 }
             },
         };
-        let (out, done) = match item {
-            Reply::Text(text) => (reply.feed(&text), false),
-            Reply::End(end) => {
-                handle.mark_finished();
-                debug!(?end, "the Fabstir reply is complete");
-                (reply.finish(&end).body, true)
-            }
-            Reply::Failed(error) => {
-                handle.mark_finished();
-                warn!(message = %error.message, "the Fabstir prompt failed mid-reply");
-                let mut out = reply.fail(error.kind, &error.message);
-                out.push_str(&reply.finish(&bridge_core::api::StreamEnd::default()).body);
-                (out, true)
-            }
-        };
+        let (mut out, finished) = apply(&mut reply, &mut handle, item);
+        if let Some(finished) = &finished {
+            out.push_str(&finished.body);
+        }
         if !out.is_empty() && tx.send(Bytes::from(out)).await.is_err() {
             info!("client disconnected; cancelling the Fabstir prompt");
             return;
         }
-        if done {
+        if finished.is_some() {
             return;
         }
     }
+}
+
+/// One reply from the driver through the translator: the SSE text to write now, and the final
+/// answer once the reply is over (`None` from the driver means it stopped).
+fn apply(
+    reply: &mut TokenStream,
+    handle: &mut PromptHandle,
+    item: Option<Reply>,
+) -> (String, Option<Finished>) {
+    let (kind, message) = match item {
+        Some(Reply::Text(text)) => return (reply.feed(&text), None),
+        Some(Reply::End(end)) => {
+            handle.mark_finished();
+            debug!(?end, "the Fabstir reply is complete");
+            return (String::new(), Some(reply.finish(&end)));
+        }
+        Some(Reply::Failed(error)) => {
+            handle.mark_finished();
+            warn!(message = %error.message, "the Fabstir prompt failed mid-reply");
+            (error.kind, error.message)
+        }
+        None => (
+            ErrorKind::Api,
+            String::from("the Fabstir session driver stopped"),
+        ),
+    };
+    let out = reply.fail(kind, &message);
+    (out, Some(reply.finish(&StreamEnd::default())))
 }
 
 fn json(status: u16, body: String) -> Response<ResponseBody> {

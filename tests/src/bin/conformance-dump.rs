@@ -6,11 +6,9 @@
 //! cargo run -p bridge-tests --bin conformance-dump -- OUT.json [FIXTURES_DIR]
 //! ```
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use bridge_tests::conformance::{
-    cases, fabstir_cases, fabstir_fixtures_dir, fixtures_dir, run_case, run_fabstir_case,
-};
+use bridge_tests::conformance::{cases, fabstir_cases, fixtures_dir, run_case, run_fabstir_case};
 
 fn main() -> bridge_tests::Result<()> {
     let mut args = std::env::args_os().skip(1);
@@ -20,32 +18,25 @@ fn main() -> bridge_tests::Result<()> {
     );
     let dir = args.next().map_or_else(fixtures_dir, PathBuf::from);
     let native = claude_bridge::engine::native();
-    let mut dump = serde_json::Map::new();
-    for case in cases(&dir)? {
-        let name = case
+    let name = |case: &Path| -> bridge_tests::Result<String> {
+        Ok(case
             .file_name()
             .ok_or("a fixture case has no name")?
             .to_string_lossy()
-            .into_owned();
+            .into_owned())
+    };
+    let mut dump = serde_json::Map::new();
+    for case in cases(&dir)? {
         let outputs = run_case(native.as_ref(), &case)?;
-        dump.insert(name, serde_json::to_value(&outputs.parts)?);
+        dump.insert(name(&case)?, serde_json::to_value(&outputs.parts)?);
     }
     // The raw-text (Fabstir) cases, keyed `fabstir/<case>`.
-    let fabstir_dir = if dir == fixtures_dir() {
-        fabstir_fixtures_dir()
-    } else {
-        dir.join("fabstir")
-    };
+    let fabstir_dir = dir.join("fabstir");
     if fabstir_dir.is_dir() {
         for case in fabstir_cases(&fabstir_dir)? {
-            let name = case
-                .file_name()
-                .ok_or("a fixture case has no name")?
-                .to_string_lossy()
-                .into_owned();
             let outputs = run_fabstir_case(&case)?;
             dump.insert(
-                format!("fabstir/{name}"),
+                format!("fabstir/{}", name(&case)?),
                 serde_json::to_value(&outputs.parts)?,
             );
         }
