@@ -2,6 +2,7 @@
 # Install the real clients the end-to-end tests drive (tests/tests/e2e_*.rs):
 #   - tests/e2e/node_modules: @anthropic-ai/claude-code (native CLI), @anthropic-ai/sdk and the @noble
 #     crypto libraries (pinned in package.json)
+#   - tests/evm/node_modules: hardhat (the local EVM node) and solc (pinned in package.json)
 #   - tests/e2e/.venv: Python venv with the `anthropic` SDK (pinned in requirements.txt)
 # Idempotent and quiet; a no-op taking well under a second when everything is in place.
 set -euo pipefail
@@ -38,6 +39,19 @@ if [[ -z "$claude_bin" ]]; then
   exit 1
 fi
 [[ -x "$claude_bin" ]] || chmod +x "$claude_bin"
+
+# --- The local Fabstir world's chain: hardhat (EVM node) and solc, in tests/evm -------------------
+evm="$root/tests/evm"
+evm_stamp="$evm/node_modules/.package-lock.json"
+evm_ok() {
+  [[ -f "$evm_stamp" && "$evm_stamp" -nt "$evm/package.json" ]] &&
+    [[ -f "$evm/node_modules/hardhat/internal/cli/cli.js" && -f "$evm/node_modules/solc/package.json" ]]
+}
+if ! evm_ok; then
+  echo "setup-e2e: npm install in tests/evm (hardhat, solc)"
+  (cd "$evm" && npm install --no-audit --no-fund --loglevel=error >/dev/null)
+  touch "$evm_stamp"
+fi
 
 # --- Python venv ---------------------------------------------------------------------------------
 want="$(sed -n 's/^anthropic==//p' requirements.txt)"

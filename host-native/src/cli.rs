@@ -42,6 +42,12 @@ pub enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// List the Fabstir hosts that serve a model: address, URL, price, stake, score.
+    Hosts {
+        /// Chain options (`--model`, `--rpc-url`, `--chain-id`, `--payment`, `--selection`, contracts).
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
     /// Run the translator over files (a debugging aid): print the upstream request, and with
     /// `--upstream` the Anthropic events (or the folded message with `--no-stream`).
     Translate {
@@ -66,9 +72,32 @@ pub enum Provider {
     /// OpenAI Chat Completions (`/v1/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM,
     /// llama.cpp, LM Studio, DeepSeek, Groq, …
     Openai,
-    /// A Fabstir host node: an end-to-end encrypted WebSocket session paid on-chain. Today in
-    /// direct mode only: one host (`--host-url`, `--host-pubkey`) and an existing job (`--job-id`).
+    /// A Fabstir host node: an end-to-end encrypted WebSocket session paid on-chain. Chain mode
+    /// discovers hosts for `--model` and pays jobs (`--rpc-url`, `--deposit`, `--max-spend`);
+    /// direct mode uses one host (`--host-url`, `--host-pubkey`) and an existing job (`--job-id`).
     Fabstir,
+}
+
+/// How Fabstir jobs are paid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum PaymentChoice {
+    /// The chain's native coin (ETH on Base).
+    Eth,
+    /// USDC (ERC-20).
+    Usdc,
+}
+
+/// How Fabstir hosts are weighed (stake, price, uptime, latency).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum SelectionChoice {
+    /// Balanced (.35/.30/.20/.15).
+    Auto,
+    /// Price first.
+    Cheapest,
+    /// Stake and uptime first.
+    Reliable,
+    /// Latency first.
+    Fastest,
 }
 
 /// The tool-call format a raw-text model is asked for (every format is parsed).
@@ -167,25 +196,63 @@ pub struct ServeArgs {
     /// Seconds of upstream silence after which a `ping` event is sent to the client.
     #[arg(long, env = "CLAUDE_BRIDGE_PING_INTERVAL", default_value_t = 10)]
     pub ping_interval: u64,
-    /// Fabstir: the host's URL (`http://HOST:PORT` → `ws://…/v1/ws`, `https://` → `wss://`).
+    /// Fabstir (direct mode): the host's URL (`http://HOST:PORT` → `ws://…/v1/ws`, `https://` → `wss://`).
     #[arg(long, env = "CLAUDE_BRIDGE_HOST_URL")]
     pub host_url: Option<String>,
-    /// Fabstir: the host's public key, compressed hex (from its NodeRegistry metadata).
+    /// Fabstir (direct mode): the host's public key, compressed hex (from its NodeRegistry metadata).
     #[arg(long, env = "CLAUDE_BRIDGE_HOST_PUBKEY")]
     pub host_pubkey: Option<String>,
-    /// Fabstir: the existing session job to use (direct mode: no chain calls).
+    /// Fabstir: the existing session job to use (selects direct mode: no chain calls).
     #[arg(long, env = "CLAUDE_BRIDGE_JOB_ID")]
     pub job_id: Option<u64>,
-    /// Fabstir: the chain the job is on (Base Sepolia).
+    /// Fabstir: the chain id (Base Sepolia); in chain mode the RPC must serve it.
     #[arg(long, env = "CLAUDE_BRIDGE_CHAIN_ID", default_value_t = 84532)]
     pub chain_id: u64,
-    /// Fabstir: the job's price per token, as sent in the session init.
+    /// Fabstir (direct mode): the job's price per token, as sent in the session init (chain mode
+    /// uses the host's on-chain price).
     #[arg(long, env = "CLAUDE_BRIDGE_PRICE_PER_TOKEN", default_value_t = 1.0)]
     pub price_per_token: f64,
     /// Fabstir: a file holding the wallet's private key (hex). Or set
     /// CLAUDE_BRIDGE_PRIVATE_KEY; the key is never accepted as a plain flag and never logged.
     #[arg(long, env = "CLAUDE_BRIDGE_PRIVATE_KEY_FILE")]
     pub private_key_file: Option<PathBuf>,
+    /// Fabstir (chain mode): the JSON-RPC endpoint of the chain (default for 84532:
+    /// https://sepolia.base.org).
+    #[arg(long, env = "CLAUDE_BRIDGE_RPC_URL")]
+    pub rpc_url: Option<String>,
+    /// Fabstir (chain mode): only use this host (its operator address).
+    #[arg(long, env = "CLAUDE_BRIDGE_HOST")]
+    pub host: Option<String>,
+    /// Fabstir (chain mode): pay jobs in the native coin or in USDC (ERC-20, approved first).
+    #[arg(long, env = "CLAUDE_BRIDGE_PAYMENT", value_enum, default_value_t = PaymentChoice::Eth)]
+    pub payment: PaymentChoice,
+    /// Fabstir (chain mode): each job's deposit in ETH or USDC (default 0.0002 ETH or 1 USDC; the
+    /// contract's minimum is 0.0001 ETH or 0.5 USDC). What the host does not use is refunded.
+    #[arg(long, env = "CLAUDE_BRIDGE_DEPOSIT")]
+    pub deposit: Option<String>,
+    /// Fabstir (chain mode): the most this ledger may spend, in ETH or USDC: what earlier runs
+    /// were charged plus this run's deposits (default: five deposits).
+    #[arg(long, env = "CLAUDE_BRIDGE_MAX_SPEND")]
+    pub max_spend: Option<String>,
+    /// Fabstir (chain mode): how hosts are weighed.
+    #[arg(long, env = "CLAUDE_BRIDGE_SELECTION", value_enum, default_value_t = SelectionChoice::Auto)]
+    pub selection: SelectionChoice,
+    /// Fabstir (chain mode): the job ledger file (default
+    /// `$XDG_STATE_HOME/claude-bridge/fabstir-ledger.json`).
+    #[arg(long, env = "CLAUDE_BRIDGE_LEDGER")]
+    pub ledger: Option<PathBuf>,
+    /// Fabstir (chain mode): blocks to wait for before a new job is used.
+    #[arg(long, env = "CLAUDE_BRIDGE_CONFIRMATIONS", default_value_t = 1)]
+    pub confirmations: u64,
+    /// Fabstir (chain mode): the JobMarketplace contract (default: the Base Sepolia deployment).
+    #[arg(long, env = "CLAUDE_BRIDGE_JOB_MARKETPLACE")]
+    pub job_marketplace: Option<String>,
+    /// Fabstir (chain mode): the NodeRegistry contract (default: the Base Sepolia deployment).
+    #[arg(long, env = "CLAUDE_BRIDGE_NODE_REGISTRY")]
+    pub node_registry: Option<String>,
+    /// Fabstir (chain mode): the USDC token (default: Base Sepolia's USDC).
+    #[arg(long, env = "CLAUDE_BRIDGE_USDC")]
+    pub usdc: Option<String>,
     /// Fabstir: the tool-call format the model is asked for (`json`, or `glm` for GLM models).
     #[arg(long, env = "CLAUDE_BRIDGE_TOOL_FORMAT", value_enum, default_value_t = ToolFormatChoice::Json)]
     pub tool_format: ToolFormatChoice,

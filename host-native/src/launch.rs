@@ -18,7 +18,7 @@ pub async fn claude(
     claude_bin: &str,
     claude_args: &[String],
 ) -> Result<u8, String> {
-    let state = run::build_state(args)?;
+    let state = run::build_state(args).await?;
     let listener = TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| e.to_string())?;

@@ -46,6 +46,15 @@ fn main() -> ExitCode {
             run::init_tracing(&serve);
             runtime.block_on(claude_bridge::launch::claude(&serve, &claude_bin, &args))
         }
+        Some(Command::Hosts { serve }) => {
+            run::init_tracing(&serve);
+            runtime
+                .block_on(claude_bridge::fabstir::setup::hosts(&serve))
+                .map(|table| {
+                    print!("{table}");
+                    0
+                })
+        }
         Some(Command::Translate {
             request,
             upstream,

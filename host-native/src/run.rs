@@ -6,12 +6,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::{info, warn};
 
-use bridge_core::api::{ChatmlOptions, ToolFormat};
-
-use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs, ToolFormatChoice};
+use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs};
 use crate::engine::{self, Engine};
-use crate::fabstir::driver::{DirectConfig, Fabstir};
-use crate::fabstir::provider::FabstirBackend;
 use crate::server::{self, AppState};
 use crate::upstream::Upstream;
 
@@ -49,7 +45,7 @@ pub fn build_engine(args: &ServeArgs) -> Result<Arc<dyn Engine>, String> {
 ///
 /// # Errors
 /// Bad upstream configuration or engine set-up failure.
-pub fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
+pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
     let upstream = Upstream::new(
         &args.base_url,
@@ -72,79 +68,9 @@ pub fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         },
         fabstir: match args.provider {
             Provider::Openai => None,
-            Provider::Fabstir => Some(Arc::new(fabstir_backend(args)?)),
+            Provider::Fabstir => Some(Arc::new(crate::fabstir::setup::backend(args).await?)),
         },
     }))
-}
-
-/// The Fabstir backend in direct mode, from the flags (the key from the environment or a file).
-fn fabstir_backend(args: &ServeArgs) -> Result<FabstirBackend, String> {
-    use crate::fabstir::crypto;
-    let missing = |flag: &str| {
-        format!(
-            "--provider fabstir needs {flag} (direct mode: --host-url, --host-pubkey, --job-id, \
-             --model org/repo:file.gguf, and the wallet key in CLAUDE_BRIDGE_PRIVATE_KEY or \
-             --private-key-file)"
-        )
-    };
-    let host_url = args.host_url.clone().ok_or_else(|| missing("--host-url"))?;
-    let pubkey_hex = args
-        .host_pubkey
-        .as_deref()
-        .ok_or_else(|| missing("--host-pubkey"))?;
-    let job_id = args.job_id.ok_or_else(|| missing("--job-id"))?;
-    let model = args.model.clone().ok_or_else(|| missing("--model"))?;
-    bridge_core::fabstir::model_id::ModelId::parse(&model).map_err(|e| format!("--model: {e}"))?;
-    let host_pubkey = crypto::from_hex(pubkey_hex, "--host-pubkey")
-        .and_then(|bytes| crypto::public_key(&bytes, "--host-pubkey"))
-        .map_err(|e| {
-            format!("--host-pubkey: {e} (give the host's compressed secp256k1 key as hex)")
-        })?;
-    let key_text = match (
-        &args.private_key_file,
-        std::env::var("CLAUDE_BRIDGE_PRIVATE_KEY"),
-    ) {
-        (Some(path), _) => std::fs::read_to_string(path)
-            .map_err(|e| format!("--private-key-file {}: {e}", path.display()))?,
-        (None, Ok(key)) => key,
-        (None, Err(_)) => return Err(missing("a wallet key")),
-    };
-    let wallet = crypto::from_hex(key_text.trim(), "private key")
-        .and_then(|bytes| crypto::secret_key(&bytes, "private key"))
-        .map_err(|_| String::from("the wallet private key is not 32 bytes of hex"))?;
-    info!(
-        host = %host_url,
-        job_id,
-        chain_id = args.chain_id,
-        model = %model,
-        wallet = %format!("0x{}", crypto::to_hex(&crypto::address(&wallet.public_key()))),
-        "Fabstir direct mode"
-    );
-    let config = DirectConfig {
-        host_url,
-        host_pubkey,
-        job_id,
-        chain_id: args.chain_id,
-        wallet,
-        model: model.clone(),
-        price_per_token: args.price_per_token,
-        connect_timeout: Duration::from_secs(args.connect_timeout.max(1)),
-        tls: Arc::new(crate::upstream::tls_config(args.ca_cert.as_deref())?),
-    };
-    Ok(FabstirBackend {
-        client: Fabstir::start_direct(config, Box::new(crate::fabstir::OsRandomness)),
-        options: ChatmlOptions {
-            model: Some(model.clone()),
-            max_tokens_cap: (args.max_tokens_cap > 0).then_some(args.max_tokens_cap),
-            tool_format: match args.tool_format {
-                ToolFormatChoice::Json => ToolFormat::Json,
-                ToolFormatChoice::Glm => ToolFormat::Glm,
-            },
-            require_max_tokens: true,
-        },
-        model,
-        ping_interval: Duration::from_secs(args.ping_interval.max(1)),
-    })
 }
 
 /// Bind and serve until SIGINT/SIGTERM.
@@ -152,7 +78,7 @@ fn fabstir_backend(args: &ServeArgs) -> Result<FabstirBackend, String> {
 /// # Errors
 /// The address cannot be bound, or set-up failed.
 pub async fn serve(args: &ServeArgs) -> Result<(), String> {
-    let state = build_state(args)?;
+    let state = build_state(args).await?;
     let listener = TcpListener::bind(args.listen).await.map_err(|e| {
         format!(
             "cannot listen on {}: {e} (is another bridge running? try --listen 127.0.0.1:0)",

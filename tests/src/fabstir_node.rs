@@ -6,9 +6,14 @@
 //! honoured mid-stream, and a closed socket recorded as the job settled.
 //!
 //! Only the model is scripted: a [`Script`] turns each decrypted prompt into the tokens to emit.
+//!
+//! On a chain ([`HostNode::start_on_chain`]) the node also does what the live host does with the
+//! job: an init for a job that is not an active job of this host is refused, and a socket that
+//! closes settles its job on-chain (tokens proven, then `completeSessionJob`). A killed session
+//! ([`HostNode::kill_sessions`], a crash) settles nothing.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -81,7 +86,19 @@ impl HostNode {
     /// # Errors
     /// Binding fails or the key is invalid.
     pub async fn start(secret: [u8; 32], script: Script) -> crate::Result<Self> {
-        Self::start_with(secret, script, None).await
+        Self::start_with(secret, script, None, None).await
+    }
+
+    /// Start with jobs checked against and settled on the local chain.
+    ///
+    /// # Errors
+    /// Binding fails or the key is invalid.
+    pub async fn start_on_chain(
+        secret: [u8; 32],
+        script: Script,
+        chain: Arc<crate::evm_world::NodeChain>,
+    ) -> crate::Result<Self> {
+        Self::start_with(secret, script, None, Some(chain)).await
     }
 
     /// Start serving `wss://` with this TLS acceptor (see [`crate::tls::TestCert`]).
@@ -93,13 +110,14 @@ impl HostNode {
         script: Script,
         acceptor: tokio_rustls::TlsAcceptor,
     ) -> crate::Result<Self> {
-        Self::start_with(secret, script, Some(acceptor)).await
+        Self::start_with(secret, script, Some(acceptor), None).await
     }
 
     async fn start_with(
         secret: [u8; 32],
         script: Script,
         acceptor: Option<tokio_rustls::TlsAcceptor>,
+        chain: Option<Arc<crate::evm_world::NodeChain>>,
     ) -> crate::Result<Self> {
         let tls = acceptor.is_some();
         let key = crypto::secret_key(&secret, "node key")?;
@@ -112,15 +130,19 @@ impl HostNode {
             let (log, sessions) = (Arc::clone(&log), Arc::clone(&sessions));
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
-                    let (script, log, acceptor) =
-                        (Arc::clone(&script), Arc::clone(&log), acceptor.clone());
+                    let (script, log, acceptor, chain) = (
+                        Arc::clone(&script),
+                        Arc::clone(&log),
+                        acceptor.clone(),
+                        chain.clone(),
+                    );
                     let task = tokio::spawn(async move {
                         match acceptor {
                             Some(acceptor) => match acceptor.accept(stream).await {
-                                Ok(stream) => serve(stream, secret, script, log).await,
+                                Ok(stream) => serve(stream, secret, script, log, chain).await,
                                 Err(e) => eprintln!("fabstir node: TLS handshake failed: {e}"),
                             },
-                            None => serve(stream, secret, script, log).await,
+                            None => serve(stream, secret, script, log, chain).await,
                         }
                     });
                     if let Ok(mut s) = sessions.lock() {
@@ -183,8 +205,13 @@ fn text(value: &Value) -> Message {
 }
 
 /// One client socket.
-async fn serve<S>(stream: S, secret: [u8; 32], script: Script, log: Arc<Mutex<NodeLog>>)
-where
+async fn serve<S>(
+    stream: S,
+    secret: [u8; 32],
+    script: Script,
+    log: Arc<Mutex<NodeLog>>,
+    chain: Option<Arc<crate::evm_world::NodeChain>>,
+) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
     #[expect(
@@ -226,6 +253,7 @@ where
     let mut job_id = String::new();
     let mut cancel = Arc::new(AtomicBool::new(false));
     let mut rng = Counter(7);
+    let served = Arc::new(AtomicU64::new(0));
     while let Some(Ok(message)) = source.next().await {
         let Message::Text(frame) = message else {
             if matches!(message, Message::Close(_)) {
@@ -243,6 +271,12 @@ where
             "encrypted_session_init" => {
                 match open_init(&node_key, &frame["payload"]) {
                     Ok((init, signer)) => {
+                        if let Some(chain) = &chain
+                            && let Err(reason) = chain.check_job(&init.job_id).await
+                        {
+                            let _ = out.send(text(&json!({"type": "error", "message": reason})));
+                            continue;
+                        }
                         session_key =
                             crypto::from_hex_array::<32>(&init.session_key, "session key").ok();
                         job_id.clone_from(&init.job_id);
@@ -287,6 +321,7 @@ where
                     session_id: frame["session_id"].as_str().unwrap_or_default().to_owned(),
                     cancel: Arc::clone(&cancel),
                     prompt_tokens: (prompt.prompt.len() / 4) as u64,
+                    served: Arc::clone(&served),
                 };
                 let seed = rng.0;
                 rng.0 = rng.0.wrapping_add(1);
@@ -302,6 +337,12 @@ where
         }
     }
     // The live host settles the job when the socket closes.
+    if let Some(chain) = &chain
+        && !job_id.is_empty()
+        && let Err(e) = chain.settle(&job_id, served.load(Ordering::SeqCst)).await
+    {
+        eprintln!("fabstir node: settling job {job_id} failed: {e}");
+    }
     if let Ok(mut l) = log.lock() {
         l.settled.push(job_id);
     }
@@ -319,6 +360,8 @@ struct Reply {
     session_id: String,
     cancel: Arc<AtomicBool>,
     prompt_tokens: u64,
+    /// Tokens served on this socket (what the host proves on-chain).
+    served: Arc<AtomicU64>,
 }
 
 impl Reply {
@@ -345,6 +388,7 @@ impl Reply {
             }
             let _ = self.out.send(text(&frame));
             sent += 1;
+            self.served.fetch_add(1, Ordering::SeqCst);
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
         let nonce = crypto::nonce(&mut rng);

@@ -7,6 +7,7 @@
 //! - [`http`]: a tiny hyper client with timeouts (raw requests to the bridge).
 //! - [`sse`]: an Anthropic SSE parser and an independent stream-shape validator.
 //! - [`conformance`]: one fixture case through one engine, as parts every runtime must match.
+//! - [`evm_world`]: the local chain: hardhat's EVM node (84532) with our contracts, compiled by solc.
 //! - [`fabstir_node`]: a local Fabstir host node speaking the live host's protocol (real crypto).
 //! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
 //! - [`tempdir`]: throw-away directories removed on drop.
@@ -19,6 +20,7 @@ pub mod bridge;
 pub mod chunks;
 pub mod clients;
 pub mod conformance;
+pub mod evm_world;
 pub mod fabstir_node;
 pub mod http;
 pub mod sse;

@@ -53,6 +53,10 @@ pub struct Limits {
     pub already_spent: u128,
     /// Jobs in a row that may fail to answer a prompt before the machine stops opening more.
     pub max_failed_jobs: u32,
+    /// Decimals of the money unit (18 for ETH, 6 for USDC), for messages.
+    pub decimals: u32,
+    /// The money unit's name (`ETH`, `USDC`), for messages.
+    pub unit: &'static str,
     /// Waiting for `session_init_ack`.
     pub init_timeout_ms: u64,
     /// Waiting for the first chunk after the prompt was sent.
@@ -68,6 +72,8 @@ impl Default for Limits {
             max_spend: 0,
             already_spent: 0,
             max_failed_jobs: 3,
+            decimals: 0,
+            unit: "",
             init_timeout_ms: 30_000,
             first_chunk_timeout_ms: 180_000,
             idle_timeout_ms: 60_000,
@@ -355,6 +361,29 @@ impl Session {
         self.job_lost(now);
     }
 
+    /// An amount in the limits' unit: `0.0002 ETH` (base units when no unit is set).
+    fn amount(&self, value: u128) -> String {
+        let decimals = self.limits.decimals as usize;
+        let text = value.to_string();
+        let number = if decimals == 0 {
+            text
+        } else {
+            let padded = format!("{text:0>width$}", width = decimals + 1);
+            let (whole, frac) = padded.split_at(padded.len() - decimals);
+            let frac = frac.trim_end_matches('0');
+            if frac.is_empty() {
+                whole.to_owned()
+            } else {
+                format!("{whole}.{frac}")
+            }
+        };
+        if self.limits.unit.is_empty() {
+            number
+        } else {
+            format!("{number} {}", self.limits.unit)
+        }
+    }
+
     /// The job is gone before it answered: count it, and go on with a new one if allowed.
     fn job_lost(&mut self, now: u64) {
         self.failed_jobs += 1;
@@ -391,9 +420,9 @@ impl Session {
                         format!(
                             "a new Fabstir session needs a deposit of {} but only {} of the \
                              spending cap ({}) is left; raise --max-spend to continue",
-                            self.limits.deposit,
-                            self.limits.max_spend.saturating_sub(self.spent),
-                            self.limits.max_spend
+                            self.amount(self.limits.deposit),
+                            self.amount(self.limits.max_spend.saturating_sub(self.spent)),
+                            self.amount(self.limits.max_spend)
                         ),
                     ));
                 } else {

@@ -4,15 +4,15 @@
 //! tokens from a channel; everything about order, recovery, spending and timeouts is decided by
 //! the state machine.
 //!
-//! Direct mode (for host operators): the job exists already (`--job-id`), so "create a job" means
-//! "use that job" once; after the host settles it (the socket closed), prompts fail with an error
-//! that says to start the bridge with a new job.
+//! Jobs come from a [`JobSource`]: in direct mode (for host operators) the one job given with
+//! `--job-id`, which after the host settles it (the socket closed) cannot be replaced; in chain
+//! mode a new job paid on-chain with a host chosen from the NodeRegistry, recorded in the ledger.
 
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
 use futures_util::{SinkExt, StreamExt};
-use k256::{PublicKey, SecretKey};
+use k256::SecretKey;
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use tokio_tungstenite::tungstenite::Message;
@@ -28,40 +28,34 @@ use bridge_core::fabstir::protocol::{
 use bridge_core::fabstir::session::{Effect, Limits, PromptId, Session};
 
 use super::crypto::{self, Key, Randomness};
+use super::jobs::{JobSource, Target};
 
 type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
-/// How to reach one host with one job (direct mode).
+/// What every session of the driver shares.
 #[derive(Clone)]
-pub struct DirectConfig {
-    /// The host's base URL (`http://host:port`); `/v1/ws` is appended.
-    pub host_url: String,
-    /// The host's static public key.
-    pub host_pubkey: PublicKey,
-    /// The existing session job.
-    pub job_id: u64,
-    /// The chain the job is on.
+pub struct SessionConfig {
+    /// The chain the jobs are on (sent in the init).
     pub chain_id: u64,
     /// The client's wallet key (signs the init).
     pub wallet: SecretKey,
     /// The model's name as the host knows it.
     pub model: String,
-    /// The job's price per token (sent in the init).
-    pub price_per_token: f64,
     /// Seconds to connect.
     pub connect_timeout: Duration,
     /// TLS for `https://` hosts (web PKI roots plus `--ca-cert`).
     pub tls: std::sync::Arc<rustls::ClientConfig>,
+    /// Deposits, the spending cap and timeouts.
+    pub limits: Limits,
 }
 
-impl std::fmt::Debug for DirectConfig {
+impl std::fmt::Debug for SessionConfig {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DirectConfig")
-            .field("host_url", &self.host_url)
-            .field("job_id", &self.job_id)
+        f.debug_struct("SessionConfig")
             .field("chain_id", &self.chain_id)
             .field("model", &self.model)
             .field("wallet", &"<secret>")
+            .field("limits", &self.limits)
             .finish_non_exhaustive()
     }
 }
@@ -119,22 +113,22 @@ impl Drop for PromptHandle {
 }
 
 impl Fabstir {
-    /// Start the driver for one host and job.
+    /// Start the driver with its job source.
     #[must_use]
-    pub fn start_direct(config: DirectConfig, rng: Box<dyn Randomness + Send + Sync>) -> Self {
+    pub fn start(
+        config: SessionConfig,
+        jobs: JobSource,
+        rng: Box<dyn Randomness + Send + Sync>,
+    ) -> Self {
         let (commands, rx) = mpsc::unbounded_channel();
-        let limits = Limits {
-            deposit: 0,
-            max_spend: 0,
-            ..Limits::default()
-        };
         let driver = Driver {
+            session: Session::new(config.limits),
             config,
+            jobs,
+            target: None,
             rng,
-            session: Session::new(limits),
             started: Instant::now(),
             socket: None,
-            job_used: false,
             prompts: HashMap::new(),
             running: None,
         };
@@ -178,12 +172,14 @@ struct Running {
 }
 
 struct Driver {
-    config: DirectConfig,
+    config: SessionConfig,
+    jobs: JobSource,
+    /// The current job's host and id.
+    target: Option<Target>,
     rng: Box<dyn Randomness + Send + Sync>,
     session: Session,
     started: Instant,
     socket: Option<Socket>,
-    job_used: bool,
     prompts: HashMap<PromptId, Pending>,
     running: Option<Running>,
 }
@@ -215,49 +211,76 @@ impl Driver {
                     }
                     None => break,
                 },
-                frame = next_frame(&mut self.socket) => self.frame(frame),
+                frame = next_frame(&mut self.socket) => self.frame(frame).await,
                 () = sleep_until(deadline) => {
                     let now = self.now();
                     self.session.handle_timeout(now);
                 }
             }
         }
+        self.close_socket().await;
+    }
+
+    /// Close the socket, if open: the host settles the job.
+    async fn close_socket(&mut self) {
         if let Some(mut socket) = self.socket.take() {
             let _ = socket.close(None).await;
+            self.job_closed().await;
         }
+    }
+
+    /// The job's socket is gone: the host settles the job.
+    async fn job_closed(&mut self) {
+        if let Some(target) = &self.target {
+            self.jobs.job_closed(target).await;
+        }
+    }
+
+    /// The job's host failed the running prompt.
+    fn host_failed(&mut self) {
+        if let Some(target) = &self.target {
+            self.jobs.host_failed(target);
+        }
+    }
+
+    fn session_id(&self) -> String {
+        self.target
+            .as_ref()
+            .map(|t| t.job_id.to_string())
+            .unwrap_or_default()
     }
 
     async fn carry_out_effects(&mut self) {
         while let Some(effect) = self.session.poll_effect() {
-            let now = self.now();
             match effect {
-                Effect::CreateJob { .. } => {
-                    if self.job_used {
-                        self.session.handle_job_failed(
-                            ApiError::new(
-                                ErrorKind::Api,
-                                format!(
-                                    "Fabstir job {} was settled when its session closed, and direct mode cannot \
-                                     create jobs: start the bridge with a new --job-id",
-                                    self.config.job_id
-                                ),
-                            ),
-                            now,
-                        );
-                    } else {
-                        self.job_used = true;
-                        self.session.handle_job_created(self.config.job_id, now);
+                Effect::CreateJob { deposit } => {
+                    let created = self.jobs.create(deposit, &mut *self.rng).await;
+                    let now = self.now();
+                    match created {
+                        Ok(target) => {
+                            let job_id = target.job_id;
+                            self.target = Some(target);
+                            self.session.handle_job_created(job_id, now);
+                        }
+                        Err(error) => {
+                            warn!(message = %error.message, "no Fabstir job");
+                            self.session.handle_job_failed(error, now);
+                        }
                     }
                 }
                 Effect::OpenSocket { job_id } => match self.connect().await {
-                    Ok(socket) => {
-                        info!(job_id, host = %self.config.host_url, "Fabstir session open");
+                    Ok((socket, millis)) => {
+                        if let Some(target) = &self.target {
+                            info!(job_id, host = %target.host_url, millis, "Fabstir session open");
+                            self.jobs.host_reached(target, millis);
+                        }
                         self.socket = Some(socket);
                         let now = self.now();
                         self.session.handle_socket_opened(now);
                     }
                     Err(error) => {
                         warn!(%error.message, "cannot reach the Fabstir host");
+                        self.host_failed();
                         let now = self.now();
                         self.session.handle_socket_failed(error, now);
                     }
@@ -276,7 +299,7 @@ impl Driver {
                     self.prompts.remove(&prompt);
                     self.running = None;
                     let frame = ClientFrame::StreamCancel {
-                        session_id: self.config.job_id.to_string(),
+                        session_id: self.session_id(),
                         reason: String::from("user_cancelled"),
                     };
                     let _ = self.send(&frame).await;
@@ -301,9 +324,9 @@ impl Driver {
                     }
                 }
                 Effect::CloseSocket => {
-                    if let Some(mut socket) = self.socket.take() {
-                        let _ = socket.close(None).await;
-                    }
+                    // Only a host that stopped answering in time is abandoned.
+                    self.host_failed();
+                    self.close_socket().await;
                 }
             }
         }
@@ -311,8 +334,16 @@ impl Driver {
 }
 
 impl Driver {
-    async fn connect(&self) -> Result<Socket, ApiError> {
-        let base = self.config.host_url.trim_end_matches('/');
+    /// Open the socket to the current job's host; also returns how long it took (ms).
+    async fn connect(&self) -> Result<(Socket, u64), ApiError> {
+        let Some(target) = &self.target else {
+            return Err(ApiError::new(
+                ErrorKind::Api,
+                "no Fabstir job to connect to",
+            ));
+        };
+        let started = Instant::now();
+        let base = target.host_url.trim_end_matches('/');
         let url = if let Some(rest) = base.strip_prefix("https://") {
             format!("wss://{rest}/v1/ws")
         } else if let Some(rest) = base.strip_prefix("http://") {
@@ -342,7 +373,10 @@ impl Driver {
         let greeting = tokio::time::timeout(self.config.connect_timeout, socket.next()).await;
         match greeting {
             Ok(Some(Ok(Message::Text(text)))) => match parse_host_frame(&text) {
-                Ok(HostFrame::Connected { .. }) => Ok(socket),
+                Ok(HostFrame::Connected { .. }) => Ok((
+                    socket,
+                    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                )),
                 Ok(other) => Err(unreachable(format!("expected `connected`, got {other:?}"))),
                 Err(e) => Err(unreachable(e.to_string())),
             },
@@ -383,18 +417,21 @@ impl Driver {
 
     /// A fresh session key sealed to the host, signed by the wallet (before every prompt).
     async fn send_init(&mut self, job_id: u64, prompt: PromptId) -> Result<(), ApiError> {
+        let Some(target) = self.target.clone() else {
+            return Err(ApiError::new(ErrorKind::Api, "no Fabstir job"));
+        };
         let key = crypto::random_key(&mut *self.rng);
         let plain = SessionInitPlain {
             session_key: format!("0x{}", crypto::to_hex(&key)),
             job_id: job_id.to_string(),
             model_name: self.config.model.clone(),
-            price_per_token: self.config.price_per_token,
+            price_per_token: target.price_per_token,
             recovery_public_key: None,
         };
         let plaintext =
             serde_json::to_vec(&plain).map_err(|e| ApiError::new(ErrorKind::Api, e.to_string()))?;
         let eph = crypto::ephemeral_key(&mut *self.rng);
-        let envelope_key = crypto::derive_key(&crypto::shared_x(&eph, &self.config.host_pubkey));
+        let envelope_key = crypto::derive_key(&crypto::shared_x(&eph, &target.host_pubkey));
         let nonce = crypto::nonce(&mut *self.rng);
         let ciphertext = crypto::seal(&envelope_key, &nonce, b"", &plaintext);
         let signature = crypto::sign_sha256(&self.config.wallet, &ciphertext);
@@ -446,9 +483,16 @@ impl Driver {
         let mut tag = [0u8; 6];
         self.rng.fill(&mut tag);
         let message_id = format!("{now}-{}", crypto::to_hex(&tag));
+        let session_id = self.session_id();
+        let Some(running) = self.running.as_mut() else {
+            return Err(ApiError::new(
+                ErrorKind::Api,
+                "no session key for the prompt",
+            ));
+        };
         running.message_id = Some(message_id.clone());
         let frame = ClientFrame::EncryptedMessage {
-            session_id: self.config.job_id.to_string(),
+            session_id,
             id: message_id,
             payload: Sealed {
                 ciphertext_hex: crypto::to_hex(&ciphertext),
@@ -464,21 +508,19 @@ impl Driver {
     }
 
     /// One event from the socket (`None`: it closed).
-    fn frame(&mut self, frame: Option<Result<Message, String>>) {
+    async fn frame(&mut self, frame: Option<Result<Message, String>>) {
         let now = self.now();
         let text = match frame {
             Some(Ok(Message::Text(text))) => text.to_string(),
             Some(Ok(Message::Close(_))) | None => {
                 info!("the Fabstir host closed the session (it settles the job)");
-                self.socket = None;
-                self.session.handle_socket_closed(now);
+                self.socket_gone(now).await;
                 return;
             }
             Some(Ok(_)) => return,
             Some(Err(e)) => {
                 warn!(error = %e, "the Fabstir session failed");
-                self.socket = None;
-                self.session.handle_socket_closed(now);
+                self.socket_gone(now).await;
                 return;
             }
         };
@@ -546,6 +588,10 @@ impl Driver {
                     prompt_tokens: usage.prompt_tokens,
                     completion_tokens: end.tokens_used.or(usage.completion_tokens),
                 });
+                let tokens = end.tokens_used.unwrap_or(0);
+                if let Some(target) = self.target.clone() {
+                    self.jobs.tokens_used(&target, tokens).await;
+                }
                 self.session.handle_stream_end(now);
             }
             HostFrame::Error(error) => {
@@ -555,6 +601,18 @@ impl Driver {
             }
             HostFrame::Connected { .. } | HostFrame::Pong | HostFrame::Unknown => {}
         }
+    }
+}
+
+impl Driver {
+    /// The socket closed or broke: a reply cut short counts against the host; the job is settled.
+    async fn socket_gone(&mut self, now: u64) {
+        self.socket = None;
+        if self.running.is_some() {
+            self.host_failed();
+        }
+        self.job_closed().await;
+        self.session.handle_socket_closed(now);
     }
 }
 

@@ -1,13 +1,21 @@
 //! The Fabstir backend's host side: what touches keys (and, as it grows, sockets and the chain).
 //! The protocol's rules live in the core (`bridge_core::fabstir`, `bridge_core::chatml`).
 //!
+//! - [`chain`]: NodeRegistry discovery and pricing, JobMarketplace jobs paid in ETH or USDC.
 //! - [`crypto`]: secp256k1 ECDH, HKDF-SHA256, XChaCha20-Poly1305 and the init signature.
 //! - [`driver`]: the task that owns the encrypted WebSocket and the core's session machine.
+//! - [`jobs`]: where jobs come from (direct: the given one; chain: discovered, scored, paid).
+//! - [`ledger`]: the job ledger file and the spending it remembers.
+//! - [`setup`]: flags to backend; the `hosts` listing.
 //! - [`provider`]: `POST /v1/messages` through a Fabstir host.
 
+pub mod chain;
 pub mod crypto;
 pub mod driver;
+pub mod jobs;
+pub mod ledger;
 pub mod provider;
+pub mod setup;
 
 /// The operating system's randomness (session keys, ephemeral keys, nonces).
 #[derive(Debug, Clone, Copy)]

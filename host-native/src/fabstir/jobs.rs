@@ -1,0 +1,318 @@
+//! Where the session's jobs come from, for the driver's `CreateJob` effect.
+//!
+//! - **Direct** (host operators): the one job given with `--job-id` on the host given with
+//!   `--host-url`/`--host-pubkey`; no chain calls. Once the host settles it, there is no other.
+//! - **Chain**: discover the hosts that serve the model (NodeRegistry), score them with the core's
+//!   weights (`--selection`) using what this run measured (connect latency) and remembers
+//!   (failures), draw one, and pay a new job on-chain at the host's own price. Every job goes into
+//!   the [`Ledger`].
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use alloy::primitives::{Address, U256};
+use bridge_core::anthropic::events::{ApiError, ErrorKind};
+use bridge_core::fabstir::model_id::ModelId;
+use bridge_core::fabstir::scoring::{self, Candidate, Selection};
+use k256::PublicKey;
+use tokio::sync::Mutex;
+use tracing::{info, warn};
+
+use super::chain::{Chain, ChainError, HostOffer, Payment, saturating_u128};
+use super::crypto::Randomness;
+use super::ledger::{JobEntry, Ledger};
+
+/// The host and job a session runs on.
+#[derive(Debug, Clone)]
+pub struct Target {
+    /// The host's base URL (`/v1/ws` is appended).
+    pub host_url: String,
+    /// The host's static public key.
+    pub host_pubkey: PublicKey,
+    /// The job.
+    pub job_id: u64,
+    /// The job's price per token (sent in the init).
+    pub price_per_token: f64,
+    /// The host's operator address (chain mode).
+    pub host: Option<Address>,
+}
+
+/// Chain mode's settings and memory.
+#[derive(Debug)]
+pub struct ChainJobs {
+    /// The chain client (with the wallet).
+    pub chain: Chain,
+    /// The model's id.
+    pub model: ModelId,
+    /// The model as given (`org/repo:file.gguf`).
+    pub model_name: String,
+    /// ETH or USDC.
+    pub payment: Payment,
+    /// How hosts are weighed.
+    pub selection: Selection,
+    /// `--host`: only this operator.
+    pub pinned: Option<Address>,
+    /// The job ledger (shared with the `hosts` view and start-up reconciliation).
+    pub ledger: Arc<Mutex<Ledger>>,
+    /// Failures per host in this run.
+    pub failures: HashMap<Address, u32>,
+    /// Measured connect-and-greet time per host in this run (ms).
+    pub latency_ms: HashMap<Address, u64>,
+}
+
+/// The driver's job source.
+#[derive(Debug)]
+pub enum JobSource {
+    /// One existing job.
+    Direct {
+        /// Its host and id.
+        target: Target,
+        /// Already handed out once.
+        used: bool,
+    },
+    /// New jobs paid on-chain.
+    Chain(Box<ChainJobs>),
+}
+
+impl JobSource {
+    /// The chain id jobs are on.
+    #[must_use]
+    pub fn chain_id(&self, direct_chain_id: u64) -> u64 {
+        match self {
+            Self::Direct { .. } => direct_chain_id,
+            Self::Chain(jobs) => jobs.chain.config().chain_id,
+        }
+    }
+
+    /// A job for the next prompt, paying `deposit` (base units) in chain mode.
+    ///
+    /// # Errors
+    /// An Anthropic error for the waiting prompt: no host, no funds, a refused transaction, or
+    /// (direct mode) the one job is used up.
+    pub async fn create(
+        &mut self,
+        deposit: u128,
+        rng: &mut (dyn Randomness + Send + Sync),
+    ) -> Result<Target, ApiError> {
+        match self {
+            Self::Direct { target, used } => {
+                if *used {
+                    Err(ApiError::new(
+                        ErrorKind::Api,
+                        format!(
+                            "Fabstir job {} was settled when its session closed, and direct mode cannot \
+                             create jobs: start the bridge with a new --job-id",
+                            target.job_id
+                        ),
+                    ))
+                } else {
+                    *used = true;
+                    Ok(target.clone())
+                }
+            }
+            Self::Chain(jobs) => jobs.create(deposit, rng).await,
+        }
+    }
+
+    /// The host failed this session (unreachable, dropped mid-reply, silent).
+    pub fn host_failed(&mut self, target: &Target) {
+        if let (Self::Chain(jobs), Some(host)) = (self, target.host) {
+            *jobs.failures.entry(host).or_default() += 1;
+        }
+    }
+
+    /// The socket to the host opened after `millis`.
+    pub fn host_reached(&mut self, target: &Target, millis: u64) {
+        if let (Self::Chain(jobs), Some(host)) = (self, target.host) {
+            jobs.latency_ms.insert(host, millis);
+        }
+    }
+
+    /// A prompt finished on the job with the host's token count.
+    pub async fn tokens_used(&mut self, target: &Target, tokens: u64) {
+        if let Self::Chain(jobs) = self {
+            let chain_id = jobs.chain.config().chain_id;
+            if let Err(e) = jobs
+                .ledger
+                .lock()
+                .await
+                .add_tokens(chain_id, target.job_id, tokens)
+            {
+                warn!(error = %e, "cannot record tokens in the ledger");
+            }
+        }
+    }
+
+    /// The job's socket closed: the host settles it.
+    pub async fn job_closed(&mut self, target: &Target) {
+        if let Self::Chain(jobs) = self {
+            let chain_id = jobs.chain.config().chain_id;
+            if let Err(e) = jobs
+                .ledger
+                .lock()
+                .await
+                .settle(chain_id, target.job_id, None)
+            {
+                warn!(error = %e, "cannot record the settled job in the ledger");
+            }
+        }
+    }
+}
+
+impl ChainJobs {
+    async fn create(
+        &mut self,
+        deposit: u128,
+        rng: &mut (dyn Randomness + Send + Sync),
+    ) -> Result<Target, ApiError> {
+        let offers = self
+            .chain
+            .discover(&self.model, self.payment)
+            .await
+            .map_err(|e| chain_error(&e))?;
+        let (offer, key, price) = self.choose(&offers, rng)?;
+        let deposit_units = U256::from(deposit);
+        info!(
+            host = %offer.address,
+            url = %offer.api_url,
+            price = %price,
+            deposit = %super::chain::format_units(deposit_units, self.payment.decimals()),
+            unit = self.payment.unit(),
+            "opening a paid Fabstir job"
+        );
+        let created = self
+            .chain
+            .create_job(
+                offer.address,
+                &self.model,
+                price,
+                deposit_units,
+                self.payment,
+            )
+            .await
+            .map_err(|e| {
+                if !matches!(e, ChainError::InsufficientFunds { .. }) {
+                    *self.failures.entry(offer.address).or_default() += 1;
+                }
+                chain_error(&e)
+            })?;
+        info!(job_id = created.job_id, tx = %created.tx_hash, "Fabstir job created");
+        let entry = JobEntry {
+            chain_id: self.chain.config().chain_id,
+            job_id: created.job_id,
+            host: offer.address.to_string(),
+            host_url: offer.api_url.clone(),
+            model: self.model_name.clone(),
+            payment: String::from(payment_name(self.payment)),
+            deposit,
+            price_per_token: saturating_u128(price),
+            tx: created.tx_hash.to_string(),
+            created_at: unix_now(),
+            ..JobEntry::default()
+        };
+        if let Err(e) = self.ledger.lock().await.add(entry) {
+            // The job is paid either way; losing the record must be loud.
+            warn!(error = %e, job_id = created.job_id, "cannot record the new job in the ledger");
+        }
+        Ok(Target {
+            host_url: offer.api_url.clone(),
+            host_pubkey: key,
+            job_id: created.job_id,
+            price_per_token: price_as_f64(price),
+            host: Some(offer.address),
+        })
+    }
+
+    /// Score the usable hosts and draw one.
+    fn choose<'a>(
+        &self,
+        offers: &'a [HostOffer],
+        rng: &mut (dyn Randomness + Send + Sync),
+    ) -> Result<(&'a HostOffer, PublicKey, U256), ApiError> {
+        let usable: Vec<&HostOffer> = offers
+            .iter()
+            .filter(|o| self.pinned.is_none_or(|p| p == o.address))
+            .filter(|o| o.unusable().is_none())
+            .collect();
+        if usable.is_empty() {
+            let why = if offers.is_empty() {
+                String::from("the NodeRegistry lists no host for it")
+            } else {
+                offers
+                    .iter()
+                    .map(|o| {
+                        let reason = if self.pinned.is_some_and(|p| p != o.address) {
+                            "not the --host"
+                        } else {
+                            o.unusable().unwrap_or("usable")
+                        };
+                        format!("{}: {reason}", o.address)
+                    })
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            };
+            return Err(chain_error(&ChainError::NoHost {
+                model: self.model_name.clone(),
+                why,
+            }));
+        }
+        let candidates: Vec<Candidate> = usable.iter().map(|o| self.candidate(o)).collect();
+        let ranked = scoring::rank(&candidates, self.selection);
+        let mut bytes = [0u8; 8];
+        rng.fill(&mut bytes);
+        let draw = (u64::from_le_bytes(bytes) >> 11) as f64 / (1u64 << 53) as f64;
+        let index = scoring::choose(&ranked, draw).unwrap_or(0);
+        let offer = usable[index];
+        match (&offer.public_key, offer.price) {
+            (Some(key), Some(price)) => Ok((offer, *key, price)),
+            _ => Err(ApiError::new(ErrorKind::Api, "the chosen host is unusable")),
+        }
+    }
+
+    fn candidate(&self, offer: &HostOffer) -> Candidate {
+        Candidate {
+            stake_wei: saturating_u128(offer.stake),
+            price: offer.price.map(saturating_u128),
+            latency: self
+                .latency_ms
+                .get(&offer.address)
+                .map_or(Candidate::default().latency, |ms| {
+                    scoring::latency_score(*ms)
+                }),
+            recent_failures: self.failures.get(&offer.address).copied().unwrap_or(0),
+            ..Candidate::default()
+        }
+    }
+}
+
+/// `eth` / `usdc`, as the ledger writes it.
+#[must_use]
+pub fn payment_name(payment: Payment) -> &'static str {
+    match payment {
+        Payment::Eth => "eth",
+        Payment::Usdc => "usdc",
+    }
+}
+
+/// The on-chain price as the init's JSON number.
+fn price_as_f64(price: U256) -> f64 {
+    price.to_string().parse().unwrap_or(f64::MAX)
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// The one place a chain failure becomes what the client is told.
+#[must_use]
+pub fn chain_error(error: &ChainError) -> ApiError {
+    let kind = match error {
+        ChainError::InsufficientFunds { .. } => ErrorKind::Billing,
+        ChainError::NoHost { .. } => ErrorKind::NotFound,
+        ChainError::Rpc { .. } | ChainError::Transaction { .. } => ErrorKind::Overloaded,
+        ChainError::WrongChain { .. } => ErrorKind::Api,
+    };
+    ApiError::new(kind, error.to_string())
+}
