@@ -200,6 +200,44 @@ impl Drop for HostNode {
     }
 }
 
+/// A toy model for trying the bridge by hand: it answers in plain text, or with a Bash tool call
+/// (JSON format, after a `<think>`) when the last user turn asks it to "run `CMD`", and reports a
+/// tool result when it gets one.
+#[must_use]
+pub fn toy_model(prompt: &PromptPlain) -> Vec<String> {
+    let text = &prompt.prompt;
+    let last_user = text
+        .rsplit("<|im_start|>user\n")
+        .next()
+        .unwrap_or_default()
+        .split("<|im_end|>")
+        .next()
+        .unwrap_or_default();
+    let reply = if last_user.starts_with("<tool_response>") {
+        format!("The command finished. Its output:\n{}", last_user.trim())
+    } else if let Some(command) = last_user
+        .split_once("run `")
+        .and_then(|(_, rest)| rest.split_once('`'))
+        .map(|(command, _)| command)
+    {
+        format!(
+            "<think>The user wants me to run a command.</think>Running it.\n<tool_call>\n{}\n</tool_call>",
+            serde_json::json!({"name": "Bash", "arguments": {"command": command, "description": "Run the requested command"}})
+        )
+    } else {
+        format!(
+            "Hello from the local Fabstir test node. You said: {}",
+            last_user.trim()
+        )
+    };
+    reply
+        .chars()
+        .collect::<Vec<_>>()
+        .chunks(4)
+        .map(|c| c.iter().collect())
+        .collect()
+}
+
 fn text(value: &Value) -> Message {
     Message::text(value.to_string())
 }

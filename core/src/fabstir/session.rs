@@ -562,6 +562,37 @@ mod tests {
     }
 
     #[test]
+    fn the_cap_message_speaks_in_the_money_unit() {
+        let mut s = Session::new(Limits {
+            decimals: 18,
+            unit: "ETH",
+            already_spent: 450_000_000_000_000,
+            ..limits(200_000_000_000_000, 500_000_000_000_000)
+        });
+        s.handle_prompt(1, 0);
+        let effects = drain(&mut s);
+        let [Effect::PromptFailed { error, .. }] = &effects[..] else {
+            panic!("{effects:?}");
+        };
+        assert_eq!(
+            error.message,
+            "a new Fabstir session needs a deposit of 0.0002 ETH but only 0.00005 ETH of the \
+             spending cap (0.0005 ETH) is left; raise --max-spend to continue"
+        );
+        let mut usdc = Session::new(Limits {
+            decimals: 6,
+            unit: "USDC",
+            ..limits(2_000_000, 1_000_000)
+        });
+        usdc.handle_prompt(1, 0);
+        let effects = drain(&mut usdc);
+        assert!(
+            matches!(&effects[..], [Effect::PromptFailed { error, .. }] if error.message.contains("deposit of 2 USDC but only 1 USDC")),
+            "{effects:?}"
+        );
+    }
+
+    #[test]
     fn jobs_that_keep_failing_stop_the_spending() {
         let mut s = Session::new(limits(10, 1_000_000));
         let mut created = 0;

@@ -9,49 +9,14 @@
 
 use std::sync::Arc;
 
-use bridge_core::fabstir::protocol::PromptPlain;
-use bridge_tests::fabstir_node::{HostNode, Script};
+use bridge_tests::fabstir_node::{HostNode, Script, toy_model};
 
 /// The toy node's fixed key: this is a test node, never a real host.
 const NODE_KEY: [u8; 32] = [0x11; 32];
 
-fn answer(prompt: &PromptPlain) -> Vec<String> {
-    let text = &prompt.prompt;
-    let last_user = text
-        .rsplit("<|im_start|>user\n")
-        .next()
-        .unwrap_or_default()
-        .split("<|im_end|>")
-        .next()
-        .unwrap_or_default();
-    let reply = if last_user.starts_with("<tool_response>") {
-        format!("The command finished. Its output:\n{}", last_user.trim())
-    } else if let Some(command) = last_user
-        .split_once("run `")
-        .and_then(|(_, rest)| rest.split_once('`'))
-        .map(|(command, _)| command)
-    {
-        format!(
-            "<think>The user wants me to run a command.</think>Running it.\n<tool_call>\n{}\n</tool_call>",
-            serde_json::json!({"name": "Bash", "arguments": {"command": command, "description": "Run the requested command"}})
-        )
-    } else {
-        format!(
-            "Hello from the local Fabstir test node. You said: {}",
-            last_user.trim()
-        )
-    };
-    reply
-        .chars()
-        .collect::<Vec<_>>()
-        .chunks(4)
-        .map(|c| c.iter().collect())
-        .collect()
-}
-
 #[tokio::main]
 async fn main() -> bridge_tests::Result<()> {
-    let script: Script = Arc::new(answer);
+    let script: Script = Arc::new(toy_model);
     let node = HostNode::start(NODE_KEY, script).await?;
     println!(
         "Fabstir test node listening at {} (Ctrl-C to stop)",
