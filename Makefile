@@ -33,7 +33,7 @@ build: setup-rust
 ## Override with e.g. `make run BASE_URL=https://api.openai.com/v1 ARGS="--model gpt-4o"`,
 ## or with CLAUDE_BRIDGE_* environment variables.
 run: build
-	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
+	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ] && [[ "$(ARGS)" != *fabstir* ]]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
 	$(TARGET_DIR)/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
 
 ## A local Fabstir world to try `--provider fabstir` against: hardhat (chain id 84532) with the

@@ -97,7 +97,10 @@ pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr)
     info!(
         listen = %local,
         provider = state.provider,
-        upstream = %state.upstream.url(),
+        upstream = %match state.fabstir {
+            Some(_) => String::from("Fabstir host network (see the Fabstir line above)"),
+            None => state.upstream.url().to_string(),
+        },
         model = args.model.as_deref().unwrap_or("(client's model name)"),
         engine = state.engine.name(),
         client_key = if state.client_key.is_some() { "required" } else { "none" },

@@ -233,17 +233,15 @@ pub fn fabstir_cases(dir: &Path) -> crate::Result<Vec<PathBuf>> {
     Ok(cases)
 }
 
-/// One raw-text case through the native core's facade, as parts the npm package must match:
+/// One raw-text case through `engine`, as parts the npm package must match:
 /// `prompt` (the rendering's metadata as compact JSON, `\n--- prompt\n`, the prompt; or the
 /// error), then `<mode> tokens` (the model's tokens as given) and `<mode> chars` (char by char)
 /// for `stream` and `folded`: everything written, then `\n--- finish\nstatus: <s>\n<body>`.
 ///
 /// # Errors
 /// A fixture file is unreadable or malformed.
-pub fn run_fabstir_case(case: &Path) -> crate::Result<Outputs> {
-    use bridge_core::api::{
-        ChatmlOptions, StreamEnd, TokenStream, TokenStreamOptions, ToolHint, render_chatml,
-    };
+pub fn run_fabstir_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outputs> {
+    use bridge_core::api::{ChatmlOptions, StreamEnd, TokenStreamOptions, ToolHint};
     let read = |file: &str| std::fs::read(case.join(file)).ok();
     let tokens: Vec<String> =
         serde_json::from_slice(&read("tokens.json").ok_or("no tokens.json")?)?;
@@ -264,7 +262,7 @@ pub fn run_fabstir_case(case: &Path) -> crate::Result<Outputs> {
     let (mut model, mut estimate, mut tools) =
         ("claude-fabstir".to_owned(), 0, Vec::<ToolHint>::new());
     if let Some(request) = read("request.json") {
-        match render_chatml(&request, &options) {
+        match engine.render_chatml(&request, &options) {
             Ok(p) => {
                 let meta = serde_json::json!({
                     "upstream_model": p.upstream_model,
@@ -282,6 +280,9 @@ pub fn run_fabstir_case(case: &Path) -> crate::Result<Outputs> {
                 estimate = p.input_tokens_estimate;
                 tools = p.tools;
             }
+            Err(EngineError::Trap(t)) => {
+                return Err(crate::err(format!("the engine trapped: {t}")));
+            }
             Err(e) => out.push("prompt", format!("error {}: {e}", e.kind().as_str())),
         }
     }
@@ -289,23 +290,23 @@ pub fn run_fabstir_case(case: &Path) -> crate::Result<Outputs> {
     for stream in [true, false] {
         let mode = if stream { "stream" } else { "folded" };
         for (label, pieces) in [("tokens", &tokens), ("chars", &chars)] {
-            let mut reply = TokenStream::new(TokenStreamOptions {
+            let mut reply = engine.token_stream(&TokenStreamOptions {
                 stream,
                 model: model.clone(),
                 input_tokens_estimate: estimate,
                 id_seed: SEED,
                 tools: tools.clone(),
-            });
+            })?;
             let mut text = String::new();
             for piece in pieces {
-                text.push_str(&reply.feed(piece));
+                text.push_str(&reply.feed(piece)?);
             }
             if let Some(fail) = &fail {
                 let kind = fail["kind"].as_str().unwrap_or("api_error");
                 let message = fail["message"].as_str().unwrap_or("");
-                text.push_str(&reply.fail(ErrorKind::from_type_str(kind), message));
+                text.push_str(&reply.fail(ErrorKind::from_type_str(kind), message)?);
             }
-            let finished = reply.finish(&end);
+            let finished = reply.finish(&end)?;
             write!(
                 text,
                 "\n--- finish\nstatus: {}\n{}",

@@ -145,6 +145,28 @@ fn native_and_wasm_give_identical_bytes_for_every_fixture() {
 }
 
 #[test]
+fn raw_text_cases_give_identical_bytes_through_wasmtime() {
+    let dir = fixtures_dir().join("fabstir");
+    let native = engine::native();
+    let wasm = engine::wasm(None).unwrap();
+    let cases = bridge_tests::conformance::fabstir_cases(&dir).unwrap();
+    assert!(
+        cases.len() >= 5,
+        "raw-text fixtures missing under {}",
+        dir.display()
+    );
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let reference = bridge_tests::conformance::run_fabstir_case(native.as_ref(), case).unwrap();
+        assert!(reference.parts.len() >= 4, "{name}: nothing to compare");
+        let got = bridge_tests::conformance::run_fabstir_case(wasm.as_ref(), case).unwrap();
+        compare(&name, &reference, "wasm vs native", &got, &mut failures);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn bad_requests_get_the_same_answer_from_both_engines() {
     let native = engine::native();
     let wasm = engine::wasm(None).unwrap();

@@ -10,7 +10,9 @@
 use std::cell::RefCell;
 
 use bridge_core::anthropic::events::ErrorKind;
-use bridge_core::api::{self, ConvertOptions, StreamOptions};
+use bridge_core::api::{
+    self, ChatmlOptions, ConvertOptions, StreamEnd, StreamOptions, TokenStreamOptions,
+};
 use bridge_core::error::RequestError;
 
 #[expect(
@@ -27,6 +29,7 @@ mod bindings {
     export!(Component with_types_in self);
 }
 
+use bindings::exports::fabstir::bridge_core::raw_text as wit_raw;
 use bindings::exports::fabstir::bridge_core::translate::{
     self as wit, Converted, CoreError, Finished,
 };
@@ -98,5 +101,52 @@ impl wit::GuestChatStream for ChatStream {
             status: finished.status,
             body: finished.body,
         }
+    }
+}
+
+impl wit_raw::Guest for Component {
+    type TokenStream = TokenStream;
+
+    fn render_chatml(request: Vec<u8>, options_json: String) -> Result<String, CoreError> {
+        let options: ChatmlOptions =
+            serde_json::from_str(&options_json).map_err(|e| options_error("ChatML options", &e))?;
+        let prompt = api::render_chatml(&request, &options).map_err(|e| request_error(&e))?;
+        serde_json::to_string(&prompt).map_err(|e| CoreError {
+            kind: ErrorKind::Api.as_str().to_owned(),
+            message: format!("cannot encode the ChatML prompt: {e}"),
+        })
+    }
+}
+
+/// One raw-text reply being translated (a cell for the same reason as [`ChatStream`]).
+struct TokenStream(RefCell<api::TokenStream>);
+
+impl wit_raw::GuestTokenStream for TokenStream {
+    fn create(options_json: String) -> Result<wit_raw::TokenStream, CoreError> {
+        let options: TokenStreamOptions = serde_json::from_str(&options_json)
+            .map_err(|e| options_error("token stream options", &e))?;
+        Ok(wit_raw::TokenStream::new(Self(RefCell::new(
+            api::TokenStream::new(options),
+        ))))
+    }
+
+    fn feed(&self, text: String) -> String {
+        self.0.borrow_mut().feed(&text)
+    }
+
+    fn fail(&self, kind: String, message: String) -> String {
+        self.0
+            .borrow_mut()
+            .fail(ErrorKind::from_type_str(&kind), &message)
+    }
+
+    fn finish(&self, end_json: String) -> Result<Finished, CoreError> {
+        let end: StreamEnd =
+            serde_json::from_str(&end_json).map_err(|e| options_error("stream end", &e))?;
+        let finished = self.0.borrow_mut().finish(&end);
+        Ok(Finished {
+            status: finished.status,
+            body: finished.body,
+        })
     }
 }

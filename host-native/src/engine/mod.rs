@@ -16,7 +16,10 @@ use std::path::Path;
 use std::sync::Arc;
 
 pub use bridge_core::anthropic::events::ErrorKind;
-pub use bridge_core::api::{ConvertOptions, ConvertedRequest, Finished, StreamOptions};
+pub use bridge_core::api::{
+    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Finished, StreamEnd,
+    StreamOptions, TokenStreamOptions,
+};
 
 pub use self::native::NativeEngine;
 pub use self::wasm::WasmEngine;
@@ -49,6 +52,46 @@ pub trait Engine: Send + Sync + 'static {
     /// [`EngineError::Trap`] when the engine could not start one (e.g. the instance pool is
     /// exhausted); [`EngineError::Request`] when a plug-in rejects the options.
     fn chat_stream(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError>;
+
+    /// Anthropic Messages request → one ChatML prompt for a raw-text host (Fabstir).
+    ///
+    /// # Errors
+    /// As [`Engine::convert_request`].
+    fn render_chatml(
+        &self,
+        request: &[u8],
+        options: &ChatmlOptions,
+    ) -> Result<ChatmlPrompt, EngineError>;
+
+    /// A translator for one raw-text host reply (model text with inline tool calls).
+    ///
+    /// # Errors
+    /// As [`Engine::chat_stream`].
+    fn token_stream(
+        &self,
+        options: &TokenStreamOptions,
+    ) -> Result<Box<dyn TokenSession>, EngineError>;
+}
+
+/// One raw-text reply being translated (see [`bridge_core::api::TokenStream`]).
+pub trait TokenSession: Send {
+    /// Feed model text (any split); returns the SSE text to write now.
+    ///
+    /// # Errors
+    /// [`EngineError::Trap`] when the engine failed; the session is unusable afterwards.
+    fn feed(&mut self, text: &str) -> Result<String, EngineError>;
+
+    /// The host failed: end the response with an error of this kind.
+    ///
+    /// # Errors
+    /// As [`TokenSession::feed`].
+    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError>;
+
+    /// The reply is complete: the last SSE text, or the folded message.
+    ///
+    /// # Errors
+    /// As [`TokenSession::feed`].
+    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError>;
 }
 
 /// One upstream response being translated (see [`bridge_core::api::ChatStream`]).

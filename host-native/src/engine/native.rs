@@ -1,11 +1,11 @@
 //! The core called directly: no boundary, no copies beyond the core's own.
 
-use bridge_core::api::{self, ChatStream};
+use bridge_core::api::{self, ChatStream, TokenStream};
 use bridge_core::error::RequestError;
 
 use super::{
-    ConvertOptions, ConvertedRequest, Engine, EngineError, ErrorKind, Finished, StreamOptions,
-    StreamSession,
+    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Engine, EngineError, ErrorKind,
+    Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
 };
 
 /// [`Engine`] over the core compiled into this binary.
@@ -38,6 +38,38 @@ impl Engine for NativeEngine {
 
     fn chat_stream(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
         Ok(Box::new(NativeSession(ChatStream::new(options.clone()))))
+    }
+
+    fn render_chatml(
+        &self,
+        request: &[u8],
+        options: &ChatmlOptions,
+    ) -> Result<ChatmlPrompt, EngineError> {
+        api::render_chatml(request, options).map_err(|e| request_error(&e))
+    }
+
+    fn token_stream(
+        &self,
+        options: &TokenStreamOptions,
+    ) -> Result<Box<dyn TokenSession>, EngineError> {
+        Ok(Box::new(NativeTokens(TokenStream::new(options.clone()))))
+    }
+}
+
+#[derive(Debug)]
+struct NativeTokens(TokenStream);
+
+impl TokenSession for NativeTokens {
+    fn feed(&mut self, text: &str) -> Result<String, EngineError> {
+        Ok(self.0.feed(text))
+    }
+
+    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
+        Ok(self.0.fail(kind, message))
+    }
+
+    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
+        Ok(self.0.finish(end))
     }
 }
 

@@ -24,8 +24,8 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::{
-    ConvertOptions, ConvertedRequest, Engine, EngineError, ErrorKind, Finished, StreamOptions,
-    StreamSession,
+    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Engine, EngineError, ErrorKind,
+    Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
 };
 
 /// Host-side bindings of `wit/bridge-core.wit` (exports only; the world imports nothing but
@@ -424,6 +424,92 @@ impl Engine for WasmEngine {
             Ok(Ok(stream)) => Ok(Box::new(WasmSession { instance, stream })),
             Ok(Err(e)) => Err(core_error(e)),
             Err(e) => Err(instance.trap("chat-stream.create", &e)),
+        }
+    }
+
+    fn render_chatml(
+        &self,
+        request: &[u8],
+        options: &ChatmlOptions,
+    ) -> Result<ChatmlPrompt, EngineError> {
+        let options = options_json(options)?;
+        let mut instance = self.instantiate()?;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_raw_text()
+            .call_render_chatml(&mut instance.store, request, &options);
+        match result {
+            Ok(Ok(json)) => serde_json::from_str(&json).map_err(|e| {
+                EngineError::Trap(format!(
+                    "render-chatml returned a prompt that does not parse: {e}"
+                ))
+            }),
+            Ok(Err(e)) => Err(core_error(e)),
+            Err(e) => Err(instance.trap("render-chatml", &e)),
+        }
+    }
+
+    fn token_stream(
+        &self,
+        options: &TokenStreamOptions,
+    ) -> Result<Box<dyn TokenSession>, EngineError> {
+        let options = options_json(options)?;
+        let mut instance = self.instantiate()?;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_raw_text()
+            .token_stream()
+            .call_create(&mut instance.store, &options);
+        match result {
+            Ok(Ok(stream)) => Ok(Box::new(WasmTokens { instance, stream })),
+            Ok(Err(e)) => Err(core_error(e)),
+            Err(e) => Err(instance.trap("token-stream.create", &e)),
+        }
+    }
+}
+
+/// A token stream living in its own store (as [`WasmSession`]).
+struct WasmTokens {
+    instance: Instance,
+    stream: ResourceAny,
+}
+
+impl TokenSession for WasmTokens {
+    fn feed(&mut self, text: &str) -> Result<String, EngineError> {
+        let Self { instance, stream } = self;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_raw_text()
+            .token_stream()
+            .call_feed(&mut instance.store, *stream, text);
+        result.map_err(|e| instance.trap("token-stream.feed", &e))
+    }
+
+    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
+        let Self { instance, stream } = self;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_raw_text()
+            .token_stream()
+            .call_fail(&mut instance.store, *stream, kind.as_str(), message);
+        result.map_err(|e| instance.trap("token-stream.fail", &e))
+    }
+
+    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
+        let end = options_json(end)?;
+        let Self { instance, stream } = self;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_raw_text()
+            .token_stream()
+            .call_finish(&mut instance.store, *stream, &end);
+        match result {
+            Ok(Ok(f)) => Ok(Finished {
+                status: f.status,
+                body: f.body,
+            }),
+            Ok(Err(e)) => Err(core_error(e)),
+            Err(e) => Err(instance.trap("token-stream.finish", &e)),
         }
     }
 }

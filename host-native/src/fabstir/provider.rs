@@ -1,7 +1,7 @@
-//! `POST /v1/messages` on a Fabstir host: the request becomes one ChatML prompt (core), the
-//! prompt goes through the session driver ([`super::driver`]) over the encrypted WebSocket, and the
-//! host's decrypted tokens become Anthropic events (core `TokenStream`: inline tool calls become
-//! `tool_use` blocks).
+//! `POST /v1/messages` on a Fabstir host: the request becomes one ChatML prompt (the core, through
+//! the configured engine: wasmtime by default), the prompt goes through the session driver
+//! ([`super::driver`]) over the encrypted WebSocket, and the host's decrypted tokens become
+//! Anthropic events (the core's token stream: inline tool calls become `tool_use` blocks).
 //!
 //! The response waits for the host's first answer, so a prompt that cannot run (spending cap,
 //! unreachable host, settled job) is an HTTP error with the right status rather than a stream
@@ -16,11 +16,11 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, debug, info, warn};
 
 use bridge_core::anthropic::events::ErrorKind;
-use bridge_core::api::{ChatmlOptions, Finished, StreamEnd, TokenStream, TokenStreamOptions};
+use bridge_core::api::{ChatmlOptions, Finished, StreamEnd, TokenStreamOptions};
 use bridge_core::fabstir::protocol::PromptPlain;
 
 use super::driver::{Fabstir, PromptHandle, Reply};
-use crate::engine::EngineError;
+use crate::engine::{Engine, TokenSession};
 use crate::error::BridgeError;
 use crate::server::body::ResponseBody;
 
@@ -46,14 +46,10 @@ pub struct FabstirBackend {
 /// The request does not render, or the prompt failed before the host answered anything.
 pub async fn create(
     backend: &FabstirBackend,
+    engine: &dyn Engine,
     body: &[u8],
 ) -> Result<Response<ResponseBody>, BridgeError> {
-    let rendered = bridge_core::api::render_chatml(body, &backend.options).map_err(|e| {
-        BridgeError::Engine(EngineError::Request {
-            kind: e.kind(),
-            message: e.to_string(),
-        })
-    })?;
+    let rendered = engine.render_chatml(body, &backend.options)?;
     for warning in &rendered.warnings {
         debug!(%warning, "dropped in rendering");
     }
@@ -74,14 +70,14 @@ pub async fn create(
         stream: true,
         images: rendered.images,
     };
-    let mut handle = backend.client.prompt(plain);
-    let mut reply = TokenStream::new(TokenStreamOptions {
+    let mut reply = engine.token_stream(&TokenStreamOptions {
         stream: rendered.client_stream,
         model: rendered.client_model,
         input_tokens_estimate: rendered.input_tokens_estimate,
         id_seed: crate::ids::seed(),
         tools: rendered.tools,
-    });
+    })?;
+    let mut handle = backend.client.prompt(plain);
 
     let first = match handle.replies.recv().await {
         Some(Reply::Failed(error)) => {
@@ -105,7 +101,7 @@ pub async fn create(
     if !rendered.client_stream {
         let mut item = Some(first);
         loop {
-            if let (_, Some(finished)) = apply(&mut reply, &mut handle, item) {
+            if let (_, Some(finished)) = apply(&mut *reply, &mut handle, item) {
                 return Ok(json(finished.status, finished.body));
             }
             item = handle.replies.recv().await;
@@ -128,7 +124,7 @@ pub async fn create(
 /// Relay the host's replies to a streaming client until the reply ends or the client leaves
 /// (dropping the handle then cancels the prompt).
 async fn relay(
-    mut reply: TokenStream,
+    mut reply: Box<dyn TokenSession>,
     mut handle: PromptHandle,
     first: Reply,
     tx: mpsc::Sender<Bytes>,
@@ -149,7 +145,7 @@ async fn relay(
                 }
             },
         };
-        let (mut out, finished) = apply(&mut reply, &mut handle, item);
+        let (mut out, finished) = apply(&mut *reply, &mut handle, item);
         if let Some(finished) = &finished {
             out.push_str(&finished.body);
         }
@@ -164,18 +160,32 @@ async fn relay(
 }
 
 /// One reply from the driver through the translator: the SSE text to write now, and the final
-/// answer once the reply is over (`None` from the driver means it stopped).
+/// answer once the reply is over (`None` from the driver means it stopped). An engine failure
+/// ends the answer with an error the host writes itself (dropping the handle cancels the prompt).
 fn apply(
-    reply: &mut TokenStream,
+    reply: &mut dyn TokenSession,
     handle: &mut PromptHandle,
     item: Option<Reply>,
 ) -> (String, Option<Finished>) {
+    let engine_failed = |error: &crate::engine::EngineError| {
+        warn!(%error, "translation engine failed on a Fabstir reply");
+        let (event, finished) = crate::server::messages::engine_failure(error);
+        (event, Some(finished))
+    };
     let (kind, message) = match item {
-        Some(Reply::Text(text)) => return (reply.feed(&text), None),
+        Some(Reply::Text(text)) => {
+            return match reply.feed(&text) {
+                Ok(out) => (out, None),
+                Err(e) => engine_failed(&e),
+            };
+        }
         Some(Reply::End(end)) => {
             handle.mark_finished();
             debug!(?end, "the Fabstir reply is complete");
-            return (String::new(), Some(reply.finish(&end)));
+            return match reply.finish(&end) {
+                Ok(finished) => (String::new(), Some(finished)),
+                Err(e) => engine_failed(&e),
+            };
         }
         Some(Reply::Failed(error)) => {
             handle.mark_finished();
@@ -187,8 +197,13 @@ fn apply(
             String::from("the Fabstir session driver stopped"),
         ),
     };
-    let out = reply.fail(kind, &message);
-    (out, Some(reply.finish(&StreamEnd::default())))
+    match reply
+        .fail(kind, &message)
+        .and_then(|out| Ok((out, reply.finish(&StreamEnd::default())?)))
+    {
+        Ok((out, finished)) => (out, Some(finished)),
+        Err(e) => engine_failed(&e),
+    }
 }
 
 fn json(status: u16, body: String) -> Response<ResponseBody> {

@@ -305,11 +305,11 @@ pub async fn hosts(args: &ServeArgs) -> Result<String, String> {
         .collect();
     let selection = selection(args.selection);
     let mut out = format!(
-        "Fabstir hosts for {model} (model id {}) on chain {}, prices in {} per 1000 tokens, --selection {:?}\n",
+        "Fabstir hosts for {model} (model id {}) on chain {}, prices in {} per 1000 tokens, --selection {}\n",
         model_id.to_hex(),
         chain.config().chain_id,
         payment.unit(),
-        selection
+        format!("{selection:?}").to_lowercase()
     );
     if offers.is_empty() {
         out.push_str("no host is registered for this model\n");

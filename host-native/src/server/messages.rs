@@ -35,7 +35,7 @@ pub(super) async fn create(
     body: Bytes,
 ) -> Result<Response<ResponseBody>, BridgeError> {
     if let Some(fabstir) = &state.fabstir {
-        return crate::fabstir::provider::create(fabstir, &body).await;
+        return crate::fabstir::provider::create(fabstir, &*state.engine, &body).await;
     }
     let converted = state.engine.convert_request(&body, &state.convert)?;
     for warning in &converted.warnings {
@@ -258,11 +258,18 @@ impl Relay {
         error: &EngineError,
     ) -> bridge_core::api::Finished {
         warn!(%error, "translation engine failed mid-stream");
-        let api = bridge_core::anthropic::events::ApiError::new(ErrorKind::Api, error.to_string());
-        let event = format!("event: error\ndata: {}\n\n", api.envelope());
+        let (event, finished) = engine_failure(error);
         send(tx, event).await;
-        error_finished(ErrorKind::Api, &error.to_string())
+        finished
     }
+}
+
+/// The engine failed mid-response: the `error` event the host writes itself (the engine's
+/// session is unusable), and the folded error.
+pub(crate) fn engine_failure(error: &EngineError) -> (String, bridge_core::api::Finished) {
+    let api = bridge_core::anthropic::events::ApiError::new(ErrorKind::Api, error.to_string());
+    let event = format!("event: error\ndata: {}\n\n", api.envelope());
+    (event, error_finished(ErrorKind::Api, &error.to_string()))
 }
 
 fn error_finished(kind: ErrorKind, message: &str) -> bridge_core::api::Finished {

@@ -5,7 +5,7 @@
 //! `GET /health`, and CORS preflights. Every response carries a `request-id`.
 
 pub mod body;
-mod messages;
+pub(crate) mod messages;
 mod models;
 
 use std::convert::Infallible;

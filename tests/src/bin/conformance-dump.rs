@@ -34,7 +34,7 @@ fn main() -> bridge_tests::Result<()> {
     let fabstir_dir = dir.join("fabstir");
     if fabstir_dir.is_dir() {
         for case in fabstir_cases(&fabstir_dir)? {
-            let outputs = run_fabstir_case(&case)?;
+            let outputs = run_fabstir_case(native.as_ref(), &case)?;
             dump.insert(
                 format!("fabstir/{}", name(&case)?),
                 serde_json::to_value(&outputs.parts)?,
