@@ -183,6 +183,38 @@ impl HostNode {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
 
+    /// POST a streaming Messages request to the bridge at `base_url`, and once its first bytes
+    /// arrived (the host is answering), kill the node's sessions; returns what the client got.
+    ///
+    /// # Errors
+    /// The request failed at the HTTP level.
+    pub async fn kill_mid_stream(
+        &self,
+        base_url: &str,
+        body: Vec<u8>,
+        timeout: Duration,
+    ) -> crate::Result<crate::http::HttpResponse> {
+        let url = format!("{base_url}/v1/messages");
+        let (first_byte, got_first) = tokio::sync::oneshot::channel();
+        let pending = tokio::spawn(async move {
+            crate::http::send_notify_first_byte(
+                "POST",
+                &url,
+                crate::http::MESSAGES_HEADERS,
+                Some(body),
+                timeout,
+                first_byte,
+            )
+            .await
+        });
+        got_first
+            .await
+            .map_err(|_| crate::err("the response ended before its first byte"))?;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        self.kill_sessions();
+        pending.await?
+    }
+
     /// Kill every open session abruptly (as a crashed host would): sockets drop without a close.
     pub fn kill_sessions(&self) {
         if let Ok(mut sessions) = self.sessions.lock() {

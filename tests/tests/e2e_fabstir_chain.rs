@@ -258,24 +258,11 @@ async fn a_killed_host_makes_the_next_prompt_open_a_new_job_until_the_cap_says_n
     let ctx = || format!("node: {:?}\n--- bridge log:\n{}", node.log(), bridge.log());
 
     for round in 1..=2u64 {
-        let url = format!("{}/v1/messages", bridge.base_url());
         let body = request(true).to_string().into_bytes();
-        let (first_byte, got_first) = tokio::sync::oneshot::channel();
-        let pending = tokio::spawn(async move {
-            http::send_notify_first_byte(
-                "POST",
-                &url,
-                http::MESSAGES_HEADERS,
-                Some(body),
-                T,
-                first_byte,
-            )
+        let r = node
+            .kill_mid_stream(&bridge.base_url(), body, T)
             .await
-        });
-        got_first.await.unwrap();
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        node.kill_sessions();
-        let r = pending.await.unwrap().unwrap();
+            .unwrap();
         assert_eq!(r.status, 200, "{}", ctx());
         let events = sse::parse(&r.body);
         sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));

@@ -130,30 +130,32 @@ impl JobSource {
 
     /// A prompt finished on the job with the host's token count.
     pub async fn tokens_used(&mut self, target: &Target, tokens: u64) {
-        if let Self::Chain(jobs) = self {
-            let chain_id = jobs.chain.config().chain_id;
-            if let Err(e) = jobs
-                .ledger
-                .lock()
-                .await
-                .add_tokens(chain_id, target.job_id, tokens)
-            {
-                warn!(error = %e, "cannot record tokens in the ledger");
-            }
-        }
+        self.record(target, "tokens", |ledger, chain_id, job_id| {
+            ledger.add_tokens(chain_id, job_id, tokens)
+        })
+        .await;
     }
 
     /// The job's socket closed: the host settles it.
     pub async fn job_closed(&mut self, target: &Target) {
+        self.record(target, "the settled job", |ledger, chain_id, job_id| {
+            ledger.settle(chain_id, job_id, None)
+        })
+        .await;
+    }
+
+    /// Update the ledger (chain mode); a failed write is logged, never fatal to the prompt.
+    async fn record(
+        &mut self,
+        target: &Target,
+        what: &str,
+        update: impl FnOnce(&mut Ledger, u64, u64) -> Result<(), super::ledger::LedgerError>,
+    ) {
         if let Self::Chain(jobs) = self {
             let chain_id = jobs.chain.config().chain_id;
-            if let Err(e) = jobs
-                .ledger
-                .lock()
-                .await
-                .settle(chain_id, target.job_id, None)
-            {
-                warn!(error = %e, "cannot record the settled job in the ledger");
+            let mut ledger = jobs.ledger.lock().await;
+            if let Err(e) = update(&mut ledger, chain_id, target.job_id) {
+                warn!(error = %e, "cannot record {what} in the ledger");
             }
         }
     }
