@@ -14,8 +14,10 @@
 //! - [`fabstir`]: the Fabstir host protocol's frames, model ids and host scoring.
 //! - [`hex`]: the one hex codec (Fabstir keys, ids and envelopes).
 //! - [`tokens`]: token estimates.
+//! - [`agui`]: Claude Code's stream-json NDJSON → AG-UI events, and AG-UI run input → Claude Code stdin.
 //! - [`api`]: the facade the host, the component and the npm package call.
 
+pub mod agui;
 pub mod anthropic;
 pub mod api;
 pub mod chatml;
