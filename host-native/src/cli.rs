@@ -42,6 +42,17 @@ pub enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Serve AG-UI (CopilotKit's runtime transport) in front of Claude Code child processes:
+    /// `--listen` is the AG-UI address; `--upstream self` also serves this bridge's Anthropic
+    /// front on a free loopback port for the children (the provider flags configure it).
+    Agui {
+        /// Provider and server options (as for `serve`).
+        #[command(flatten)]
+        serve: ServeArgs,
+        /// The agent options.
+        #[command(flatten)]
+        agent: AguiArgs,
+    },
     /// List the Fabstir hosts that serve a model: address, URL, price, stake, score.
     Hosts {
         /// Chain options (`--model`, `--rpc-url`, `--chain-id`, `--payment`, `--selection`, contracts).
@@ -64,6 +75,41 @@ pub enum Command {
         #[command(flatten)]
         serve: ServeArgs,
     },
+}
+
+/// Options of `claude-bridge agui`.
+#[derive(Debug, Clone, Args)]
+pub struct AguiArgs {
+    /// The Claude Code executable the sessions run.
+    #[arg(long, env = "CLAUDE_BRIDGE_CLAUDE_PATH", default_value = "claude")]
+    pub claude_path: String,
+    /// The working directory of the Claude Code sessions (default: the bridge's).
+    #[arg(long, env = "CLAUDE_BRIDGE_CWD")]
+    pub cwd: Option<PathBuf>,
+    /// Where the sessions' model requests go: `self` (this bridge's Anthropic front, so the agent
+    /// runs on the configured provider) or `anthropic` (Claude Code's own configuration).
+    #[arg(long, env = "CLAUDE_BRIDGE_UPSTREAM", value_enum, default_value_t = AgentUpstream::SelfFront)]
+    pub upstream: AgentUpstream,
+    /// Claude Code sessions kept alive at once (the least recently used idle one is stopped).
+    #[arg(long, env = "CLAUDE_BRIDGE_MAX_SESSIONS", default_value_t = 8)]
+    pub max_sessions: usize,
+    /// Seconds a control request to Claude Code (interrupt, set_model, …) may take.
+    #[arg(long, env = "CLAUDE_BRIDGE_CONTROL_TIMEOUT", default_value_t = 30)]
+    pub control_timeout: u64,
+    /// Auto-approve rules: `TOOL` or `TOOL:allow` / `TOOL:deny`, `*` ending a prefix
+    /// (e.g. `Read`, `mcp__github__*:allow`, `Bash:deny`); repeat or separate with commas.
+    #[arg(long, env = "CLAUDE_BRIDGE_AUTO_APPROVE", value_delimiter = ',')]
+    pub auto_approve: Vec<String>,
+}
+
+/// Where the agent's model requests go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum AgentUpstream {
+    /// This bridge's own Anthropic front (in the same process), on the configured provider.
+    #[value(name = "self")]
+    SelfFront,
+    /// Whatever Claude Code is configured with (the Anthropic API by default).
+    Anthropic,
 }
 
 /// Upstream protocol.

@@ -6,9 +6,11 @@
 //! - [`server`]: the Anthropic front (hyper).
 //! - [`upstream`]: the OpenAI Chat Completions client.
 //! - [`error`]: the one place failures become HTTP responses.
-//! - [`fabstir`]: the Fabstir backend's host side (today: its end-to-end encryption).
+//! - [`fabstir`]: the Fabstir backend's host side (encryption, sessions, the chain, the ledger).
+//! - [`agui`]: `claude-bridge agui`, AG-UI / CopilotKit front ends driving Claude Code.
 //! - [`run`]: wiring them together.
 
+pub mod agui;
 pub mod cli;
 pub mod engine;
 pub mod error;

@@ -46,6 +46,12 @@ fn main() -> ExitCode {
             run::init_tracing(&serve);
             runtime.block_on(claude_bridge::launch::claude(&serve, &claude_bin, &args))
         }
+        Some(Command::Agui { serve, agent }) => {
+            run::init_tracing(&serve);
+            runtime
+                .block_on(claude_bridge::agui::serve(&serve, &agent))
+                .map(|()| 0)
+        }
         Some(Command::Hosts { serve }) => {
             run::init_tracing(&serve);
             runtime

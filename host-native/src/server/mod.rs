@@ -74,6 +74,30 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
 ) -> std::io::Result<()> {
+    serve_with(
+        listener,
+        move |peer, req| handle(state.clone(), peer, req),
+        shutdown,
+        drain,
+    )
+    .await
+}
+
+/// Accept HTTP/1 connections for `handler` until `shutdown` resolves, then let in-flight
+/// requests finish (up to `drain` long). Every server of the bridge runs on this.
+///
+/// # Errors
+/// Accepting failed irrecoverably.
+pub async fn serve_with<H, F>(
+    listener: TcpListener,
+    handler: H,
+    shutdown: impl std::future::Future<Output = ()>,
+    drain: Duration,
+) -> std::io::Result<()>
+where
+    H: Fn(SocketAddr, Request<Incoming>) -> F + Clone + Send + Sync + 'static,
+    F: std::future::Future<Output = Result<Response<ResponseBody>, Infallible>> + Send + 'static,
+{
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     loop {
@@ -89,8 +113,8 @@ pub async fn serve(
             () = &mut shutdown => break,
         };
         let _ = stream.set_nodelay(true);
-        let state = state.clone();
-        let service = service_fn(move |req| handle(state.clone(), peer, req));
+        let handler = handler.clone();
+        let service = service_fn(move |req| handler(peer, req));
         let conn = hyper::server::conn::http1::Builder::new()
             .keep_alive(true)
             .serve_connection(TokioIo::new(stream), service);
@@ -236,7 +260,8 @@ async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, Br
     }
 }
 
-fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
+/// CORS headers for browser clients (every response carries them).
+pub(crate) fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
     let allow_origin = origin
         .cloned()
         .unwrap_or_else(|| HeaderValue::from_static("*"));
@@ -262,7 +287,7 @@ fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
     headers.insert(http::header::VARY, HeaderValue::from_static("origin"));
 }
 
-fn status_only(status: StatusCode) -> Response<ResponseBody> {
+pub(crate) fn status_only(status: StatusCode) -> Response<ResponseBody> {
     let mut response = Response::new(empty());
     *response.status_mut() = status;
     response

@@ -1,0 +1,259 @@
+//! Tool approval: Claude Code asks (`can_use_tool`) before it runs a tool that is not allowed
+//! already; the request waits here until someone answers through the management API
+//! (`POST /approvals/{requestId}`), unless an auto-approve rule answers at once.
+//!
+//! An answer is Claude Code's own shape: `{"behavior":"allow","updatedInput":{…}}` (the input is
+//! mandatory: send it back unchanged to approve as asked) or
+//! `{"behavior":"deny","message":"…"}`.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+/// A tool call waiting for an answer.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingApproval {
+    /// Claude Code's control request id (the id to answer).
+    pub request_id: String,
+    /// The AG-UI thread (Claude Code session) it belongs to.
+    pub thread_id: String,
+    /// The tool (`Bash`, `Write`, `mcp__server__tool`, …).
+    pub tool_name: String,
+    /// The tool call's id in the conversation.
+    pub tool_use_id: Option<String>,
+    /// What the tool would run with.
+    pub input: Value,
+    /// Claude Code's description of the call, when it gave one.
+    pub description: Option<String>,
+}
+
+/// What an auto-approve rule does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Behavior {
+    /// Run the tool with its input as asked.
+    Allow,
+    /// Refuse the call.
+    Deny,
+}
+
+/// `Bash` (exact) or `mcp__github__*` (prefix), with what to do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Rule {
+    /// The tool name, or a prefix ending in `*`.
+    pub tool: String,
+    /// Allow or deny.
+    pub behavior: Behavior,
+}
+
+impl Rule {
+    /// Parse `TOOL`, `TOOL:allow` or `TOOL:deny`.
+    ///
+    /// # Errors
+    /// An empty tool or an unknown behavior.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let (tool, behavior) = match text.trim().rsplit_once(':') {
+            Some((tool, "allow")) => (tool, Behavior::Allow),
+            Some((tool, "deny")) => (tool, Behavior::Deny),
+            Some((_, other)) => {
+                return Err(format!(
+                    "auto-approve rule `{text}`: `{other}` is not allow or deny"
+                ));
+            }
+            None => (text.trim(), Behavior::Allow),
+        };
+        if tool.is_empty() {
+            return Err(format!("auto-approve rule `{text}` names no tool"));
+        }
+        Ok(Self {
+            tool: tool.to_owned(),
+            behavior,
+        })
+    }
+
+    fn matches(&self, tool_name: &str) -> bool {
+        match self.tool.strip_suffix('*') {
+            Some(prefix) => tool_name.starts_with(prefix),
+            None => self.tool == tool_name,
+        }
+    }
+}
+
+/// The pending approvals of every session, and the auto-approve rules.
+#[derive(Debug, Default)]
+pub struct Approvals {
+    pending: Mutex<BTreeMap<String, PendingApproval>>,
+    rules: Mutex<Vec<Rule>>,
+}
+
+impl Approvals {
+    /// A registry with these rules.
+    #[must_use]
+    pub fn new(rules: Vec<Rule>) -> Self {
+        Self {
+            pending: Mutex::new(BTreeMap::new()),
+            rules: Mutex::new(rules),
+        }
+    }
+
+    /// The answer a rule gives at once for this call, if one matches (the first that does).
+    #[must_use]
+    pub fn auto_answer(&self, tool_name: &str, input: &Value) -> Option<Value> {
+        let rules = self.rules.lock().ok()?;
+        let rule = rules.iter().find(|r| r.matches(tool_name))?;
+        Some(match rule.behavior {
+            Behavior::Allow => json!({"behavior": "allow", "updatedInput": input}),
+            Behavior::Deny => json!({
+                "behavior": "deny",
+                "message": format!("{tool_name} is denied by an auto-approve rule of the bridge"),
+            }),
+        })
+    }
+
+    /// Add a rule (it is checked after the earlier ones).
+    pub fn add_rule(&self, rule: Rule) {
+        if let Ok(mut rules) = self.rules.lock() {
+            rules.push(rule);
+        }
+    }
+
+    /// The rules, in order.
+    #[must_use]
+    pub fn rules(&self) -> Vec<Rule> {
+        self.rules.lock().map(|r| r.clone()).unwrap_or_default()
+    }
+
+    /// A call now waits for an answer.
+    pub fn add(&self, approval: PendingApproval) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.insert(approval.request_id.clone(), approval);
+        }
+    }
+
+    /// Every waiting call, oldest request id first.
+    #[must_use]
+    pub fn list(&self) -> Vec<PendingApproval> {
+        self.pending
+            .lock()
+            .map(|p| p.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Take a waiting call to answer it.
+    pub fn take(&self, request_id: &str) -> Option<PendingApproval> {
+        self.pending.lock().ok()?.remove(request_id)
+    }
+
+    /// Forget a thread's waiting calls (its Claude Code exited).
+    pub fn forget_thread(&self, thread_id: &str) {
+        if let Ok(mut pending) = self.pending.lock() {
+            pending.retain(|_, a| a.thread_id != thread_id);
+        }
+    }
+}
+
+/// Check an answer from the management API and put it in Claude Code's shape.
+///
+/// # Errors
+/// A message that says what to fix.
+pub fn answer(body: &Value) -> Result<Value, String> {
+    match body.get("behavior").and_then(Value::as_str) {
+        Some("allow") => match body.get("updatedInput") {
+            Some(input) if input.is_object() => {
+                let mut answer = json!({"behavior": "allow", "updatedInput": input});
+                if let Some(permissions) = body.get("updatedPermissions") {
+                    answer["updatedPermissions"] = permissions.clone();
+                }
+                Ok(answer)
+            }
+            _ => Err(String::from(
+                "`updatedInput` (an object) is required to allow a tool call: send the tool's \
+                 input back, changed or not",
+            )),
+        },
+        Some("deny") => {
+            let message = body
+                .get("message")
+                .and_then(Value::as_str)
+                .filter(|m| !m.trim().is_empty())
+                .unwrap_or("The user denied this tool call");
+            let mut answer = json!({"behavior": "deny", "message": message});
+            if let Some(interrupt) = body.get("interrupt").and_then(Value::as_bool) {
+                answer["interrupt"] = Value::Bool(interrupt);
+            }
+            Ok(answer)
+        }
+        _ => Err(String::from(
+            "`behavior` must be \"allow\" (with `updatedInput`) or \"deny\" (with a `message`)",
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_parse_and_match_in_order() {
+        let approvals = Approvals::new(vec![
+            Rule::parse("Bash:deny").unwrap(),
+            Rule::parse("mcp__frontend__*").unwrap(),
+        ]);
+        let input = json!({"command": "ls"});
+        assert_eq!(
+            approvals.auto_answer("Bash", &input).unwrap()["behavior"],
+            "deny"
+        );
+        assert_eq!(
+            approvals
+                .auto_answer("mcp__frontend__show", &input)
+                .unwrap(),
+            json!({"behavior": "allow", "updatedInput": {"command": "ls"}})
+        );
+        assert!(approvals.auto_answer("Write", &input).is_none());
+        assert!(Rule::parse("Bash:maybe").is_err());
+        assert!(Rule::parse(":allow").is_err());
+    }
+
+    #[test]
+    fn answers_are_checked() {
+        assert!(
+            answer(&json!({"behavior": "allow"}))
+                .unwrap_err()
+                .contains("updatedInput")
+        );
+        assert_eq!(
+            answer(&json!({"behavior": "allow", "updatedInput": {"a": 1}})).unwrap(),
+            json!({"behavior": "allow", "updatedInput": {"a": 1}})
+        );
+        assert_eq!(
+            answer(&json!({"behavior": "deny"})).unwrap()["message"],
+            "The user denied this tool call"
+        );
+        assert!(answer(&json!({"behavior": "maybe"})).is_err());
+    }
+
+    #[test]
+    fn pending_calls_are_listed_taken_and_forgotten() {
+        let approvals = Approvals::default();
+        let call = |id: &str, thread: &str| PendingApproval {
+            request_id: id.into(),
+            thread_id: thread.into(),
+            tool_name: "Bash".into(),
+            tool_use_id: None,
+            input: json!({}),
+            description: None,
+        };
+        approvals.add(call("a", "t1"));
+        approvals.add(call("b", "t2"));
+        assert_eq!(approvals.list().len(), 2);
+        assert_eq!(approvals.take("a").unwrap().thread_id, "t1");
+        assert!(approvals.take("a").is_none());
+        approvals.forget_thread("t2");
+        assert!(approvals.list().is_empty());
+    }
+}

@@ -1,0 +1,433 @@
+//! The AG-UI server's routes: CopilotKit's runtime transport (REST and single endpoint), the
+//! management API (sessions, control requests, tool approval) and the frontend tools' MCP server.
+//!
+//! | route | what |
+//! |---|---|
+//! | `GET /info` | CopilotKit RuntimeInfo (one agent, `default`) |
+//! | `POST /` | single endpoint: `{"method":"info"}`, `{"method":"agent/run"\|"agent/connect","params":{"agentId"},"body":RunAgentInput}`, `{"method":"agent/stop","params":{"agentId","threadId"}}` |
+//! | `POST /agent/{agentId}/run` | run: SSE of AG-UI events |
+//! | `POST /agent/{agentId}/connect` | the thread's earlier events again (SSE; none for an unknown thread) |
+//! | `POST /agent/{agentId}/stop/{threadId}` | interrupt the thread's run |
+//! | `GET /sessions` | the Claude Code sessions and their status |
+//! | `POST /sessions/{threadId}/control` | a control request (`set_model`, `set_permission_mode`, `set_max_thinking_tokens`, `mcp_status`, `mcp_toggle`, `interrupt`) and Claude Code's answer |
+//! | `GET /approvals` | tool calls waiting for approval |
+//! | `POST /approvals/{requestId}` | `{"behavior":"allow","updatedInput":{…}}` or `{"behavior":"deny","message":"…"}` |
+//! | `GET`, `POST /approvals/rules` | auto-approve rules (`{"tool":"Read","behavior":"allow"}`) |
+//! | `POST /mcp/{threadId}` | the frontend tools' MCP server (Streamable HTTP) |
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bridge_core::agui::events::encode_sse;
+use bridge_core::agui::input::RunAgentInput;
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+use super::approvals::{self, Rule};
+use super::mcp::{self, McpReply};
+use super::supervisor::Supervisor;
+use crate::server::body::ResponseBody;
+use crate::server::{cors, json_response, sse_response, status_only};
+
+/// Control requests the management API passes on.
+const CONTROLS: [&str; 6] = [
+    "set_model",
+    "set_permission_mode",
+    "set_max_thinking_tokens",
+    "mcp_status",
+    "mcp_toggle",
+    "interrupt",
+];
+
+/// The AG-UI server's state.
+#[derive(Debug)]
+pub struct AguiState {
+    /// The sessions.
+    pub supervisor: Supervisor,
+    /// `--client-key`, required on every route when set.
+    pub client_key: Option<String>,
+    /// Largest accepted body.
+    pub max_body_bytes: usize,
+}
+
+/// One request.
+pub async fn handle(
+    state: Arc<AguiState>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> Result<Response<ResponseBody>, Infallible> {
+    let method = req.method().clone();
+    let path = req.uri().path().to_owned();
+    let origin = req.headers().get(http::header::ORIGIN).cloned();
+    let mut response = route(&state, req).await;
+    cors(response.headers_mut(), origin.as_ref());
+    if !path.starts_with("/mcp/") || response.status() != StatusCode::OK {
+        info!(%method, %path, status = response.status().as_u16(), %peer, "agui");
+    }
+    Ok(response)
+}
+
+fn error(status: StatusCode, message: &str) -> Response<ResponseBody> {
+    let kind = if status == StatusCode::NOT_FOUND {
+        "not_found"
+    } else if status == StatusCode::UNAUTHORIZED {
+        "unauthorized"
+    } else if status.is_server_error() {
+        "internal_error"
+    } else {
+        "invalid_request"
+    };
+    json_response(
+        status,
+        json!({"error": kind, "message": message}).to_string(),
+    )
+}
+
+fn authorized(state: &AguiState, headers: &HeaderMap) -> bool {
+    let Some(expected) = &state.client_key else {
+        return true;
+    };
+    let presented = headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(http::header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+        })
+        .unwrap_or("");
+    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBody> {
+    let method = req.method().clone();
+    if method == Method::OPTIONS {
+        return status_only(StatusCode::NO_CONTENT);
+    }
+    // Claude Code's MCP client authenticates with nothing: its endpoint is loopback-only.
+    let path = req.uri().path().trim_end_matches('/').to_owned();
+    if !path.starts_with("/mcp/") && !authorized(state, req.headers()) {
+        return error(
+            StatusCode::UNAUTHORIZED,
+            "send the bridge's --client-key as `x-api-key` or `Authorization: Bearer`",
+        );
+    }
+    let segments: Vec<String> = path
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(percent_decode)
+        .collect();
+    let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
+    let body = if method == Method::POST {
+        match read_body(req, state.max_body_bytes).await {
+            Ok(body) => body,
+            Err(response) => return response,
+        }
+    } else {
+        Bytes::new()
+    };
+    match (&method, segments.as_slice()) {
+        (&Method::GET, ["info"]) => json_response(StatusCode::OK, runtime_info().to_string()),
+        (&Method::POST, []) => single_endpoint(state, &body).await,
+        (&Method::POST, ["agent", _, "run"]) => match parse_input(&body) {
+            Ok(input) => run(state, input).await,
+            Err(e) => error(StatusCode::BAD_REQUEST, &e),
+        },
+        (&Method::POST, ["agent", _, "connect"]) => match parse_input(&body) {
+            Ok(input) => connect(state, &input.thread_id),
+            Err(e) => error(StatusCode::BAD_REQUEST, &e),
+        },
+        (&Method::POST, ["agent", _, "stop", thread]) => stop(state, thread).await,
+        (&Method::GET, ["sessions"]) => json_response(
+            StatusCode::OK,
+            json!({"sessions": state.supervisor.list()}).to_string(),
+        ),
+        (&Method::POST, ["sessions", thread, "control"]) => control(state, thread, &body).await,
+        (&Method::GET, ["approvals"]) => json_response(
+            StatusCode::OK,
+            json!({"pending": state.supervisor.approvals().list()}).to_string(),
+        ),
+        (&Method::GET, ["approvals", "rules"]) => json_response(
+            StatusCode::OK,
+            json!({"rules": state.supervisor.approvals().rules()}).to_string(),
+        ),
+        (&Method::POST, ["approvals", "rules"]) => add_rule(state, &body),
+        (&Method::POST, ["approvals", request_id]) => decide(state, request_id, &body),
+        (&Method::POST, ["mcp", thread]) => {
+            match mcp::handle(&state.supervisor, thread, &body).await {
+                McpReply::Message(message) => json_response(StatusCode::OK, message.to_string()),
+                McpReply::Accepted => status_only(StatusCode::ACCEPTED),
+            }
+        }
+        (&Method::GET, ["mcp", _]) => status_only(StatusCode::METHOD_NOT_ALLOWED),
+        (&Method::DELETE, ["mcp", _]) => status_only(StatusCode::OK),
+        _ => error(
+            StatusCode::NOT_FOUND,
+            &format!("no route {method} {path} (see GET /info, POST /agent/default/run)"),
+        ),
+    }
+}
+
+async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Response<ResponseBody>> {
+    match Limited::new(req.into_body(), limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(e) => Err(error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            &format!("cannot read the body (at most {limit} bytes): {e}"),
+        )),
+    }
+}
+
+fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// CopilotKit's RuntimeInfo for this server.
+fn runtime_info() -> Value {
+    json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "agents": {"default": {
+            "name": "default",
+            "description": "Claude Code, driven by claude-bridge",
+            "className": "ClaudeCodeAgent",
+        }},
+        "audioFileTranscriptionEnabled": false,
+        "mode": "sse",
+        "suggestions": false,
+        "a2uiEnabled": false,
+        "openGenerativeUIEnabled": false,
+        "telemetryDisabled": true,
+    })
+}
+
+fn parse_input(body: &[u8]) -> Result<RunAgentInput, String> {
+    serde_json::from_slice(body).map_err(|e| {
+        format!("the body is not an AG-UI RunAgentInput (threadId, runId, messages, …): {e}")
+    })
+}
+
+async fn single_endpoint(state: &AguiState, body: &[u8]) -> Response<ResponseBody> {
+    let Ok(envelope) = serde_json::from_slice::<Value>(body) else {
+        return error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "Single-route endpoint expects JSON payloads",
+        );
+    };
+    let Some(method) = envelope.get("method").and_then(Value::as_str) else {
+        return error(StatusCode::BAD_REQUEST, "Missing method field");
+    };
+    let params = envelope.get("params").cloned().unwrap_or(Value::Null);
+    let needs_agent = method.starts_with("agent/");
+    if needs_agent && params.get("agentId").and_then(Value::as_str).is_none() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "Missing or invalid parameter 'agentId'",
+        );
+    }
+    let input = || {
+        let body = envelope.get("body").cloned().unwrap_or(Value::Null);
+        serde_json::from_value::<RunAgentInput>(body)
+            .map_err(|e| format!("`body` is not an AG-UI RunAgentInput: {e}"))
+    };
+    match method {
+        "info" => json_response(StatusCode::OK, runtime_info().to_string()),
+        "agent/run" => match input() {
+            Ok(input) => run(state, input).await,
+            Err(e) => error(StatusCode::BAD_REQUEST, &e),
+        },
+        "agent/connect" => match input() {
+            Ok(input) => connect(state, &input.thread_id),
+            Err(e) => error(StatusCode::BAD_REQUEST, &e),
+        },
+        "agent/stop" => match params.get("threadId").and_then(Value::as_str) {
+            Some(thread) => stop(state, thread).await,
+            None => error(
+                StatusCode::BAD_REQUEST,
+                "Missing or invalid parameter 'threadId'",
+            ),
+        },
+        other => error(
+            StatusCode::BAD_REQUEST,
+            &format!("Unsupported method '{other}'"),
+        ),
+    }
+}
+
+/// Start a run and stream its events.
+async fn run(state: &AguiState, input: RunAgentInput) -> Response<ResponseBody> {
+    let (session, evicted) = state.supervisor.session(&input.thread_id);
+    for old in evicted {
+        tokio::spawn(async move { old.stop().await });
+    }
+    let events = match session.run(input).await {
+        Ok(events) => events,
+        Err(e) => return error(StatusCode::CONFLICT, &e),
+    };
+    stream(events)
+}
+
+fn stream(
+    mut events: mpsc::UnboundedReceiver<bridge_core::agui::events::AguiEvent>,
+) -> Response<ResponseBody> {
+    let (tx, rx) = mpsc::channel::<Bytes>(64);
+    tokio::spawn(async move {
+        while let Some(event) = events.recv().await {
+            if tx.send(Bytes::from(encode_sse(&event))).await.is_err() {
+                break;
+            }
+        }
+    });
+    with_sse_headers(sse_response(rx))
+}
+
+fn with_sse_headers(mut response: Response<ResponseBody>) -> Response<ResponseBody> {
+    response.headers_mut().insert(
+        http::header::CONNECTION,
+        HeaderValue::from_static("keep-alive"),
+    );
+    response
+}
+
+/// Replay the thread's events (nothing for an unknown thread).
+fn connect(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
+    let history = state
+        .supervisor
+        .get(thread_id)
+        .map(|s| s.history())
+        .unwrap_or_default();
+    let text: String = history.iter().map(encode_sse).collect();
+    let (tx, rx) = mpsc::channel::<Bytes>(1);
+    if !text.is_empty() {
+        let _ = tx.try_send(Bytes::from(text));
+    }
+    drop(tx);
+    with_sse_headers(sse_response(rx))
+}
+
+async fn stop(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
+    let Some(session) = state.supervisor.get(thread_id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no session for thread {thread_id}"),
+        );
+    };
+    match session.control(json!({"subtype": "interrupt"})).await {
+        Ok(_) => json_response(
+            StatusCode::OK,
+            json!({"stopped": true, "threadId": thread_id}).to_string(),
+        ),
+        Err(e) => {
+            warn!(thread = thread_id, error = %e, "interrupt failed");
+            error(StatusCode::CONFLICT, &e)
+        }
+    }
+}
+
+async fn control(state: &AguiState, thread_id: &str, body: &[u8]) -> Response<ResponseBody> {
+    let Ok(request) = serde_json::from_slice::<Value>(body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the body must be a JSON control request",
+        );
+    };
+    let subtype = request.get("subtype").and_then(Value::as_str).unwrap_or("");
+    if !CONTROLS.contains(&subtype) {
+        return error(
+            StatusCode::BAD_REQUEST,
+            &format!("`subtype` must be one of {}", CONTROLS.join(", ")),
+        );
+    }
+    let Some(session) = state.supervisor.get(thread_id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no session for thread {thread_id}"),
+        );
+    };
+    match session.control(request).await {
+        Ok(response) => json_response(StatusCode::OK, json!({"response": response}).to_string()),
+        Err(e) => error(StatusCode::BAD_GATEWAY, &e),
+    }
+}
+
+fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<ResponseBody> {
+    let Ok(body) = serde_json::from_slice::<Value>(body) else {
+        return error(StatusCode::BAD_REQUEST, "the body must be JSON");
+    };
+    let answer = match approvals::answer(&body) {
+        Ok(answer) => answer,
+        Err(e) => return error(StatusCode::BAD_REQUEST, &e),
+    };
+    let Some(pending) = state.supervisor.approvals().take(request_id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!(
+                "no tool call waits for approval under {request_id} (GET /approvals lists them)"
+            ),
+        );
+    };
+    let Some(session) = state.supervisor.get(&pending.thread_id) else {
+        return error(StatusCode::GONE, "the session of this tool call ended");
+    };
+    match session.answer(request_id, answer) {
+        Ok(()) => json_response(
+            StatusCode::OK,
+            json!({"answered": request_id, "toolName": pending.tool_name, "behavior": body["behavior"]}).to_string(),
+        ),
+        Err(e) => error(StatusCode::GONE, &e),
+    }
+}
+
+fn add_rule(state: &AguiState, body: &[u8]) -> Response<ResponseBody> {
+    let rule = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            let tool = v.get("tool")?.as_str()?.to_owned();
+            let behavior = v
+                .get("behavior")
+                .and_then(Value::as_str)
+                .unwrap_or("allow")
+                .to_owned();
+            Some(format!("{tool}:{behavior}"))
+        })
+        .ok_or_else(|| {
+            String::from(
+                "send {\"tool\": \"Read\" or \"mcp__x__*\", \"behavior\": \"allow\"|\"deny\"}",
+            )
+        })
+        .and_then(|text| Rule::parse(&text));
+    match rule {
+        Ok(rule) => {
+            state.supervisor.approvals().add_rule(rule);
+            json_response(
+                StatusCode::OK,
+                json!({"rules": state.supervisor.approvals().rules()}).to_string(),
+            )
+        }
+        Err(e) => error(StatusCode::BAD_REQUEST, &e),
+    }
+}

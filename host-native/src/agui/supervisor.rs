@@ -1,0 +1,123 @@
+//! The sessions: one per AG-UI thread, created on its first run, at most `--max-sessions` alive
+//! (the least recently used idle one is stopped to make room); the most recently used one is
+//! the active session.
+
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+
+use super::approvals::Approvals;
+use super::session::{AgentConfig, Session, Status};
+
+/// What `GET /sessions` lists.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionInfo {
+    /// The AG-UI thread.
+    pub thread_id: String,
+    /// Claude Code's session id, once known.
+    pub claude_session_id: Option<String>,
+    /// Its status.
+    pub status: Status,
+    /// The most recently used session.
+    pub active: bool,
+}
+
+/// Every session of the server.
+#[derive(Debug)]
+pub struct Supervisor {
+    config: Arc<AgentConfig>,
+    approvals: Arc<Approvals>,
+    max_sessions: usize,
+    /// Most recently used last.
+    sessions: Mutex<Vec<Session>>,
+}
+
+impl Supervisor {
+    /// No sessions yet.
+    #[must_use]
+    pub fn new(config: AgentConfig, approvals: Arc<Approvals>, max_sessions: usize) -> Self {
+        Self {
+            config: Arc::new(config),
+            approvals,
+            max_sessions: max_sessions.max(1),
+            sessions: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The approvals registry.
+    #[must_use]
+    pub fn approvals(&self) -> &Arc<Approvals> {
+        &self.approvals
+    }
+
+    /// The thread's session, if it has one.
+    #[must_use]
+    pub fn get(&self, thread_id: &str) -> Option<Session> {
+        let sessions = self.sessions.lock().ok()?;
+        sessions.iter().find(|s| s.thread_id == thread_id).cloned()
+    }
+
+    /// The thread's session, created if needed, now the active one. Returns sessions evicted to
+    /// make room (the caller stops them).
+    pub fn session(&self, thread_id: &str) -> (Session, Vec<Session>) {
+        let Ok(mut sessions) = self.sessions.lock() else {
+            let session = Session::start(
+                thread_id,
+                Arc::clone(&self.config),
+                Arc::clone(&self.approvals),
+            );
+            return (session, Vec::new());
+        };
+        if let Some(i) = sessions.iter().position(|s| s.thread_id == thread_id) {
+            let session = sessions.remove(i);
+            sessions.push(session.clone());
+            return (session, Vec::new());
+        }
+        let mut evicted = Vec::new();
+        while sessions.len() >= self.max_sessions {
+            let Some(i) = sessions.iter().position(|s| s.status() != Status::Running) else {
+                break;
+            };
+            evicted.push(sessions.remove(i));
+        }
+        let session = Session::start(
+            thread_id,
+            Arc::clone(&self.config),
+            Arc::clone(&self.approvals),
+        );
+        sessions.push(session.clone());
+        (session, evicted)
+    }
+
+    /// Every session, least recently used first.
+    #[must_use]
+    pub fn list(&self) -> Vec<SessionInfo> {
+        let Ok(sessions) = self.sessions.lock() else {
+            return Vec::new();
+        };
+        let last = sessions.len().saturating_sub(1);
+        sessions
+            .iter()
+            .enumerate()
+            .map(|(i, s)| SessionInfo {
+                thread_id: s.thread_id.clone(),
+                claude_session_id: s.claude_session_id(),
+                status: s.status(),
+                active: i == last,
+            })
+            .collect()
+    }
+
+    /// Stop every session (their processes are killed).
+    pub async fn stop_all(&self) {
+        let sessions: Vec<Session> = self
+            .sessions
+            .lock()
+            .map(|mut s| s.drain(..).collect())
+            .unwrap_or_default();
+        for session in sessions {
+            session.stop().await;
+        }
+    }
+}
