@@ -21,6 +21,8 @@ pub const STARTUP_TIMEOUT: Duration = Duration::from_secs(60);
 /// Options of a bridge run.
 #[derive(Debug, Clone)]
 pub struct BridgeOptions {
+    /// The subcommand (default `serve`; `agui` serves AG-UI on the port instead).
+    pub subcommand: String,
     /// `--provider` (default `openai`).
     pub provider: String,
     /// `--engine` value; `None` uses `E2E_ENGINE` if set, else the binary's default.
@@ -38,6 +40,7 @@ pub struct BridgeOptions {
 impl Default for BridgeOptions {
     fn default() -> Self {
         Self {
+            subcommand: "serve".into(),
             provider: "openai".into(),
             engine: None,
             model: Some("test-model".into()),
@@ -208,7 +211,7 @@ impl Bridge {
         let log_path = logs_dir()?.join(format!("{name}-{}-{n}.log", std::process::id()));
         let log = File::create(&log_path)?;
         let mut args: Vec<String> = vec![
-            "serve".into(),
+            opts.subcommand.clone(),
             "--listen".into(),
             format!("127.0.0.1:{port}"),
             "--provider".into(),

@@ -4,6 +4,7 @@
 //! | route | what |
 //! |---|---|
 //! | `GET /info` | CopilotKit RuntimeInfo (one agent, `default`) |
+//! | `GET /health` | `{"status":"ok","sessions":N}` |
 //! | `POST /` | single endpoint: `{"method":"info"}`, `{"method":"agent/run"\|"agent/connect","params":{"agentId"},"body":RunAgentInput}`, `{"method":"agent/stop","params":{"agentId","threadId"}}` |
 //! | `POST /agent/{agentId}/run` | run: SSE of AG-UI events |
 //! | `POST /agent/{agentId}/connect` | the thread's earlier events again (SSE; none for an unknown thread) |
@@ -136,6 +137,10 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
     };
     match (&method, segments.as_slice()) {
         (&Method::GET, ["info"]) => json_response(StatusCode::OK, runtime_info().to_string()),
+        (&Method::GET, ["health"]) => json_response(
+            StatusCode::OK,
+            json!({"status": "ok", "sessions": state.supervisor.list().len()}).to_string(),
+        ),
         (&Method::POST, []) => single_endpoint(state, &body).await,
         (&Method::POST, ["agent", _, "run"]) => match parse_input(&body) {
             Ok(input) => run(state, input).await,

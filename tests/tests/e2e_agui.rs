@@ -1,0 +1,384 @@
+//! The AG-UI front end to end: `@ag-ui/client`'s `HttpAgent` (npm, run by
+//! `tests/e2e/agui_client.mjs` as a web app would) against the real `claude-bridge agui`, whose
+//! real Claude Code children talk to the same process's Anthropic front (`--upstream self`),
+//! backed by a scripted OpenAI upstream (the model). Text streams; a Bash call waits for approval
+//! through the management API and really runs, or is denied and reported; `agent/stop`
+//! interrupts a long run; `agent/connect` replays the thread; a frontend tool is called through
+//! the MCP server and its result returns in the next run.
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail the test on purpose"
+)]
+
+use std::time::Duration;
+
+use bridge_core::agui::events::AguiEvent;
+use bridge_core::agui::verify::Verifier;
+use bridge_tests::bridge::{Bridge, BridgeOptions};
+use bridge_tests::chunks::{ChatStream, split_fragments, text_stream, tool_call_stream};
+use bridge_tests::clients::{claude_code_bin, e2e_dir, run};
+use bridge_tests::tempdir::TempDir;
+use bridge_tests::upstream::{RecordedRequest, Upstream, background_response};
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+const CLIENT_TIMEOUT: Duration = Duration::from_secs(120);
+const LONG_CHUNKS: usize = 60;
+
+/// The model: requests without tools are Claude Code's background requests; otherwise the
+/// scenario named in the user's prompt decides.
+async fn upstream() -> Upstream {
+    Upstream::start(|req: &RecordedRequest| {
+        let text = req.all_text();
+        if !req.is_chat() || req.tools().is_empty() {
+            background_response()
+        } else if text.contains("SCENARIO:text") {
+            text_stream(&["Hello ", "from ", "the bridge."])
+        } else if text.contains("SCENARIO:long") {
+            let mut stream = ChatStream::new().role();
+            for i in 0..LONG_CHUNKS {
+                stream = stream.text(&format!("part{i} ")).pause(Duration::from_millis(200));
+            }
+            stream.finish("stop").build()
+        } else if text.contains("SCENARIO:frontend") {
+            if req.has_tool_result() {
+                text_stream(&["Card ", "shown."])
+            } else {
+                let args = json!({"title": "Hi"}).to_string();
+                tool_call_stream("call_card", "mcp__frontend__show_card", &[&args])
+            }
+        } else if text.contains("SCENARIO:bash") {
+            if req.has_tool_result() {
+                text_stream(&["All ", "done."])
+            } else {
+                let args = json!({"command": "echo agui > made-by-agui.txt", "description": "Create a file"})
+                    .to_string();
+                let pieces = split_fragments(&args, 4);
+                let pieces: Vec<&str> = pieces.iter().map(String::as_str).collect();
+                tool_call_stream("call_bash", "Bash", &pieces)
+            }
+        } else {
+            text_stream(&["?"])
+        }
+    })
+    .await
+    .unwrap()
+}
+
+struct World {
+    upstream: Upstream,
+    bridge: Bridge,
+    cwd: TempDir,
+    _home: TempDir,
+}
+
+async fn world(name: &str) -> World {
+    let upstream = upstream().await;
+    let cwd = TempDir::new("agui-cwd").unwrap();
+    let home = TempDir::new("agui-home").unwrap();
+    let claude = claude_code_bin().unwrap();
+    let opts = BridgeOptions {
+        subcommand: "agui".into(),
+        env: [
+            ("HOME", home.path().to_str().unwrap()),
+            ("SHELL", "/bin/bash"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("CLAUDE_CODE_MAX_RETRIES", "0"),
+            ("DISABLE_AUTOUPDATER", "1"),
+        ]
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect(),
+        ..BridgeOptions::default()
+    }
+    .args(&[
+        "--claude-path",
+        claude.to_str().unwrap(),
+        "--cwd",
+        cwd.path().to_str().unwrap(),
+        "--upstream",
+        "self",
+    ]);
+    let bridge = Bridge::start_with(&upstream.base_url(), name, opts)
+        .await
+        .unwrap();
+    World {
+        upstream,
+        bridge,
+        cwd,
+        _home: home,
+    }
+}
+
+/// What the client saw.
+struct Seen {
+    out: Value,
+}
+
+impl Seen {
+    fn run(&self, i: usize) -> &Value {
+        &self.out["runs"][i]
+    }
+
+    fn events(&self, i: usize) -> Vec<Value> {
+        self.run(i)["events"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+    }
+
+    fn types(&self, i: usize) -> Vec<String> {
+        self.events(i)
+            .iter()
+            .map(|e| e["type"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    fn text(&self, i: usize) -> String {
+        self.events(i)
+            .iter()
+            .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+            .map(|e| e["delta"].as_str().unwrap_or_default())
+            .collect()
+    }
+
+    fn runs(&self) -> usize {
+        self.out["runs"].as_array().map_or(0, Vec::len)
+    }
+}
+
+/// Every run the client saw passes the core's AG-UI verifier too, and never uses THINKING_*.
+fn verified(seen: &Seen, context: &str) {
+    for i in 0..seen.runs() {
+        assert!(
+            seen.run(i)["error"].is_null(),
+            "run {i} failed in @ag-ui/client: {}\n{context}",
+            seen.run(i)["error"]
+        );
+        let events: Vec<AguiEvent> = seen
+            .events(i)
+            .into_iter()
+            .map(|e| serde_json::from_value(e).unwrap())
+            .collect();
+        Verifier::check(&events).unwrap_or_else(|v| panic!("run {i}: {v:?}\n{context}"));
+        assert!(
+            !seen.types(i).iter().any(|t| t.starts_with("THINKING_")),
+            "{context}"
+        );
+        assert_eq!(
+            seen.types(i).first().map(String::as_str),
+            Some("RUN_STARTED")
+        );
+    }
+}
+
+async fn client(world: &World, spec: Value) -> Seen {
+    let mut spec = spec;
+    spec["base"] = json!(world.bridge.base_url());
+    let mut cmd = Command::new("node");
+    cmd.arg(e2e_dir().join("agui_client.mjs"))
+        .arg(spec.to_string())
+        .current_dir(e2e_dir());
+    let output = run(cmd, CLIENT_TIMEOUT, "the AG-UI client").await.unwrap();
+    let out: Value = serde_json::from_str(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the AG-UI client printed no result ({e}):\n{}\n{}\n--- bridge log:\n{}",
+            output.stdout,
+            output.stderr,
+            world.bridge.log()
+        )
+    });
+    assert!(
+        out["error"].is_null(),
+        "{}\n--- bridge log:\n{}",
+        out["error"],
+        world.bridge.log()
+    );
+    Seen { out }
+}
+
+fn context(world: &World, seen: &Seen) -> String {
+    format!(
+        "client saw: {}\n--- upstream saw {} requests\n--- bridge log:\n{}",
+        serde_json::to_string_pretty(&seen.out).unwrap_or_default(),
+        world.upstream.requests().len(),
+        world.bridge.log()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn text_streams_and_connect_replays_the_thread() {
+    let world = world("agui-text").await;
+    let seen = client(
+        &world,
+        json!({"threadId": "thread-text", "prompt": "SCENARIO:text say hello", "connectAfter": true}),
+    )
+    .await;
+    let ctx = context(&world, &seen);
+    verified(&seen, &ctx);
+    assert_eq!(seen.text(0), "Hello from the bridge.", "{ctx}");
+    let types = seen.types(0);
+    assert!(types.contains(&"STATE_SNAPSHOT".to_owned()), "{ctx}");
+    assert!(types.contains(&"TEXT_MESSAGE_START".to_owned()), "{ctx}");
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("RUN_FINISHED"),
+        "{ctx}"
+    );
+    let stats = seen
+        .events(0)
+        .into_iter()
+        .find(|e| e["type"] == "CUSTOM" && e["name"] == "result_stats")
+        .unwrap_or_else(|| panic!("no result_stats\n{ctx}"));
+    assert_eq!(stats["value"]["num_turns"], 1, "{ctx}");
+
+    // A fresh client connecting to the thread gets the same run again.
+    let connect = &seen.out["connect"];
+    assert!(connect["error"].is_null(), "{ctx}");
+    let replayed: Vec<&str> = connect["events"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["type"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        replayed,
+        types.iter().map(String::as_str).collect::<Vec<_>>(),
+        "{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_bash_call_waits_for_approval_then_really_runs() {
+    let world = world("agui-approve").await;
+    let seen = client(
+        &world,
+        json!({"threadId": "thread-bash", "prompt": "SCENARIO:bash make the file", "approval": "allow"}),
+    )
+    .await;
+    let ctx = context(&world, &seen);
+    verified(&seen, &ctx);
+    let approvals = seen.out["approvals"].as_array().unwrap();
+    assert_eq!(approvals.len(), 1, "{ctx}");
+    assert_eq!(approvals[0]["toolName"], "Bash", "{ctx}");
+    assert_eq!(approvals[0]["status"], 200, "{ctx}");
+    let made = world.cwd.path().join("made-by-agui.txt");
+    assert!(made.is_file(), "the approved Bash call did not run\n{ctx}");
+    assert_eq!(std::fs::read_to_string(&made).unwrap().trim(), "agui");
+    let events = seen.events(0);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "TOOL_CALL_START" && e["toolCallName"] == "Bash"),
+        "{ctx}"
+    );
+    assert!(
+        events.iter().any(|e| e["type"] == "TOOL_CALL_RESULT"),
+        "{ctx}"
+    );
+    assert!(seen.text(0).ends_with("All done."), "{ctx}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_is_reported_and_does_not_run() {
+    let world = world("agui-deny").await;
+    let seen = client(
+        &world,
+        json!({"threadId": "thread-deny", "prompt": "SCENARIO:bash make the file", "approval": "deny"}),
+    )
+    .await;
+    let ctx = context(&world, &seen);
+    verified(&seen, &ctx);
+    assert_eq!(seen.out["approvals"][0]["status"], 200, "{ctx}");
+    assert!(
+        !world.cwd.path().join("made-by-agui.txt").exists(),
+        "a denied call ran\n{ctx}"
+    );
+    // Claude Code reported the denial to the model, and the client saw it as the tool's result.
+    let told = world.upstream.requests().iter().any(|r| {
+        r.tool_messages()
+            .iter()
+            .any(|m| m.to_string().contains("Not on my machine"))
+    });
+    assert!(told, "{ctx}");
+    assert!(
+        seen.events(0)
+            .iter()
+            .any(|e| e["type"] == "TOOL_CALL_RESULT"
+                && e["content"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .contains("Not on my machine")),
+        "{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn agent_stop_interrupts_a_long_run() {
+    let world = world("agui-stop").await;
+    let seen = client(
+        &world,
+        json!({"threadId": "thread-long", "prompt": "SCENARIO:long talk a lot", "stopAfterFirstText": true}),
+    )
+    .await;
+    let ctx = context(&world, &seen);
+    verified(&seen, &ctx);
+    assert_eq!(seen.out["stops"][0]["status"], 200, "{ctx}");
+    let types = seen.types(0);
+    let last = types.last().map(String::as_str);
+    assert!(
+        matches!(last, Some("RUN_FINISHED" | "RUN_ERROR")),
+        "the run did not end: {types:?}\n{ctx}"
+    );
+    let parts = seen.text(0).matches("part").count();
+    assert!(
+        parts < LONG_CHUNKS,
+        "the whole answer streamed ({parts} parts): the stop did nothing\n{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_frontend_tool_is_called_through_mcp_and_answers_in_the_next_run() {
+    let world = world("agui-frontend").await;
+    let seen = client(
+        &world,
+        json!({
+            "threadId": "thread-frontend",
+            "prompt": "SCENARIO:frontend show me a card",
+            "tools": [{"name": "show_card", "description": "Show a card in the app",
+                       "parameters": {"type": "object", "properties": {"title": {"type": "string"}}, "required": ["title"]}}],
+            "context": [{"description": "The page", "value": "dashboard"}],
+            "frontendResults": {"show_card": "The card is on screen."},
+        }),
+    )
+    .await;
+    let ctx = context(&world, &seen);
+    verified(&seen, &ctx);
+    assert_eq!(seen.runs(), 2, "{ctx}");
+    let first = seen.events(0);
+    let call = first
+        .iter()
+        .find(|e| e["type"] == "TOOL_CALL_START")
+        .unwrap_or_else(|| panic!("no tool call in the first run\n{ctx}"));
+    assert_eq!(call["toolCallName"], "show_card", "{ctx}");
+    assert_eq!(
+        seen.types(0).last().map(String::as_str),
+        Some("RUN_FINISHED")
+    );
+    assert_eq!(seen.text(1), "Card shown.", "{ctx}");
+    // The model got the app's result as the tool's result, and the app's context.
+    let requests = world.upstream.requests();
+    assert!(
+        requests.iter().any(|r| r
+            .tool_messages()
+            .iter()
+            .any(|m| m.to_string().contains("The card is on screen."))),
+        "{ctx}"
+    );
+    assert!(
+        requests.iter().any(|r| r.all_text().contains("dashboard")),
+        "{ctx}"
+    );
+}
