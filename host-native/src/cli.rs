@@ -96,6 +96,10 @@ pub struct AguiArgs {
     /// Seconds a control request to Claude Code (interrupt, set_model, …) may take.
     #[arg(long, env = "CLAUDE_BRIDGE_CONTROL_TIMEOUT", default_value_t = 30)]
     pub control_timeout: u64,
+    /// Append every line Claude Code writes to `DIR/<thread>.ndjson` (for debugging, and how the
+    /// golden transcripts in `tests/fixtures/agui` were captured).
+    #[arg(long, env = "CLAUDE_BRIDGE_TRANSCRIPT_DIR")]
+    pub transcript_dir: Option<PathBuf>,
     /// Auto-approve rules: `TOOL` or `TOOL:allow` / `TOOL:deny`, `*` ending a prefix
     /// (e.g. `Read`, `mcp__github__*:allow`, `Bash:deny`); repeat or separate with commas.
     #[arg(long, env = "CLAUDE_BRIDGE_AUTO_APPROVE", value_delimiter = ',')]

@@ -20,7 +20,7 @@ use bridge_tests::bridge::{Bridge, BridgeOptions};
 use bridge_tests::chunks::{ChatStream, split_fragments, text_stream, tool_call_stream};
 use bridge_tests::clients::{claude_code_bin, e2e_dir, run};
 use bridge_tests::tempdir::TempDir;
-use bridge_tests::upstream::{RecordedRequest, Upstream, background_response};
+use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream, background_response};
 use serde_json::{Value, json};
 use tokio::process::Command;
 
@@ -36,6 +36,21 @@ async fn upstream() -> Upstream {
             background_response()
         } else if text.contains("SCENARIO:text") {
             text_stream(&["Hello ", "from ", "the bridge."])
+        } else if text.contains("SCENARIO:think") {
+            ChatStream::new()
+                .role()
+                .reasoning("The user wants a number. ")
+                .reasoning("Seven is fine.")
+                .texts(&["It is ", "7."])
+                .finish("stop")
+                .build()
+        } else if text.contains("SCENARIO:fail") {
+            ScriptedResponse::openai_error(
+                400,
+                "the model refuses this prompt",
+                "invalid_request_error",
+                None,
+            )
         } else if text.contains("SCENARIO:long") {
             let mut stream = ChatStream::new().role();
             for i in 0..LONG_CHUNKS {
@@ -79,18 +94,23 @@ async fn world(name: &str) -> World {
     let cwd = TempDir::new("agui-cwd").unwrap();
     let home = TempDir::new("agui-home").unwrap();
     let claude = claude_code_bin().unwrap();
+    let mut env: Vec<(String, String)> = [
+        ("HOME", home.path().to_str().unwrap()),
+        ("SHELL", "/bin/bash"),
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("CLAUDE_CODE_MAX_RETRIES", "0"),
+        ("DISABLE_AUTOUPDATER", "1"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    // How tests/fixtures/agui/captured_* were made: E2E_AGUI_TRANSCRIPT_DIR=/some/dir.
+    if let Ok(dir) = std::env::var("E2E_AGUI_TRANSCRIPT_DIR") {
+        env.push(("CLAUDE_BRIDGE_TRANSCRIPT_DIR".to_owned(), dir));
+    }
     let opts = BridgeOptions {
         subcommand: "agui".into(),
-        env: [
-            ("HOME", home.path().to_str().unwrap()),
-            ("SHELL", "/bin/bash"),
-            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-            ("CLAUDE_CODE_MAX_RETRIES", "0"),
-            ("DISABLE_AUTOUPDATER", "1"),
-        ]
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect(),
+        env,
         ..BridgeOptions::default()
     }
     .args(&[
@@ -380,5 +400,55 @@ async fn a_frontend_tool_is_called_through_mcp_and_answers_in_the_next_run() {
     assert!(
         requests.iter().any(|r| r.all_text().contains("dashboard")),
         "{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn thinking_streams_as_reasoning_and_a_failed_turn_is_a_run_error() {
+    let world = world("agui-think").await;
+    let seen = client(
+        &world,
+        json!({"threadId": "thread-think", "prompt": "SCENARIO:think pick a number"}),
+    )
+    .await;
+    let ctx = context(&world, &seen);
+    verified(&seen, &ctx);
+    let types = seen.types(0);
+    for wanted in [
+        "REASONING_START",
+        "REASONING_MESSAGE_START",
+        "REASONING_MESSAGE_CONTENT",
+        "REASONING_MESSAGE_END",
+        "REASONING_END",
+    ] {
+        assert!(types.iter().any(|t| t == wanted), "no {wanted}\n{ctx}");
+    }
+    let reasoning: String = seen
+        .events(0)
+        .iter()
+        .filter(|e| e["type"] == "REASONING_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert_eq!(
+        reasoning, "The user wants a number. Seven is fine.",
+        "{ctx}"
+    );
+    assert_eq!(seen.text(0), "It is 7.", "{ctx}");
+
+    let failed = client(
+        &world,
+        json!({"threadId": "thread-fail", "prompt": "SCENARIO:fail do it"}),
+    )
+    .await;
+    let ctx = context(&world, &failed);
+    verified(&failed, &ctx);
+    let last = failed.events(0).last().cloned().unwrap();
+    assert_eq!(last["type"], "RUN_ERROR", "{ctx}");
+    assert!(
+        last["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the model refuses this prompt"),
+        "the upstream's message reaches the client: {last}\n{ctx}"
     );
 }

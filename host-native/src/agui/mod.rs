@@ -82,6 +82,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         env,
         mcp_base: format!("http://{local}"),
         control_timeout: Duration::from_secs(agent.control_timeout.max(1)),
+        transcript_dir: agent.transcript_dir.clone(),
     };
     let state = Arc::new(http::AguiState {
         supervisor: Supervisor::new(config, Arc::new(Approvals::new(rules)), agent.max_sessions),

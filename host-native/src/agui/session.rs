@@ -57,6 +57,8 @@ pub struct AgentConfig {
     pub mcp_base: String,
     /// How long a control request may take.
     pub control_timeout: Duration,
+    /// `--transcript-dir`: where Claude Code's output is copied, one file per thread.
+    pub transcript_dir: Option<PathBuf>,
 }
 
 /// Where a session is in its life.
@@ -621,6 +623,20 @@ impl Actor {
 
     /// One line of Claude Code's stdout.
     async fn line(&mut self, line: &str) {
+        if let Some(dir) = &self.config.transcript_dir {
+            let path = dir.join(format!("{}.ndjson", url_segment(&self.thread_id)));
+            let written = std::fs::create_dir_all(dir).and_then(|()| {
+                use std::io::Write as _;
+                let mut file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&path)?;
+                writeln!(file, "{line}")
+            });
+            if let Err(e) = written {
+                debug!(path = %path.display(), error = %e, "cannot write the transcript");
+            }
+        }
         let message = match parse_line(line) {
             Ok(message) => message,
             Err(e) => {
