@@ -32,8 +32,10 @@ function subscriber(run) {
           spec.approval === "allow"
             ? { behavior: "allow", updatedInput: input }
             : { behavior: "deny", message: "Not on my machine, thanks." };
-        // The management API answers Claude Code; the run goes on.
-        out.approvals.push({ requestId, toolName: event.value.toolName, ...(await post(`/approvals/${requestId}`, answer)) });
+        // The call waits in the management API's list; answering it lets Claude Code go on.
+        const listed = await (await fetch(`${spec.base}/approvals`)).json();
+        const waiting = listed.pending.some((p) => p.requestId === requestId && p.threadId === spec.threadId);
+        out.approvals.push({ requestId, toolName: event.value.toolName, waiting, ...(await post(`/approvals/${requestId}`, answer)) });
       }
       if (event.type === "TEXT_MESSAGE_CONTENT" && spec.stopAfterFirstText && !stopped) {
         stopped = true;

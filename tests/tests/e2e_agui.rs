@@ -284,6 +284,7 @@ async fn a_bash_call_waits_for_approval_then_really_runs() {
     assert_eq!(approvals.len(), 1, "{ctx}");
     assert_eq!(approvals[0]["toolName"], "Bash", "{ctx}");
     assert_eq!(approvals[0]["status"], 200, "{ctx}");
+    assert_eq!(approvals[0]["waiting"], true, "GET /approvals listed the call: {ctx}");
     let made = world.cwd.path().join("made-by-agui.txt");
     assert!(made.is_file(), "the approved Bash call did not run\n{ctx}");
     assert_eq!(std::fs::read_to_string(&made).unwrap().trim(), "agui");
@@ -408,11 +409,24 @@ async fn thinking_streams_as_reasoning_and_a_failed_turn_is_a_run_error() {
     let world = world("agui-think").await;
     let seen = client(
         &world,
-        json!({"threadId": "thread-think", "prompt": "SCENARIO:think pick a number"}),
+        json!({"threadId": "thread-think", "prompt": "SCENARIO:think pick a number",
+               "forwardedProps": {"model": "claude-haiku-4-5", "permissionMode": "plan"}}),
     )
     .await;
     let ctx = context(&world, &seen);
     verified(&seen, &ctx);
+    // The model switch the app forwarded took effect for this turn.
+    let stats = seen
+        .events(0)
+        .into_iter()
+        .find(|e| e["type"] == "CUSTOM" && e["name"] == "result_stats")
+        .unwrap();
+    assert!(
+        stats["value"]["modelUsage"]
+            .get("claude-haiku-4-5")
+            .is_some(),
+        "{stats}"
+    );
     let types = seen.types(0);
     for wanted in [
         "REASONING_START",
@@ -450,5 +464,204 @@ async fn thinking_streams_as_reasoning_and_a_failed_turn_is_a_run_error() {
             .unwrap_or_default()
             .contains("the model refuses this prompt"),
         "the upstream's message reaches the client: {last}\n{ctx}"
+    );
+}
+
+async fn post(url: &str, body: &Value) -> bridge_tests::http::HttpResponse {
+    bridge_tests::http::send(
+        "POST",
+        url,
+        &[("content-type", "application/json")],
+        Some(body.to_string().into_bytes()),
+        CLIENT_TIMEOUT,
+    )
+    .await
+    .unwrap()
+}
+
+/// The AG-UI events of an SSE body (`data: <json>` frames).
+fn sse_events(body: &[u8]) -> Vec<Value> {
+    String::from_utf8_lossy(body)
+        .split("\n\n")
+        .filter_map(|frame| frame.strip_prefix("data: "))
+        .map(|json| serde_json::from_str(json).unwrap())
+        .collect()
+}
+
+fn run_input(thread: &str, run: &str, text: &str) -> Value {
+    json!({"threadId": thread, "runId": run, "state": {}, "tools": [], "context": [], "forwardedProps": {},
+           "messages": [{"id": format!("{run}-user"), "role": "user", "content": text}]})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
+    let world = world("agui-single").await;
+    let base = world.bridge.base_url();
+    let ctx = || format!("--- bridge log:\n{}", world.bridge.log());
+
+    // The single endpoint: info, and its errors.
+    let info = post(&base, &json!({"method": "info"})).await;
+    assert_eq!(info.status, 200);
+    assert_eq!(info.json().unwrap()["agents"]["default"]["name"], "default");
+    let r = bridge_tests::http::send(
+        "POST",
+        &base,
+        &[],
+        Some(b"not json".to_vec()),
+        CLIENT_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 415);
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "Single-route endpoint expects JSON payloads"
+    );
+    let r = post(&base, &json!({"params": {}})).await;
+    assert_eq!(
+        (r.status, r.json().unwrap()["message"].clone()),
+        (400, json!("Missing method field"))
+    );
+    let r = post(&base, &json!({"method": "agent/run", "params": {}})).await;
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "Missing or invalid parameter 'agentId'"
+    );
+    let r = post(
+        &base,
+        &json!({"method": "agent/dance", "params": {"agentId": "default"}}),
+    )
+    .await;
+    assert_eq!(
+        r.json().unwrap()["message"],
+        "Unsupported method 'agent/dance'"
+    );
+
+    // agent/run through the single endpoint streams the run.
+    let r = post(
+        &base,
+        &json!({"method": "agent/run", "params": {"agentId": "default"},
+                "body": run_input("thread-single", "run-1", "SCENARIO:text hi")}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", ctx());
+    assert!(
+        r.header("content-type")
+            .unwrap_or_default()
+            .starts_with("text/event-stream")
+    );
+    let events = sse_events(&r.body);
+    let parsed: Vec<AguiEvent> = events
+        .iter()
+        .map(|e| serde_json::from_value(e.clone()).unwrap())
+        .collect();
+    Verifier::check(&parsed).unwrap();
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{}", ctx());
+
+    // The session is listed with its process; control requests reach Claude Code and answer.
+    let sessions = bridge_tests::http::send(
+        "GET",
+        &format!("{base}/sessions"),
+        &[],
+        None,
+        CLIENT_TIMEOUT,
+    )
+    .await
+    .unwrap()
+    .json()
+    .unwrap();
+    let session = &sessions["sessions"][0];
+    assert_eq!(session["threadId"], "thread-single");
+    assert_eq!(session["status"]["state"], "ready", "{sessions}");
+    assert_eq!(session["active"], true);
+    let pid = session["pid"].as_u64().unwrap();
+    let control = format!("{base}/sessions/thread-single/control");
+    let r = post(
+        &control,
+        &json!({"subtype": "set_permission_mode", "mode": "acceptEdits"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx());
+    assert_eq!(r.json().unwrap()["response"]["mode"], "acceptEdits");
+    let r = post(
+        &control,
+        &json!({"subtype": "set_model", "model": "claude-haiku-4-5"}),
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx());
+    let r = post(&control, &json!({"subtype": "mcp_status"})).await;
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx());
+    assert!(
+        r.text().contains("frontend"),
+        "the frontend MCP server is listed: {}",
+        r.text()
+    );
+    let r = post(&control, &json!({"subtype": "rm_rf"})).await;
+    assert_eq!(r.status, 400);
+    let r = post(
+        &format!("{base}/approvals/nope"),
+        &json!({"behavior": "allow"}),
+    )
+    .await;
+    assert_eq!(r.status, 400, "allow without updatedInput: {}", r.text());
+
+    // Claude Code crashes: the session says so, and the next run restarts it where it was.
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let mut crashed = false;
+    for _ in 0..100 {
+        let sessions = bridge_tests::http::send(
+            "GET",
+            &format!("{base}/sessions"),
+            &[],
+            None,
+            CLIENT_TIMEOUT,
+        )
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+        if sessions["sessions"][0]["status"]["state"] == "crashed" {
+            crashed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(crashed, "{}", ctx());
+    let r = post(
+        &format!("{base}/agent/default/run"),
+        &run_input("thread-single", "run-2", "SCENARIO:text again"),
+    )
+    .await;
+    let events = sse_events(&r.body);
+    assert_eq!(
+        events.last().unwrap()["type"],
+        "RUN_FINISHED",
+        "{}\n{}",
+        r.text(),
+        ctx()
+    );
+    // Resumed: the model got the first turn too, and the switched model answered.
+    let last = world
+        .upstream
+        .requests()
+        .into_iter()
+        .rev()
+        .find(|r| !r.tools().is_empty())
+        .unwrap();
+    assert!(last.all_text().contains("SCENARIO:text hi"), "{}", ctx());
+    assert!(last.all_text().contains("SCENARIO:text again"), "{}", ctx());
+    let stats = events
+        .iter()
+        .find(|e| e["type"] == "CUSTOM" && e["name"] == "result_stats")
+        .unwrap();
+    assert!(
+        stats["value"]["modelUsage"]
+            .get("claude-haiku-4-5")
+            .is_some(),
+        "set_model did not stick across the restart: {stats}"
     );
 }

@@ -132,6 +132,7 @@ pub struct Shared {
     history: Mutex<Vec<AguiEvent>>,
     tools: Mutex<Vec<Tool>>,
     claude_session: Mutex<Option<String>>,
+    pid: Mutex<Option<u32>>,
 }
 
 impl Session {
@@ -155,6 +156,7 @@ impl Session {
             frontend_pending: HashMap::new(),
             interrupt_deadline: None,
             seed: seed_of(thread_id),
+            settings: std::collections::BTreeMap::new(),
         };
         tokio::spawn(actor.run(rx));
         Self {
@@ -182,6 +184,12 @@ impl Session {
             .lock()
             .ok()
             .and_then(|s| s.clone())
+    }
+
+    /// The Claude Code process id, while one runs.
+    #[must_use]
+    pub fn pid(&self) -> Option<u32> {
+        self.shared.pid.lock().ok().and_then(|p| *p)
     }
 
     /// Every AG-UI event of every run of this thread, in order (for `connect`).
@@ -310,6 +318,9 @@ struct Actor {
     frontend_pending: HashMap<String, oneshot::Sender<ToolOutcome>>,
     interrupt_deadline: Option<tokio::time::Instant>,
     seed: u64,
+    /// The latest `set_model` / `set_permission_mode` / `set_max_thinking_tokens`, sent again to
+    /// a restarted process so a crash does not undo the user's choices.
+    settings: std::collections::BTreeMap<String, Value>,
 }
 
 enum Output {
@@ -566,6 +577,9 @@ impl Actor {
             return Err(String::from("Claude Code started without pipes"));
         };
         info!(thread = %self.thread_id, pid = child.id(), resume = ?resume, "Claude Code session started");
+        if let Ok(mut pid) = self.shared.pid.lock() {
+            *pid = child.id();
+        }
         self.process = Some(Process {
             child,
             stdin,
@@ -575,11 +589,19 @@ impl Actor {
         let _ = self
             .send_control(json!({"subtype": "initialize", "hooks": null}))
             .await;
+        for request in self.settings.values().cloned().collect::<Vec<_>>() {
+            let _ = self.send_control(request).await;
+        }
         Ok(())
     }
 
     /// Write a control request; returns its id (the answer is matched by it).
     async fn send_control(&mut self, request: Value) -> Option<String> {
+        if let Some(subtype @ ("set_model" | "set_permission_mode" | "set_max_thinking_tokens")) =
+            request.get("subtype").and_then(Value::as_str)
+        {
+            self.settings.insert(subtype.to_owned(), request.clone());
+        }
         self.next_request += 1;
         let id = format!("req_{}_{}", self.next_request, self.seed % 100_000);
         let line = json!({"type": "control_request", "request_id": id, "request": request});
@@ -820,6 +842,9 @@ impl Actor {
 
     /// Everything waiting on the process fails.
     fn lost(&mut self, reason: &str) {
+        if let Ok(mut pid) = self.shared.pid.lock() {
+            *pid = None;
+        }
         if self.run_events.is_some() {
             let events = self
                 .translator

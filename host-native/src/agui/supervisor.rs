@@ -19,6 +19,8 @@ pub struct SessionInfo {
     pub claude_session_id: Option<String>,
     /// Its status.
     pub status: Status,
+    /// The Claude Code process id, while one runs.
+    pub pid: Option<u32>,
     /// The most recently used session.
     pub active: bool,
 }
@@ -104,6 +106,7 @@ impl Supervisor {
                 thread_id: s.thread_id.clone(),
                 claude_session_id: s.claude_session_id(),
                 status: s.status(),
+                pid: s.pid(),
                 active: i == last,
             })
             .collect()
