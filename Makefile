@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build run fabstir-world js test test-rust test-js bench lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build run run-agui fabstir-world js test test-rust test-js bench lint fmt purity doc clean
 
 all: build
 
@@ -35,6 +35,10 @@ build: setup-rust
 run: build
 	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ] && [[ "$(ARGS)" != *fabstir* ]]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
 	$(TARGET_DIR)/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
+
+## AG-UI / CopilotKit front on $(LISTEN), its Claude Code agents on the same provider flags as `run`.
+run-agui: build
+	$(TARGET_DIR)/release/claude-bridge agui --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
 
 ## A local Fabstir world to try `--provider fabstir` against: hardhat (chain id 84532) with the
 ## contracts, two registered host nodes with a toy model, a funded wallet. Prints the `make run` line.
