@@ -79,17 +79,27 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
 /// The address cannot be bound, or set-up failed.
 pub async fn serve(args: &ServeArgs) -> Result<(), String> {
     let state = build_state(args).await?;
-    let listener = TcpListener::bind(args.listen).await.map_err(|e| {
-        format!(
-            "cannot listen on {}: {e} (is another bridge running? try --listen 127.0.0.1:0)",
-            args.listen
-        )
-    })?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let (listener, local) = bind_listen(args.listen).await?;
     announce(args, &state, local);
     server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// Bind `--listen`; the error says what to try.
+///
+/// # Errors
+/// The address cannot be bound.
+pub async fn bind_listen(
+    addr: std::net::SocketAddr,
+) -> Result<(TcpListener, std::net::SocketAddr), String> {
+    let listener = TcpListener::bind(addr).await.map_err(|e| {
+        format!(
+            "cannot listen on {addr}: {e} (is another bridge running? try --listen 127.0.0.1:0)"
+        )
+    })?;
+    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    Ok((listener, local))
 }
 
 /// Log what is being served, where, and how to point Claude Code at it.

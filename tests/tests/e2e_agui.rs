@@ -284,7 +284,10 @@ async fn a_bash_call_waits_for_approval_then_really_runs() {
     assert_eq!(approvals.len(), 1, "{ctx}");
     assert_eq!(approvals[0]["toolName"], "Bash", "{ctx}");
     assert_eq!(approvals[0]["status"], 200, "{ctx}");
-    assert_eq!(approvals[0]["waiting"], true, "GET /approvals listed the call: {ctx}");
+    assert_eq!(
+        approvals[0]["waiting"], true,
+        "GET /approvals listed the call: {ctx}"
+    );
     let made = world.cwd.path().join("made-by-agui.txt");
     assert!(made.is_file(), "the approved Bash call did not run\n{ctx}");
     assert_eq!(std::fs::read_to_string(&made).unwrap().trim(), "agui");
@@ -488,6 +491,21 @@ fn sse_events(body: &[u8]) -> Vec<Value> {
         .collect()
 }
 
+/// `GET /sessions`.
+async fn list_sessions(base: &str) -> Value {
+    bridge_tests::http::send(
+        "GET",
+        &format!("{base}/sessions"),
+        &[],
+        None,
+        CLIENT_TIMEOUT,
+    )
+    .await
+    .unwrap()
+    .json()
+    .unwrap()
+}
+
 fn run_input(thread: &str, run: &str, text: &str) -> Value {
     json!({"threadId": thread, "runId": run, "state": {}, "tools": [], "context": [], "forwardedProps": {},
            "messages": [{"id": format!("{run}-user"), "role": "user", "content": text}]})
@@ -559,17 +577,7 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
     assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{}", ctx());
 
     // The session is listed with its process; control requests reach Claude Code and answer.
-    let sessions = bridge_tests::http::send(
-        "GET",
-        &format!("{base}/sessions"),
-        &[],
-        None,
-        CLIENT_TIMEOUT,
-    )
-    .await
-    .unwrap()
-    .json()
-    .unwrap();
+    let sessions = list_sessions(&base).await;
     let session = &sessions["sessions"][0];
     assert_eq!(session["threadId"], "thread-single");
     assert_eq!(session["status"]["state"], "ready", "{sessions}");
@@ -613,17 +621,7 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
     assert!(killed.success());
     let mut crashed = false;
     for _ in 0..100 {
-        let sessions = bridge_tests::http::send(
-            "GET",
-            &format!("{base}/sessions"),
-            &[],
-            None,
-            CLIENT_TIMEOUT,
-        )
-        .await
-        .unwrap()
-        .json()
-        .unwrap();
+        let sessions = list_sessions(&base).await;
         if sessions["sessions"][0]["status"]["state"] == "crashed" {
             crashed = true;
             break;

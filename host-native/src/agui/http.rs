@@ -27,7 +27,6 @@ use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 use http_body_util::{BodyExt, Limited};
 use hyper::body::Incoming;
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
 use tokio::sync::mpsc;
 use tracing::{info, warn};
 
@@ -92,20 +91,10 @@ fn error(status: StatusCode, message: &str) -> Response<ResponseBody> {
 }
 
 fn authorized(state: &AguiState, headers: &HeaderMap) -> bool {
-    let Some(expected) = &state.client_key else {
-        return true;
-    };
-    let presented = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| {
-            headers
-                .get(http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-        })
-        .unwrap_or("");
-    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+    state
+        .client_key
+        .as_deref()
+        .is_none_or(|expected| crate::server::presents_key(headers, expected))
 }
 
 async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBody> {

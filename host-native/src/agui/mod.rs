@@ -37,13 +37,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         .filter(|r| !r.trim().is_empty())
         .map(|r| Rule::parse(r))
         .collect::<Result<Vec<_>, _>>()?;
-    let listener = TcpListener::bind(args.listen).await.map_err(|e| {
-        format!(
-            "cannot listen on {}: {e} (is another bridge running? try --listen 127.0.0.1:0)",
-            args.listen
-        )
-    })?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let (listener, local) = crate::run::bind_listen(args.listen).await?;
 
     let (stop_front, front_stopped) = tokio::sync::oneshot::channel::<()>();
     let mut env = Vec::new();

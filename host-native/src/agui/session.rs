@@ -690,6 +690,12 @@ impl Actor {
                 return;
             }
             ClaudeMessage::ControlRequest(m) => self.can_use_tool(&m.raw).await,
+            ClaudeMessage::ControlCancelRequest(m) => {
+                // Claude Code no longer waits (the turn was interrupted): the call leaves the list.
+                if let Some(id) = m.raw.get("request_id").and_then(Value::as_str) {
+                    self.approvals.take(id);
+                }
+            }
             ClaudeMessage::System(m) if m.subtype == "init" => {
                 if let Some(id) = m.raw.get("session_id").and_then(Value::as_str)
                     && let Ok(mut s) = self.shared.claude_session.lock()

@@ -217,9 +217,15 @@ async fn route(
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), BridgeError> {
-    let Some(expected) = &state.client_key else {
-        return Ok(());
-    };
+    match &state.client_key {
+        Some(expected) if !presents_key(headers, expected) => Err(BridgeError::Unauthorized),
+        _ => Ok(()),
+    }
+}
+
+/// Whether the request carries `expected` as `x-api-key` or `Authorization: Bearer` (compared in
+/// constant time).
+pub(crate) fn presents_key(headers: &HeaderMap, expected: &str) -> bool {
     let presented = headers
         .get("x-api-key")
         .and_then(|v| v.to_str().ok())
@@ -230,11 +236,7 @@ fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), BridgeError> {
                 .and_then(|v| v.strip_prefix("Bearer "))
         })
         .unwrap_or("");
-    if bool::from(presented.as_bytes().ct_eq(expected.as_bytes())) {
-        Ok(())
-    } else {
-        Err(BridgeError::Unauthorized)
-    }
+    bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
 }
 
 async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, BridgeError> {
