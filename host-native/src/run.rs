@@ -104,6 +104,14 @@ pub async fn bind_listen(
 
 /// Log what is being served, where, and how to point Claude Code at it.
 pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr) {
+    announce_front(args, state, local);
+    info!(
+        "point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_API_KEY=any claude"
+    );
+}
+
+/// Log what the Anthropic front serves and where.
+pub fn announce_front(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr) {
     info!(
         listen = %local,
         provider = state.provider,
@@ -121,9 +129,6 @@ pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr)
             "listening on a non-loopback address without --client-key: anyone who can reach it can use your upstream"
         );
     }
-    info!(
-        "point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_API_KEY=any claude"
-    );
 }
 
 /// Resolves on SIGINT or SIGTERM.

@@ -48,7 +48,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
                 .await
                 .map_err(|e| format!("cannot bind the Anthropic front: {e}"))?;
             let front_addr = front.local_addr().map_err(|e| e.to_string())?;
-            crate::run::announce(args, &state, front_addr);
+            crate::run::announce_front(args, &state, front_addr);
             env.push((
                 String::from("ANTHROPIC_BASE_URL"),
                 format!("http://{front_addr}"),
@@ -86,7 +86,10 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
     info!(
         listen = %local,
         claude = %agent.claude_path,
-        upstream = ?agent.upstream,
+        upstream = match agent.upstream {
+            AgentUpstream::SelfFront => "self (the Anthropic front above)",
+            AgentUpstream::Anthropic => "anthropic (Claude Code's own configuration)",
+        },
         "claude-bridge serving AG-UI: point CopilotKit's runtimeUrl (or an AG-UI HttpAgent at /agent/default/run) here"
     );
     let handler_state = Arc::clone(&state);
