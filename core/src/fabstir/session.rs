@@ -244,10 +244,22 @@ impl Session {
         }
     }
 
-    /// Creating the job failed (the deposit was not spent).
+    /// Creating the job failed before anything was paid (no host, no funds, a refused
+    /// transaction): the deposit goes back under the cap, and it does not count as a job that
+    /// failed to answer (nothing was opened).
     pub fn handle_job_failed(&mut self, error: ApiError, now: u64) {
         if self.state == State::CreatingJob {
             self.spent = self.spent.saturating_sub(self.limits.deposit);
+            self.fail_head(error);
+            self.state = State::NoJob;
+            self.advance(now);
+        }
+    }
+
+    /// The job's transaction was sent but its confirmation never came: the deposit may be paid,
+    /// so it stays counted, and the job counts as one that failed.
+    pub fn handle_job_unconfirmed(&mut self, error: ApiError, now: u64) {
+        if self.state == State::CreatingJob {
             self.fail_head(error);
             self.job_lost(now);
         }
@@ -629,6 +641,35 @@ mod tests {
         assert_eq!(s.spent(), 0);
         s.handle_prompt(2, 2);
         assert_eq!(drain(&mut s), vec![Effect::CreateJob { deposit: 100 }]);
+        // Failures before payment never stop the bridge: each prompt tries again.
+        for prompt in 3..8 {
+            s.handle_job_failed(ApiError::new(ErrorKind::Api, "rpc down"), prompt);
+            drain(&mut s);
+            s.handle_prompt(prompt, prompt);
+            assert_eq!(drain(&mut s), vec![Effect::CreateJob { deposit: 100 }]);
+        }
+    }
+
+    #[test]
+    fn an_unconfirmed_job_stays_counted_and_counts_as_failed() {
+        let mut s = Session::new(limits(100, 250));
+        s.handle_prompt(1, 0);
+        drain(&mut s);
+        s.handle_job_unconfirmed(ApiError::new(ErrorKind::Api, "no receipt"), 1);
+        assert!(matches!(
+            &drain(&mut s)[..],
+            [Effect::PromptFailed { prompt: 1, .. }]
+        ));
+        assert_eq!(s.spent(), 100);
+        s.handle_prompt(2, 2);
+        assert_eq!(drain(&mut s), vec![Effect::CreateJob { deposit: 100 }]);
+        s.handle_job_unconfirmed(ApiError::new(ErrorKind::Api, "no receipt"), 3);
+        drain(&mut s);
+        // 200 spent of 250: a third deposit would cross the cap.
+        s.handle_prompt(3, 4);
+        assert!(
+            matches!(&drain(&mut s)[..], [Effect::PromptFailed { error, .. }] if error.kind == ErrorKind::Billing)
+        );
     }
 
     #[test]

@@ -239,6 +239,17 @@ pub enum ChainError {
         /// ETH or USDC.
         unit: &'static str,
     },
+    /// A transaction was sent, but no receipt came: it may still be mined (and paid).
+    #[error(
+        "transaction {tx} was sent but not confirmed ({message}); it may still be mined: the \
+         ledger keeps it as pending and the next start checks it"
+    )]
+    Unconfirmed {
+        /// The transaction.
+        tx: B256,
+        /// Why the wait ended.
+        message: String,
+    },
     /// A transaction was refused or failed.
     #[error("{what} failed: {message}")]
     Transaction {
@@ -396,11 +407,18 @@ impl Chain {
                 .await
                 .map_err(|e| self.rpc_error(format!("NodeRegistry.getNodeFullInfo: {e}")))?;
             // A revert means "no price": the host cannot be paid in this token for this model.
-            let price = registry
+            // Anything else (a timeout, a rate limit) is the RPC's failure, not the host's.
+            let price = match registry
                 .getModelPricing(address, model_id, token)
                 .call()
                 .await
-                .ok();
+            {
+                Ok(price) => Some(price),
+                Err(e) if is_revert(&e) => None,
+                Err(e) => {
+                    return Err(self.rpc_error(format!("NodeRegistry.getModelPricing: {e}")));
+                }
+            };
             offers.push(HostOffer {
                 address,
                 api_url: info.apiUrl,
@@ -501,7 +519,19 @@ impl Chain {
             .with_timeout(Some(self.config.receipt_timeout))
             .get_receipt()
             .await
-            .map_err(|e| refused("waiting for the job's confirmations", e))?;
+            .map_err(|e| ChainError::Unconfirmed {
+                tx: tx_hash,
+                message: e.to_string(),
+            })?;
+        self.job_from_receipt(tx_hash, &receipt)
+    }
+
+    /// The job a confirmed `createSessionJob*` transaction created.
+    fn job_from_receipt(
+        &self,
+        tx_hash: B256,
+        receipt: &alloy::rpc::types::TransactionReceipt,
+    ) -> Result<CreatedJob, ChainError> {
         if !receipt.status() {
             return Err(ChainError::Transaction {
                 what: String::from("creating the session job"),
@@ -553,6 +583,23 @@ impl Chain {
                 what: String::from("USDC.approve"),
                 message: String::from("the transaction reverted"),
             })
+        }
+    }
+
+    /// How a job transaction sent earlier ended: `Ok(Some(job))` mined, `Ok(None)` not (yet)
+    /// known to the node.
+    ///
+    /// # Errors
+    /// It reverted (nothing was paid), or the RPC failed.
+    pub async fn job_of_transaction(&self, tx: B256) -> Result<Option<CreatedJob>, ChainError> {
+        let receipt = self
+            .provider
+            .get_transaction_receipt(tx)
+            .await
+            .map_err(|e| self.rpc_error(e))?;
+        match receipt {
+            Some(receipt) => self.job_from_receipt(tx, &receipt).map(Some),
+            None => Ok(None),
         }
     }
 
@@ -613,6 +660,11 @@ pub fn http_provider(
             None,
         ),
     })
+}
+
+/// Whether a call failed because the contract reverted (rather than the RPC failing).
+fn is_revert(e: &alloy::contract::Error) -> bool {
+    e.as_revert_data().is_some() || e.to_string().to_ascii_lowercase().contains("revert")
 }
 
 /// A failed send or receipt, with the contract's revert reason when there is one.

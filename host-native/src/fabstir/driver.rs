@@ -262,9 +262,13 @@ impl Driver {
                             self.target = Some(target);
                             self.session.handle_job_created(job_id, now);
                         }
-                        Err(error) => {
-                            warn!(message = %error.message, "no Fabstir job");
-                            self.session.handle_job_failed(error, now);
+                        Err(no_job) if no_job.maybe_paid => {
+                            warn!(message = %no_job.error.message, "no Fabstir job (perhaps paid)");
+                            self.session.handle_job_unconfirmed(no_job.error, now);
+                        }
+                        Err(no_job) => {
+                            warn!(message = %no_job.error.message, "no Fabstir job");
+                            self.session.handle_job_failed(no_job.error, now);
                         }
                     }
                 }

@@ -60,6 +60,25 @@ pub struct ChainJobs {
     pub latency_ms: HashMap<Address, u64>,
 }
 
+/// Why no job came.
+#[derive(Debug, Clone)]
+pub struct NoJob {
+    /// What the waiting prompt is told.
+    pub error: ApiError,
+    /// The payment may have gone out (a transaction sent but not confirmed): the deposit stays
+    /// counted against the cap.
+    pub maybe_paid: bool,
+}
+
+impl From<ApiError> for NoJob {
+    fn from(error: ApiError) -> Self {
+        Self {
+            error,
+            maybe_paid: false,
+        }
+    }
+}
+
 /// The driver's job source.
 #[derive(Debug)]
 pub enum JobSource {
@@ -93,18 +112,18 @@ impl JobSource {
         &mut self,
         deposit: u128,
         rng: &mut (dyn Randomness + Send + Sync),
-    ) -> Result<Target, ApiError> {
+    ) -> Result<Target, NoJob> {
         match self {
             Self::Direct { target, used } => {
                 if *used {
-                    Err(ApiError::new(
+                    Err(NoJob::from(ApiError::new(
                         ErrorKind::Api,
                         format!(
                             "Fabstir job {} was settled when its session closed, and direct mode cannot \
                              create jobs: start the bridge with a new --job-id",
                             target.job_id
                         ),
-                    ))
+                    )))
                 } else {
                     *used = true;
                     Ok(target.clone())
@@ -136,10 +155,10 @@ impl JobSource {
         .await;
     }
 
-    /// The job's socket closed: the host settles it.
+    /// The job's socket closed: the host settles it (the chain confirms later).
     pub async fn job_closed(&mut self, target: &Target) {
-        self.record(target, "the settled job", |ledger, chain_id, job_id| {
-            ledger.settle(chain_id, job_id, None)
+        self.record(target, "the closed job", |ledger, chain_id, job_id| {
+            ledger.close(chain_id, job_id)
         })
         .await;
     }
@@ -166,7 +185,7 @@ impl ChainJobs {
         &mut self,
         deposit: u128,
         rng: &mut (dyn Randomness + Send + Sync),
-    ) -> Result<Target, ApiError> {
+    ) -> Result<Target, NoJob> {
         let offers = self
             .chain
             .discover(&self.model, self.payment)
@@ -182,7 +201,18 @@ impl ChainJobs {
             unit = self.payment.unit(),
             "opening a paid Fabstir job"
         );
-        let created = self
+        let entry = JobEntry {
+            chain_id: self.chain.config().chain_id,
+            host: offer.address.to_string(),
+            host_url: offer.api_url.clone(),
+            model: self.model_name.clone(),
+            payment: String::from(payment_name(self.payment)),
+            deposit,
+            price_per_token: saturating_u128(price),
+            created_at: unix_now(),
+            ..JobEntry::default()
+        };
+        let created = match self
             .chain
             .create_job(
                 offer.address,
@@ -192,25 +222,36 @@ impl ChainJobs {
                 self.payment,
             )
             .await
-            .map_err(|e| {
+        {
+            Ok(created) => created,
+            Err(ChainError::Unconfirmed { tx, message }) => {
+                // Perhaps paid: keep it in the ledger (counted) until the next start checks it.
+                warn!(%tx, %message, "the job's transaction was not confirmed");
+                let pending = JobEntry {
+                    tx: tx.to_string(),
+                    ..entry
+                };
+                if let Err(e) = self.ledger.lock().await.add_pending(pending) {
+                    warn!(error = %e, %tx, "cannot record the pending job in the ledger");
+                }
+                let error = ChainError::Unconfirmed { tx, message };
+                return Err(NoJob {
+                    error: chain_error(&error),
+                    maybe_paid: true,
+                });
+            }
+            Err(e) => {
                 if !matches!(e, ChainError::InsufficientFunds { .. }) {
                     *self.failures.entry(offer.address).or_default() += 1;
                 }
-                chain_error(&e)
-            })?;
+                return Err(chain_error(&e).into());
+            }
+        };
         info!(job_id = created.job_id, tx = %created.tx_hash, "Fabstir job created");
         let entry = JobEntry {
-            chain_id: self.chain.config().chain_id,
             job_id: created.job_id,
-            host: offer.address.to_string(),
-            host_url: offer.api_url.clone(),
-            model: self.model_name.clone(),
-            payment: String::from(payment_name(self.payment)),
-            deposit,
-            price_per_token: saturating_u128(price),
             tx: created.tx_hash.to_string(),
-            created_at: unix_now(),
-            ..JobEntry::default()
+            ..entry
         };
         if let Err(e) = self.ledger.lock().await.add(entry) {
             // The job is paid either way; losing the record must be loud.
@@ -230,7 +271,7 @@ impl ChainJobs {
         &self,
         offers: &'a [HostOffer],
         rng: &mut (dyn Randomness + Send + Sync),
-    ) -> Result<(&'a HostOffer, PublicKey, U256), ApiError> {
+    ) -> Result<(&'a HostOffer, PublicKey, U256), NoJob> {
         let usable: Vec<&HostOffer> = offers
             .iter()
             .filter(|o| self.pinned.is_none_or(|p| p == o.address))
@@ -256,7 +297,8 @@ impl ChainJobs {
             return Err(chain_error(&ChainError::NoHost {
                 model: self.model_name.clone(),
                 why,
-            }));
+            })
+            .into());
         }
         let candidates: Vec<Candidate> = usable.iter().map(|o| self.candidate(o)).collect();
         let ranked = scoring::rank(&candidates, self.selection);
@@ -267,7 +309,7 @@ impl ChainJobs {
         let offer = usable[index];
         match (&offer.public_key, offer.price) {
             (Some(key), Some(price)) => Ok((offer, *key, price)),
-            _ => Err(ApiError::new(ErrorKind::Api, "the chosen host is unusable")),
+            _ => Err(ApiError::new(ErrorKind::Api, "the chosen host is unusable").into()),
         }
     }
 
@@ -313,7 +355,8 @@ pub fn chain_error(error: &ChainError) -> ApiError {
     let kind = match error {
         ChainError::InsufficientFunds { .. } => ErrorKind::Billing,
         ChainError::NoHost { .. } => ErrorKind::NotFound,
-        ChainError::Rpc { .. } | ChainError::Transaction { .. } => ErrorKind::Overloaded,
+        ChainError::Rpc { .. } | ChainError::Unconfirmed { .. } => ErrorKind::Overloaded,
+        ChainError::Transaction { .. } => ErrorKind::Api,
         ChainError::WrongChain { .. } => ErrorKind::Api,
     };
     ApiError::new(kind, error.to_string())

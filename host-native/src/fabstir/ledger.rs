@@ -1,11 +1,21 @@
 //! The local ledger of paid Fabstir jobs: one JSON file (`--ledger`, default
 //! `$XDG_STATE_HOME/claude-bridge/fabstir-ledger.json`) listing every job this wallet opened through
-//! the bridge — host, deposit, price, tokens used, settlement — rewritten atomically after every
-//! change, so it survives restarts and crashes.
+//! the bridge — host, deposit, price, tokens used, settlement — so it survives restarts and
+//! crashes. Every change re-reads the file under an exclusive lock (`<ledger>.lock`), applies
+//! itself and replaces the file atomically, so several bridges can share one ledger.
 //!
-//! It is also the memory of the spending cap: `--max-spend` bounds what earlier runs were charged
-//! plus the deposits of this run ([`Ledger::spent`]). At start the bridge asks the chain how its
-//! jobs whose end it has not seen confirmed ended ([`Ledger::unconfirmed_jobs`], [`Ledger::settle`]).
+//! A job's life in the ledger:
+//!
+//! ```text
+//!   pending ──(receipt)──► open ──(socket closed)──► closed ──(chain: inactive)──► settled
+//!      │ (tx sent, no receipt yet)                                ▲
+//!      └──(reverted: nothing paid)──► reverted        open ───────┘ (chain: inactive)
+//! ```
+//!
+//! It is also the memory of the spending cap: `--max-spend` bounds what earlier runs cost plus
+//! the deposits of this run ([`Ledger::spent`]); a job counts its whole deposit until the chain
+//! says what it was charged. At start the bridge asks the chain about every job whose end it has
+//! not seen confirmed ([`Ledger::to_reconcile`]).
 //!
 //! ```
 //! # let dir = std::env::temp_dir().join(format!("ledger-doc-{}", std::process::id()));
@@ -14,9 +24,10 @@
 //! ledger.add(JobEntry { chain_id: 84532, job_id: 7, deposit: 1000, price_per_token: 2000,
 //!     payment: "eth".into(), ..JobEntry::default() }).unwrap();
 //! ledger.add_tokens(84532, 7, 100).unwrap();
-//! assert_eq!(ledger.spent(84532, "eth"), 1000); // open: the whole deposit counts
-//! ledger.settle(84532, 7, None).unwrap();
-//! assert_eq!(ledger.spent(84532, "eth"), 200); // settled: 100 tokens × 2000 / 1000
+//! ledger.close(84532, 7).unwrap();
+//! assert_eq!(ledger.spent(84532, "eth"), 1000); // until the chain says, the deposit counts
+//! ledger.settle(84532, 7, Some(200)).unwrap();
+//! assert_eq!(ledger.spent(84532, "eth"), 200); // settled: what the deposit did not get back
 //! # std::fs::remove_dir_all(&dir).ok();
 //! ```
 
@@ -56,25 +67,37 @@ pub struct JobEntry {
     pub prompts: u64,
     /// Tokens the host reported in `stream_end`.
     pub tokens_used: u64,
-    /// `open` or `settled`.
+    /// `pending`, `open`, `closed`, `settled` or `reverted` (see the module docs).
     pub status: String,
-    /// What the host was paid, once the chain says so (base units).
+    /// What the job cost (deposit minus refund), once the chain says so (base units).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "decimal_opt")]
     pub charged: Option<u128>,
 }
 
 impl JobEntry {
-    /// What this job costs or may still cost: the deposit while open; once settled, what the
-    /// chain charged, or else the tokens used at the job's price (never above the deposit).
+    /// What this job costs or may still cost: the deposit until the chain says otherwise;
+    /// once settled, what it charged (or else the tokens used at the job's price, never above
+    /// the deposit); nothing when its transaction reverted.
     #[must_use]
     pub fn cost(&self) -> u128 {
-        if self.status != "settled" {
-            return self.deposit;
+        match self.status.as_str() {
+            "reverted" => 0,
+            "settled" => self.charged.unwrap_or_else(|| {
+                (u128::from(self.tokens_used) * self.price_per_token / PRICE_PRECISION)
+                    .min(self.deposit)
+            }),
+            _ => self.deposit,
         }
-        self.charged.unwrap_or_else(|| {
-            (u128::from(self.tokens_used) * self.price_per_token / PRICE_PRECISION)
-                .min(self.deposit)
-        })
+    }
+
+    /// Whether the chain still has something to say about this job.
+    #[must_use]
+    pub fn unconfirmed(&self) -> bool {
+        match self.status.as_str() {
+            "reverted" => false,
+            "settled" => self.charged.is_none(),
+            _ => true,
+        }
     }
 }
 
@@ -164,14 +187,14 @@ impl Ledger {
             .fold(0u128, u128::saturating_add)
     }
 
-    /// Jobs on this chain whose end the chain has not confirmed yet: still open, or closed by
-    /// the bridge without a known charge.
+    /// Jobs on this chain the chain still has something to say about (pending transactions,
+    /// jobs not known to be settled).
     #[must_use]
-    pub fn unconfirmed_jobs(&self, chain_id: u64) -> Vec<u64> {
+    pub fn to_reconcile(&self, chain_id: u64) -> Vec<JobEntry> {
         self.jobs
             .iter()
-            .filter(|j| j.chain_id == chain_id && (j.status != "settled" || j.charged.is_none()))
-            .map(|j| j.job_id)
+            .filter(|j| j.chain_id == chain_id && j.unconfirmed())
+            .cloned()
             .collect()
     }
 
@@ -181,8 +204,47 @@ impl Ledger {
     /// The file cannot be written.
     pub fn add(&mut self, mut entry: JobEntry) -> Result<(), LedgerError> {
         entry.status = String::from("open");
-        self.jobs.push(entry);
-        self.save()
+        self.update(|jobs| jobs.push(entry))
+    }
+
+    /// Record a job transaction that was sent but not confirmed (`job_id` 0 until it is).
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn add_pending(&mut self, mut entry: JobEntry) -> Result<(), LedgerError> {
+        entry.status = String::from("pending");
+        self.update(|jobs| jobs.push(entry))
+    }
+
+    /// A pending transaction turned out to have created `job_id`.
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn confirm(&mut self, chain_id: u64, tx: &str, job_id: u64) -> Result<(), LedgerError> {
+        self.update(|jobs| {
+            if let Some(job) = jobs
+                .iter_mut()
+                .find(|j| j.chain_id == chain_id && j.tx == tx && j.status == "pending")
+            {
+                job.job_id = job_id;
+                job.status = String::from("open");
+            }
+        })
+    }
+
+    /// A pending transaction reverted: nothing was paid.
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn revert(&mut self, chain_id: u64, tx: &str) -> Result<(), LedgerError> {
+        self.update(|jobs| {
+            if let Some(job) = jobs
+                .iter_mut()
+                .find(|j| j.chain_id == chain_id && j.tx == tx && j.status == "pending")
+            {
+                job.status = String::from("reverted");
+            }
+        })
     }
 
     /// A prompt of the job finished with this many tokens.
@@ -195,14 +257,29 @@ impl Ledger {
         job_id: u64,
         tokens: u64,
     ) -> Result<(), LedgerError> {
-        if let Some(job) = self.find(chain_id, job_id) {
-            job.prompts += 1;
-            job.tokens_used = job.tokens_used.saturating_add(tokens);
-        }
-        self.save()
+        self.update(|jobs| {
+            if let Some(job) = find(jobs, chain_id, job_id) {
+                job.prompts += 1;
+                job.tokens_used = job.tokens_used.saturating_add(tokens);
+            }
+        })
     }
 
-    /// The job is settled (its socket closed); `charged` is what the chain paid the host, when known.
+    /// The job's socket closed (the host settles it on-chain; the chain confirms later).
+    ///
+    /// # Errors
+    /// The file cannot be written.
+    pub fn close(&mut self, chain_id: u64, job_id: u64) -> Result<(), LedgerError> {
+        self.update(|jobs| {
+            if let Some(job) = find(jobs, chain_id, job_id)
+                && job.status == "open"
+            {
+                job.status = String::from("closed");
+            }
+        })
+    }
+
+    /// The chain says the job ended; `charged` is what it cost (deposit minus refund), when known.
     ///
     /// # Errors
     /// The file cannot be written.
@@ -212,42 +289,60 @@ impl Ledger {
         job_id: u64,
         charged: Option<u128>,
     ) -> Result<(), LedgerError> {
-        if let Some(job) = self.find(chain_id, job_id) {
-            job.status = String::from("settled");
-            if charged.is_some() {
-                job.charged = charged;
+        self.update(|jobs| {
+            if let Some(job) = find(jobs, chain_id, job_id) {
+                job.status = String::from("settled");
+                if charged.is_some() {
+                    job.charged = charged;
+                }
             }
-        }
-        self.save()
+        })
     }
 
-    fn find(&mut self, chain_id: u64, job_id: u64) -> Option<&mut JobEntry> {
-        self.jobs
-            .iter_mut()
-            .rev()
-            .find(|j| j.chain_id == chain_id && j.job_id == job_id)
-    }
-
-    /// Write to a temporary file beside the ledger, then rename it over the ledger.
-    fn save(&self) -> Result<(), LedgerError> {
-        let error = |message: String| LedgerError {
+    fn error(&self, message: impl std::fmt::Display) -> LedgerError {
+        LedgerError {
             path: self.path.display().to_string(),
-            message,
-        };
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| error(e.to_string()))?;
+            message: message.to_string(),
         }
+    }
+
+    /// Under the lock: re-read the file (another bridge may have written it), apply `change`,
+    /// write a temporary file beside the ledger and rename it over the ledger.
+    fn update(&mut self, change: impl FnOnce(&mut Vec<JobEntry>)) -> Result<(), LedgerError> {
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
+        }
+        let mut lock_path = self.path.clone().into_os_string();
+        lock_path.push(".lock");
+        let lock = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| self.error(e))?;
+        lock.lock()
+            .map_err(|e| self.error(format!("cannot lock: {e}")))?;
+        let mut jobs = Self::open(&self.path)?.jobs;
+        change(&mut jobs);
         let file = File {
             version: 1,
-            jobs: self.jobs.clone(),
+            jobs: jobs.clone(),
         };
-        let mut text = serde_json::to_string_pretty(&file).map_err(|e| error(e.to_string()))?;
+        let mut text = serde_json::to_string_pretty(&file).map_err(|e| self.error(e))?;
         text.push('\n');
         let mut tmp = self.path.clone().into_os_string();
-        tmp.push(".tmp");
-        std::fs::write(&tmp, text).map_err(|e| error(e.to_string()))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| error(e.to_string()))
+        tmp.push(format!(".{}.tmp", std::process::id()));
+        std::fs::write(&tmp, text).map_err(|e| self.error(e))?;
+        std::fs::rename(&tmp, &self.path).map_err(|e| self.error(e))?;
+        self.jobs = jobs;
+        Ok(())
     }
+}
+
+fn find(jobs: &mut [JobEntry], chain_id: u64, job_id: u64) -> Option<&mut JobEntry> {
+    jobs.iter_mut()
+        .rev()
+        .find(|j| j.chain_id == chain_id && j.job_id == job_id && j.status != "pending")
 }
 
 /// u128 amounts as decimal strings (JSON numbers lose precision above 2^53).
@@ -325,19 +420,80 @@ mod tests {
         assert_eq!(again.jobs().len(), 2);
         assert_eq!(again.jobs()[0].tokens_used, 42);
         assert_eq!(again.jobs()[0].prompts, 2);
-        assert_eq!(again.unconfirmed_jobs(84532), vec![3, 4]);
+        let ids = |l: &Ledger| {
+            l.to_reconcile(84532)
+                .iter()
+                .map(|j| j.job_id)
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(ids(&again), vec![3, 4]);
         assert_eq!(again.spent(84532, "eth"), 200_000_000_000_000);
         assert_eq!(again.spent(84532, "usdc"), 1_000_000);
         assert_eq!(again.spent(1, "eth"), 0);
+        again.close(84532, 3).unwrap();
+        assert_eq!(
+            again.spent(84532, "eth"),
+            200_000_000_000_000,
+            "closed: still the deposit"
+        );
         again.settle(84532, 3, None).unwrap();
         assert_eq!(again.spent(84532, "eth"), 42 * 5_000_000 / 1000);
-        assert_eq!(again.unconfirmed_jobs(84532), vec![3, 4]);
+        assert_eq!(ids(&again), vec![3, 4]);
         again.settle(84532, 3, Some(7)).unwrap();
         assert_eq!(again.spent(84532, "eth"), 7);
-        assert_eq!(again.unconfirmed_jobs(84532), vec![4]);
+        assert_eq!(ids(&again), vec![4]);
         let text = std::fs::read_to_string(&path).unwrap();
         assert!(text.contains("\"deposit\": \"200000000000000\""), "{text}");
-        assert!(!Path::new(&format!("{}.tmp", path.display())).exists());
+        assert!(
+            std::fs::read_dir(path.parent().unwrap())
+                .unwrap()
+                .all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp"))
+        );
+    }
+
+    #[test]
+    fn two_writers_keep_each_others_jobs_and_pending_transactions_resolve() {
+        let path = temp("two");
+        let mut a = Ledger::open(&path).unwrap();
+        let mut b = Ledger::open(&path).unwrap();
+        let entry = |job_id| JobEntry {
+            chain_id: 1,
+            job_id,
+            deposit: 10,
+            payment: String::from("eth"),
+            ..JobEntry::default()
+        };
+        a.add(entry(1)).unwrap();
+        b.add(entry(2)).unwrap();
+        a.add_tokens(1, 1, 5).unwrap();
+        let both = Ledger::open(&path).unwrap();
+        assert_eq!(
+            both.jobs().iter().map(|j| j.job_id).collect::<Vec<_>>(),
+            vec![1, 2]
+        );
+        assert_eq!(both.jobs()[0].tokens_used, 5);
+
+        a.add_pending(JobEntry {
+            tx: String::from("0xabc"),
+            ..entry(0)
+        })
+        .unwrap();
+        a.add_pending(JobEntry {
+            tx: String::from("0xdef"),
+            ..entry(0)
+        })
+        .unwrap();
+        assert_eq!(a.spent(1, "eth"), 40, "pending deposits count");
+        a.confirm(1, "0xabc", 3).unwrap();
+        a.revert(1, "0xdef").unwrap();
+        assert_eq!(a.spent(1, "eth"), 30);
+        assert_eq!(
+            a.to_reconcile(1)
+                .iter()
+                .map(|j| j.job_id)
+                .collect::<Vec<_>>(),
+            vec![1, 2, 3]
+        );
     }
 
     #[test]

@@ -260,18 +260,55 @@ fn limits(
     })
 }
 
-/// Ask the chain how the ledger's unconfirmed jobs ended (the host settles when the socket
-/// closes), and record what each charged.
+/// Ask the chain about the ledger's unconfirmed jobs: how pending transactions ended, and what
+/// each finished job cost (deposit minus refund).
 async fn reconcile(chain: &Chain, ledger: &mut Ledger) {
-    for job_id in ledger.unconfirmed_jobs(chain.config().chain_id) {
-        match chain.job(job_id).await {
-            Ok(state) if !state.active => {
-                if let Err(e) = ledger.settle(chain.config().chain_id, job_id, Some(state.paid)) {
-                    warn!(error = %e, "cannot update the ledger");
+    let chain_id = chain.config().chain_id;
+    for entry in ledger.to_reconcile(chain_id) {
+        let recorded = if entry.status == "pending" {
+            let Ok(tx) = entry.tx.parse::<alloy::primitives::B256>() else {
+                continue;
+            };
+            match chain.job_of_transaction(tx).await {
+                Ok(Some(job)) => {
+                    info!(%tx, job_id = job.job_id, "a pending job transaction was mined");
+                    ledger.confirm(chain_id, &entry.tx, job.job_id)
+                }
+                Ok(None) => {
+                    warn!(%tx, "a job transaction of an earlier run is still unknown to the chain; its deposit stays counted");
+                    continue;
+                }
+                Err(e @ super::chain::ChainError::Transaction { .. }) => {
+                    info!(%tx, error = %e, "a pending job transaction did not create a job");
+                    ledger.revert(chain_id, &entry.tx)
+                }
+                Err(e) => {
+                    warn!(%tx, error = %e, "cannot check a pending job transaction");
+                    continue;
                 }
             }
-            Ok(_) => info!(job_id, "a job from an earlier run is still open on-chain"),
-            Err(e) => warn!(job_id, error = %e, "cannot read an earlier job from the chain"),
+        } else {
+            match chain.job(entry.job_id).await {
+                Ok(state) if !state.active => ledger.settle(
+                    chain_id,
+                    entry.job_id,
+                    Some(entry.deposit.saturating_sub(state.refunded)),
+                ),
+                Ok(_) => {
+                    info!(
+                        job_id = entry.job_id,
+                        "a job from an earlier run is still open on-chain"
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    warn!(job_id = entry.job_id, error = %e, "cannot read an earlier job from the chain");
+                    continue;
+                }
+            }
+        };
+        if let Err(e) = recorded {
+            warn!(error = %e, "cannot update the ledger");
         }
     }
 }
