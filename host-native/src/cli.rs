@@ -96,6 +96,10 @@ pub struct AguiArgs {
     /// Seconds a control request to Claude Code (interrupt, set_model, …) may take.
     #[arg(long, env = "CLAUDE_BRIDGE_CONTROL_TIMEOUT", default_value_t = 30)]
     pub control_timeout: u64,
+    /// Browser origins (besides loopback ones such as `http://localhost:3000`) allowed to call
+    /// the AG-UI server, e.g. `https://app.example.com`; `*` allows any (only with --client-key).
+    #[arg(long, env = "CLAUDE_BRIDGE_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origin: Vec<String>,
     /// Append every line Claude Code writes to `DIR/<thread>.ndjson` (for debugging, and how the
     /// golden transcripts in `tests/fixtures/agui` were captured).
     #[arg(long, env = "CLAUDE_BRIDGE_TRANSCRIPT_DIR")]

@@ -202,10 +202,11 @@ async fn send_inner(
     let conn_task = tokio::spawn(async move {
         let _ = conn.await;
     });
-    let mut req = Request::builder()
-        .method(method)
-        .uri(path)
-        .header("host", authority);
+    let mut req = Request::builder().method(method).uri(path);
+    // The caller's own `host` (e.g. a name a DNS-rebinding page would send) replaces the default.
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        req = req.header("host", authority);
+    }
     for (k, v) in headers {
         req = req.header(*k, *v);
     }

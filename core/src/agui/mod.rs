@@ -11,6 +11,7 @@
 //! - [`translate`]: messages → AG-UI events ([`translate::ClaudeToAgui`], a state machine per run).
 //! - [`events`]: the AG-UI events and their SSE encoding ([`events::encode_sse`]).
 //! - [`verify`]: the ordering rules an AG-UI client enforces ([`verify::Verifier`]).
+//! - [`replay`]: a thread's history made valid to replay (`agent/connect`).
 //!
 //! One run, end to end (the host would write `line` to stdin and the SSE text to the client):
 //!
@@ -50,5 +51,6 @@
 pub mod claude;
 pub mod events;
 pub mod input;
+pub mod replay;
 pub mod translate;
 pub mod verify;

@@ -150,6 +150,8 @@ pub struct ClaudeToAgui {
     /// Tools whose names start with this are the client's own (`mcp__frontend__`): their tool
     /// calls carry the name without it, as the client registered the tool.
     client_tool_prefix: Option<String>,
+    /// The host asked Claude Code to stop the turn: its error result is the stop, not a failure.
+    interrupted: bool,
 }
 
 impl ClaudeToAgui {
@@ -169,6 +171,15 @@ impl ClaudeToAgui {
             assistant_blocks: BTreeMap::new(),
             model: None,
             client_tool_prefix: None,
+            interrupted: false,
+        }
+    }
+
+    /// The host asked Claude Code to interrupt the turn (`agent/stop`): the result that ends it
+    /// (`error_during_execution`) finishes the run (`RUN_FINISHED`) rather than failing it.
+    pub fn note_interrupt(&mut self) {
+        if self.lifecycle == Lifecycle::Running {
+            self.interrupted = true;
         }
     }
 
@@ -195,6 +206,7 @@ impl ClaudeToAgui {
         }
         self.run_id = run_id.into();
         self.lifecycle = Lifecycle::NotStarted;
+        self.interrupted = false;
     }
 
     /// End the run while Claude Code's turn goes on (it waits for a client tool's result, which
@@ -529,7 +541,9 @@ impl ClaudeToAgui {
         out.push(custom("result_stats", Value::Object(stats)));
         self.close_all(out);
         let usage = token_usage(&m.raw, self.model.as_deref());
-        if m.is_error {
+        let stopped = std::mem::take(&mut self.interrupted)
+            && m.raw.get("subtype").and_then(Value::as_str) == Some("error_during_execution");
+        if m.is_error && !stopped {
             out.push(AguiEvent::RunError {
                 message: result_error_message(m),
                 code: Some(result_error_code(m)),
@@ -1224,5 +1238,23 @@ mod tests {
         assert_eq!(names, ["RUN_STARTED", "CUSTOM", "RUN_FINISHED"]);
         assert!(matches!(&second[0], AguiEvent::RunStarted { run_id, .. } if run_id == "run-2"));
         crate::agui::verify::Verifier::check(&second).unwrap();
+    }
+
+    #[test]
+    fn an_interrupted_turn_finishes_the_run() {
+        let mut t = ClaudeToAgui::new("t", "r", 1);
+        let mut events = t.start();
+        t.note_interrupt();
+        let line = r#"{"type":"result","subtype":"error_during_execution","is_error":true,"result":"[ede_diagnostic] interrupted"}"#;
+        events.extend(t.feed(&parse_line(line).unwrap()));
+        assert_eq!(
+            events.last().map(AguiEvent::type_name),
+            Some("RUN_FINISHED")
+        );
+        // Without the interrupt, the same result is an error.
+        let mut t = ClaudeToAgui::new("t", "r", 1);
+        let mut events = t.start();
+        events.extend(t.feed(&parse_line(line).unwrap()));
+        assert_eq!(events.last().map(AguiEvent::type_name), Some("RUN_ERROR"));
     }
 }

@@ -32,6 +32,7 @@ use tracing::{info, warn};
 
 use super::approvals::{self, Rule};
 use super::mcp::{self, McpReply};
+use super::session::RunRefused;
 use super::supervisor::Supervisor;
 use crate::server::body::ResponseBody;
 use crate::server::{cors, json_response, sse_response, status_only};
@@ -55,6 +56,8 @@ pub struct AguiState {
     pub client_key: Option<String>,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// `--allowed-origin`: browser origins allowed besides loopback ones (`*`: any).
+    pub allowed_origins: Vec<String>,
 }
 
 /// One request.
@@ -66,8 +69,18 @@ pub async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
-    let mut response = route(&state, req).await;
-    cors(response.headers_mut(), origin.as_ref());
+    let mut response = match guard(&state, peer, &req) {
+        Ok(()) => route(&state, req).await,
+        Err(refusal) => refusal,
+    };
+    // CORS headers only for origins that may call (the browser then refuses the others).
+    if origin
+        .as_ref()
+        .and_then(|o| o.to_str().ok())
+        .is_some_and(|o| origin_allowed(&state, o))
+    {
+        cors(response.headers_mut(), origin.as_ref());
+    }
     if !path.starts_with("/mcp/") || response.status() != StatusCode::OK {
         info!(%method, %path, status = response.status().as_u16(), %peer, "agui");
     }
@@ -90,6 +103,86 @@ fn error(status: StatusCode, message: &str) -> Response<ResponseBody> {
     )
 }
 
+/// Whether a browser origin may call: loopback pages (a local dev server), or `--allowed-origin`.
+fn origin_allowed(state: &AguiState, origin: &str) -> bool {
+    let origin = origin.trim_end_matches('/');
+    let host = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+        .unwrap_or("");
+    let name = host
+        .rsplit_once(':')
+        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(host, |(name, _)| name);
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+        || state
+            .allowed_origins
+            .iter()
+            .any(|o| o == "*" || o == origin)
+}
+
+/// Refuse what a hostile web page or a DNS-rebinding attack would send, before routing: a
+/// browser origin that is not allowed, a `Host` that is not an address of this machine (when no
+/// `--client-key` protects the server), a POST that is not JSON (a "simple" cross-site request),
+/// and the MCP route from anywhere but this machine.
+fn guard(
+    state: &AguiState,
+    peer: SocketAddr,
+    req: &Request<Incoming>,
+) -> Result<(), Response<ResponseBody>> {
+    let headers = req.headers();
+    if let Some(origin) = headers
+        .get(http::header::ORIGIN)
+        .and_then(|o| o.to_str().ok())
+        && !origin_allowed(state, origin)
+    {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            &format!(
+                "the origin {origin} may not call this bridge; start it with --allowed-origin {origin}"
+            ),
+        ));
+    }
+    if state.client_key.is_none() {
+        let host = headers
+            .get(http::header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        let name = host
+            .rsplit_once(':')
+            .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
+            .map_or(host, |(name, _)| name);
+        let literal = name.trim_start_matches('[').trim_end_matches(']');
+        if name != "localhost" && literal.parse::<std::net::IpAddr>().is_err() {
+            return Err(error(
+                StatusCode::FORBIDDEN,
+                &format!(
+                    "Host {host} is not an address of this bridge; set --client-key to serve it under a name"
+                ),
+            ));
+        }
+    }
+    if req.method() == Method::POST {
+        let json = headers
+            .get(http::header::CONTENT_TYPE)
+            .and_then(|c| c.to_str().ok())
+            .is_some_and(|c| c.trim_start().starts_with("application/json"));
+        if !json {
+            return Err(error(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "send JSON with `Content-Type: application/json`",
+            ));
+        }
+    }
+    if req.uri().path().starts_with("/mcp/") && !peer.ip().is_loopback() {
+        return Err(error(
+            StatusCode::FORBIDDEN,
+            "the frontend tools' MCP server only serves this machine's Claude Code sessions",
+        ));
+    }
+    Ok(())
+}
+
 fn authorized(state: &AguiState, headers: &HeaderMap) -> bool {
     state
         .client_key
@@ -102,7 +195,7 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
     if method == Method::OPTIONS {
         return status_only(StatusCode::NO_CONTENT);
     }
-    // Claude Code's MCP client authenticates with nothing: its endpoint is loopback-only.
+    // Claude Code's MCP client authenticates with nothing: its endpoint is loopback-only (`guard`).
     let path = req.uri().path().trim_end_matches('/').to_owned();
     if !path.starts_with("/mcp/") && !authorized(state, req.headers()) {
         return error(
@@ -280,7 +373,8 @@ async fn run(state: &AguiState, input: RunAgentInput) -> Response<ResponseBody> 
     }
     let events = match session.run(input).await {
         Ok(events) => events,
-        Err(e) => return error(StatusCode::CONFLICT, &e),
+        Err(RunRefused::Busy(e)) => return error(StatusCode::CONFLICT, &e),
+        Err(RunRefused::Failed(e)) => return error(StatusCode::BAD_GATEWAY, &e),
     };
     stream(events)
 }
@@ -312,7 +406,7 @@ fn connect(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
     let history = state
         .supervisor
         .get(thread_id)
-        .map(|s| s.history())
+        .map(|s| bridge_core::agui::replay::replayable(&s.history()))
         .unwrap_or_default();
     let text: String = history.iter().map(encode_sse).collect();
     let (tx, rx) = mpsc::channel::<Bytes>(1);

@@ -83,6 +83,23 @@ pub enum Status {
     Stopped,
 }
 
+/// Why a run could not start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RunRefused {
+    /// A run is already streaming on the thread.
+    Busy(String),
+    /// Claude Code could not be started, or the session is gone.
+    Failed(String),
+}
+
+impl std::fmt::Display for RunRefused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Busy(m) | Self::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
 /// What a frontend tool call comes back with.
 #[derive(Debug, Clone)]
 pub struct ToolOutcome {
@@ -96,7 +113,7 @@ pub(crate) enum SessionCommand {
     Run {
         input: Box<RunAgentInput>,
         events: mpsc::UnboundedSender<AguiEvent>,
-        started: oneshot::Sender<Result<(), String>>,
+        started: oneshot::Sender<Result<(), RunRefused>>,
     },
     Control {
         request: Value,
@@ -133,14 +150,26 @@ pub struct Shared {
     tools: Mutex<Vec<Tool>>,
     claude_session: Mutex<Option<String>>,
     pid: Mutex<Option<u32>>,
+    waiting_client: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
     /// Start the actor of a new session (its process starts with the first run).
     #[must_use]
-    pub fn start(thread_id: &str, config: Arc<AgentConfig>, approvals: Arc<Approvals>) -> Self {
+    ///
+    /// `resume`: Claude Code's session id of an earlier process of this thread (evicted), so the
+    /// conversation goes on where it was.
+    pub fn start(
+        thread_id: &str,
+        config: Arc<AgentConfig>,
+        approvals: Arc<Approvals>,
+        resume: Option<String>,
+    ) -> Self {
         let (commands, rx) = mpsc::unbounded_channel();
-        let shared = Arc::new(Shared::default());
+        let shared = Arc::new(Shared {
+            claude_session: Mutex::new(resume),
+            ..Shared::default()
+        });
         let actor = Actor {
             thread_id: thread_id.to_owned(),
             config,
@@ -154,6 +183,7 @@ impl Session {
             next_request: 0,
             frontend_unbound: VecDeque::new(),
             frontend_pending: HashMap::new(),
+            frontend_ready: HashMap::new(),
             interrupt_deadline: None,
             seed: seed_of(thread_id),
             settings: std::collections::BTreeMap::new(),
@@ -220,17 +250,26 @@ impl Session {
     pub async fn run(
         &self,
         input: RunAgentInput,
-    ) -> Result<mpsc::UnboundedReceiver<AguiEvent>, String> {
+    ) -> Result<mpsc::UnboundedReceiver<AguiEvent>, RunRefused> {
         let (events, rx) = mpsc::unbounded_channel();
         let (started, ok) = oneshot::channel();
         self.send(SessionCommand::Run {
             input: Box::new(input),
             events,
             started,
-        })?;
+        })
+        .map_err(RunRefused::Failed)?;
         ok.await
-            .map_err(|_| String::from("the session stopped"))??;
+            .map_err(|_| RunRefused::Failed(String::from("the session stopped")))??;
         Ok(rx)
+    }
+
+    /// Whether Claude Code waits for a frontend tool's result (the session must not be evicted).
+    #[must_use]
+    pub fn waits_for_client(&self) -> bool {
+        self.shared
+            .waiting_client
+            .load(std::sync::atomic::Ordering::Relaxed)
     }
 
     /// Send a control request (`{"subtype": …, …}`) and wait for Claude Code's answer.
@@ -316,6 +355,9 @@ struct Actor {
     frontend_unbound: VecDeque<(String, String)>,
     /// MCP calls waiting for the client's result, by tool_use id.
     frontend_pending: HashMap<String, oneshot::Sender<ToolOutcome>>,
+    /// Results the client sent before Claude Code called the tool (several calls in one
+    /// message are called one after another), by tool_use id.
+    frontend_ready: HashMap<String, ToolOutcome>,
     interrupt_deadline: Option<tokio::time::Instant>,
     seed: u64,
     /// The latest `set_model` / `set_permission_mode` / `set_max_thinking_tokens`, sent again to
@@ -362,11 +404,11 @@ impl Actor {
                 () = sleep_until(deadline) => {
                     self.interrupt_deadline = None;
                     if self.run_events.is_some() {
-                        warn!(thread = %self.thread_id, "the interrupted run did not end by itself");
+                        warn!(thread = %self.thread_id, "the interrupted run did not end by itself; ending it");
                         let events = self
                             .translator
                             .as_mut()
-                            .map(|t| t.fail("the run was interrupted (agent/stop)", "interrupted"))
+                            .map(ClaudeToAgui::suspend)
                             .unwrap_or_default();
                         self.emit(events);
                     }
@@ -403,6 +445,9 @@ impl Actor {
                 if let Some(id) = id {
                     self.controls.insert(id, reply);
                     if interrupt && self.run_events.is_some() {
+                        if let Some(t) = self.translator.as_mut() {
+                            t.note_interrupt();
+                        }
                         self.interrupt_deadline =
                             Some(tokio::time::Instant::now() + INTERRUPT_GRACE);
                     }
@@ -432,36 +477,51 @@ impl Actor {
         &mut self,
         input: RunAgentInput,
         events: mpsc::UnboundedSender<AguiEvent>,
-    ) -> Result<(), String> {
+    ) -> Result<(), RunRefused> {
         if self.run_events.is_some() {
-            return Err(format!(
+            return Err(RunRefused::Busy(format!(
                 "a run is already streaming on thread {} (stop it with agent/stop first)",
                 self.thread_id
-            ));
+            )));
         }
         if let Ok(mut tools) = self.shared.tools.lock() {
             tools.clone_from(&input.tools);
         }
         // Results for frontend tool calls Claude Code is waiting on answer those calls.
         let mut answered = Vec::new();
+        let mut routed = Vec::new();
         for result in input::tool_results(&input) {
-            if let Some(reply) = self.frontend_pending.remove(&result.tool_call_id) {
-                let _ = reply.send(ToolOutcome {
-                    content: result.content,
-                    is_error: result.is_error,
-                });
-                answered.push(result.tool_call_id);
+            let outcome = ToolOutcome {
+                content: result.content,
+                is_error: result.is_error,
+            };
+            let id = result.tool_call_id;
+            if let Some(reply) = self.frontend_pending.remove(&id) {
+                // Delivered only if Claude Code's MCP call is still waiting.
+                if reply.send(outcome).is_ok() {
+                    answered.push(id.clone());
+                }
+                routed.push(id);
+            } else if self
+                .frontend_unbound
+                .iter()
+                .any(|(unbound, _)| *unbound == id)
+            {
+                // Claude Code has not called this one yet: its call gets the result at once.
+                self.frontend_ready.insert(id.clone(), outcome);
+                routed.push(id);
             }
         }
+        self.update_waiting();
         let message = input::to_claude_user_message(
             &input,
             &InputOptions {
                 mcp_server_name: FRONTEND_SERVER.to_owned(),
-                exclude_tool_call_ids: answered.clone(),
+                exclude_tool_call_ids: routed,
             },
         );
         if self.process.is_none() {
-            self.spawn().await?;
+            self.spawn().await.map_err(RunRefused::Failed)?;
         }
         let translator = self.translator.get_or_insert_with(|| {
             let mut t = ClaudeToAgui::new(&input.thread_id, &input.run_id, self.seed);
@@ -689,7 +749,11 @@ impl Actor {
                 }
                 return;
             }
-            ClaudeMessage::ControlRequest(m) => self.can_use_tool(&m.raw).await,
+            ClaudeMessage::ControlRequest(m) => {
+                if self.can_use_tool(&m.raw).await {
+                    return; // answered by a rule: nothing for the client to approve
+                }
+            }
             ClaudeMessage::ControlCancelRequest(m) => {
                 // Claude Code no longer waits (the turn was interrupted): the call leaves the list.
                 if let Some(id) = m.raw.get("request_id").and_then(Value::as_str) {
@@ -716,11 +780,11 @@ impl Actor {
     }
 
     /// `can_use_tool`: a rule answers at once, frontend tools are always allowed (the client runs
-    /// them), anything else waits for the management API.
-    async fn can_use_tool(&mut self, raw: &Value) {
+    /// them), anything else waits for the management API. Returns whether it was answered.
+    async fn can_use_tool(&mut self, raw: &Value) -> bool {
         let request = raw.get("request").cloned().unwrap_or(Value::Null);
         if request.get("subtype").and_then(Value::as_str) != Some("can_use_tool") {
-            return;
+            return false;
         }
         let request_id = raw
             .get("request_id")
@@ -741,7 +805,7 @@ impl Actor {
         if let Some(answer) = automatic {
             info!(thread = %self.thread_id, tool = %tool_name, behavior = %answer["behavior"], "tool call answered by a rule");
             self.respond(&request_id, answer).await;
-            return;
+            return true;
         }
         info!(thread = %self.thread_id, tool = %tool_name, request_id = %request_id, "tool call waits for approval");
         self.approvals.add(PendingApproval {
@@ -758,6 +822,7 @@ impl Actor {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
         });
+        false
     }
 
     /// Claude Code called a frontend tool: bind it to the streamed tool call and end the run,
@@ -768,20 +833,34 @@ impl Actor {
             .iter()
             .position(|(_, tool)| tool == name);
         let Some((tool_use_id, _)) = position.and_then(|i| self.frontend_unbound.remove(i)) else {
+            // Not streamed to the client (nothing to bind): say so to Claude Code.
             let _ = reply.send(ToolOutcome {
                 content: format!("the bridge saw no call of the frontend tool {name} to answer"),
                 is_error: true,
             });
             return;
         };
+        if let Some(outcome) = self.frontend_ready.remove(&tool_use_id) {
+            info!(thread = %self.thread_id, tool = %name, %tool_use_id, "frontend tool called; the client answered already");
+            let _ = reply.send(outcome);
+            return;
+        }
         info!(thread = %self.thread_id, tool = %name, %tool_use_id, "frontend tool called; the run ends for the client to run it");
         self.frontend_pending.insert(tool_use_id, reply);
+        self.update_waiting();
         let events = self
             .translator
             .as_mut()
             .map(ClaudeToAgui::suspend)
             .unwrap_or_default();
         self.emit(events);
+    }
+
+    fn update_waiting(&self) {
+        self.shared.waiting_client.store(
+            !self.frontend_pending.is_empty(),
+            std::sync::atomic::Ordering::Relaxed,
+        );
     }
 
     /// Send events to the running run and the thread's history; the run ends with its last event.
@@ -864,6 +943,8 @@ impl Actor {
         }
         self.frontend_pending.clear();
         self.frontend_unbound.clear();
+        self.frontend_ready.clear();
+        self.update_waiting();
         self.approvals.forget_thread(&self.thread_id);
     }
 }

@@ -33,6 +33,8 @@ pub struct Supervisor {
     max_sessions: usize,
     /// Most recently used last.
     sessions: Mutex<Vec<Session>>,
+    /// Claude Code session ids of evicted threads, so their next run resumes.
+    evicted: Mutex<std::collections::HashMap<String, String>>,
 }
 
 impl Supervisor {
@@ -44,6 +46,7 @@ impl Supervisor {
             approvals,
             max_sessions: max_sessions.max(1),
             sessions: Mutex::new(Vec::new()),
+            evicted: Mutex::new(std::collections::HashMap::new()),
         }
     }
 
@@ -63,13 +66,16 @@ impl Supervisor {
     /// The thread's session, created if needed, now the active one. Returns sessions evicted to
     /// make room (the caller stops them).
     pub fn session(&self, thread_id: &str) -> (Session, Vec<Session>) {
-        let Ok(mut sessions) = self.sessions.lock() else {
-            let session = Session::start(
+        let start = |resume: Option<String>| {
+            Session::start(
                 thread_id,
                 Arc::clone(&self.config),
                 Arc::clone(&self.approvals),
-            );
-            return (session, Vec::new());
+                resume,
+            )
+        };
+        let Ok(mut sessions) = self.sessions.lock() else {
+            return (start(None), Vec::new());
         };
         if let Some(i) = sessions.iter().position(|s| s.thread_id == thread_id) {
             let session = sessions.remove(i);
@@ -78,16 +84,25 @@ impl Supervisor {
         }
         let mut evicted = Vec::new();
         while sessions.len() >= self.max_sessions {
-            let Some(i) = sessions.iter().position(|s| s.status() != Status::Running) else {
+            // Never a session that is streaming or waiting for the client's tool result.
+            let Some(i) = sessions
+                .iter()
+                .position(|s| s.status() != Status::Running && !s.waits_for_client())
+            else {
                 break;
             };
-            evicted.push(sessions.remove(i));
+            let old = sessions.remove(i);
+            if let (Some(id), Ok(mut e)) = (old.claude_session_id(), self.evicted.lock()) {
+                e.insert(old.thread_id.clone(), id);
+            }
+            evicted.push(old);
         }
-        let session = Session::start(
-            thread_id,
-            Arc::clone(&self.config),
-            Arc::clone(&self.approvals),
-        );
+        let resume = self
+            .evicted
+            .lock()
+            .ok()
+            .and_then(|mut e| e.remove(thread_id));
+        let session = start(resume);
         sessions.push(session.clone());
         (session, evicted)
     }
