@@ -69,9 +69,9 @@ pub async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
-    let mut response = match guard(&state, peer, &req) {
-        Ok(()) => route(&state, req).await,
-        Err(refusal) => refusal,
+    let mut response = match refusal(&state, peer, &req) {
+        None => route(&state, req).await,
+        Some(refusal) => refusal,
     };
     // CORS headers only for origins that may call (the browser then refuses the others).
     if origin
@@ -125,18 +125,18 @@ fn origin_allowed(state: &AguiState, origin: &str) -> bool {
 /// browser origin that is not allowed, a `Host` that is not an address of this machine (when no
 /// `--client-key` protects the server), a POST that is not JSON (a "simple" cross-site request),
 /// and the MCP route from anywhere but this machine.
-fn guard(
+fn refusal(
     state: &AguiState,
     peer: SocketAddr,
     req: &Request<Incoming>,
-) -> Result<(), Response<ResponseBody>> {
+) -> Option<Response<ResponseBody>> {
     let headers = req.headers();
     if let Some(origin) = headers
         .get(http::header::ORIGIN)
         .and_then(|o| o.to_str().ok())
         && !origin_allowed(state, origin)
     {
-        return Err(error(
+        return Some(error(
             StatusCode::FORBIDDEN,
             &format!(
                 "the origin {origin} may not call this bridge; start it with --allowed-origin {origin}"
@@ -154,7 +154,7 @@ fn guard(
             .map_or(host, |(name, _)| name);
         let literal = name.trim_start_matches('[').trim_end_matches(']');
         if name != "localhost" && literal.parse::<std::net::IpAddr>().is_err() {
-            return Err(error(
+            return Some(error(
                 StatusCode::FORBIDDEN,
                 &format!(
                     "Host {host} is not an address of this bridge; set --client-key to serve it under a name"
@@ -168,19 +168,19 @@ fn guard(
             .and_then(|c| c.to_str().ok())
             .is_some_and(|c| c.trim_start().starts_with("application/json"));
         if !json {
-            return Err(error(
+            return Some(error(
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "send JSON with `Content-Type: application/json`",
             ));
         }
     }
     if req.uri().path().starts_with("/mcp/") && !peer.ip().is_loopback() {
-        return Err(error(
+        return Some(error(
             StatusCode::FORBIDDEN,
             "the frontend tools' MCP server only serves this machine's Claude Code sessions",
         ));
     }
-    Ok(())
+    None
 }
 
 fn authorized(state: &AguiState, headers: &HeaderMap) -> bool {
@@ -195,7 +195,7 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
     if method == Method::OPTIONS {
         return status_only(StatusCode::NO_CONTENT);
     }
-    // Claude Code's MCP client authenticates with nothing: its endpoint is loopback-only (`guard`).
+    // Claude Code's MCP client authenticates with nothing: its endpoint is loopback-only (`refusal`).
     let path = req.uri().path().trim_end_matches('/').to_owned();
     if !path.starts_with("/mcp/") && !authorized(state, req.headers()) {
         return error(

@@ -726,6 +726,11 @@ impl Actor {
                 return;
             }
         };
+        if let ClaudeMessage::ControlRequest(m) = &message
+            && self.can_use_tool(&m.raw).await
+        {
+            return; // answered by a rule: nothing for the client to approve
+        }
         match &message {
             ClaudeMessage::ControlResponse(m) => {
                 let response = m.raw.get("response").cloned().unwrap_or(Value::Null);
@@ -748,11 +753,6 @@ impl Actor {
                     let _ = reply.send(result);
                 }
                 return;
-            }
-            ClaudeMessage::ControlRequest(m) => {
-                if self.can_use_tool(&m.raw).await {
-                    return; // answered by a rule: nothing for the client to approve
-                }
             }
             ClaudeMessage::ControlCancelRequest(m) => {
                 // Claude Code no longer waits (the turn was interrupted): the call leaves the list.
