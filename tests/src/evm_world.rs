@@ -71,6 +71,11 @@ fn tls() -> crate::Result<Arc<rustls::ClientConfig>> {
 /// # Errors
 /// solc is missing or a contract does not compile.
 pub async fn compile() -> crate::Result<Value> {
+    // Tests of one process start worlds in parallel: one compiles, the others wait for it.
+    static COMPILING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    let _one_at_a_time = COMPILING.lock().await;
+    static ATTEMPT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let attempt = ATTEMPT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let dir = evm_dir();
     let mut sources = Vec::new();
     let mut names: Vec<PathBuf> = std::fs::read_dir(dir.join("contracts"))?
@@ -87,7 +92,12 @@ pub async fn compile() -> crate::Result<Value> {
     std::fs::create_dir_all(&out_dir)?;
     let out = out_dir.join(format!("artifacts-{hash}.json"));
     if !out.exists() {
-        let tmp = out_dir.join(format!("artifacts-{hash}.{}.tmp", std::process::id()));
+        // Another test process may compile at the same time: its own temporary file, and the
+        // rename of whichever finishes last wins (same content).
+        let tmp = out_dir.join(format!(
+            "artifacts-{hash}.{}-{attempt}.tmp",
+            std::process::id()
+        ));
         let status = Command::new("node")
             .arg(dir.join("compile.cjs"))
             .arg(&tmp)
