@@ -59,6 +59,21 @@ impl BridgeOptions {
         self
     }
 
+    /// `--provider fabstir` for `model`, paying with `wallet` (given as `CLAUDE_BRIDGE_PRIVATE_KEY`).
+    #[must_use]
+    pub fn fabstir(model: &str, wallet: &[u8; 32]) -> Self {
+        Self {
+            provider: "fabstir".into(),
+            model: Some(model.into()),
+            api_key: None,
+            env: vec![(
+                "CLAUDE_BRIDGE_PRIVATE_KEY".into(),
+                format!("0x{}", claude_bridge::fabstir::crypto::to_hex(wallet)),
+            )],
+            ..Self::default()
+        }
+    }
+
     /// Append arguments (e.g. `["--ca-cert", path]`).
     #[must_use]
     pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Self {

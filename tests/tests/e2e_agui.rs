@@ -514,6 +514,16 @@ async fn list_sessions(base: &str) -> Value {
     .unwrap()
 }
 
+/// One run of `thread-single` over REST: its events and the raw SSE text.
+async fn run_thread(base: &str, run: &str, text: &str) -> (Vec<Value>, String) {
+    let r = post(
+        &format!("{base}/agent/default/run"),
+        &run_input("thread-single", run, text),
+    )
+    .await;
+    (sse_events(&r.body), r.text())
+}
+
 fn run_input(thread: &str, run: &str, text: &str) -> Value {
     json!({"threadId": thread, "runId": run, "state": {}, "tools": [], "context": [], "forwardedProps": {},
            "messages": [{"id": format!("{run}-user"), "role": "user", "content": text}]})
@@ -674,17 +684,11 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     assert!(crashed, "{}", ctx());
-    let r = post(
-        &format!("{base}/agent/default/run"),
-        &run_input("thread-single", "run-2", "SCENARIO:text again"),
-    )
-    .await;
-    let events = sse_events(&r.body);
+    let (events, text) = run_thread(&base, "run-2", "SCENARIO:text again").await;
     assert_eq!(
         events.last().unwrap()["type"],
         "RUN_FINISHED",
-        "{}\n{}",
-        r.text(),
+        "{text}\n{}",
         ctx()
     );
     // Resumed: the model got the first turn too, and the switched model answered.
@@ -709,28 +713,10 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
     );
 
     // A failed turn, then another run: connect replays a history the AG-UI rules accept.
-    let r = post(
-        &format!("{base}/agent/default/run"),
-        &run_input("thread-single", "run-3", "SCENARIO:fail now"),
-    )
-    .await;
-    assert_eq!(
-        sse_events(&r.body).last().unwrap()["type"],
-        "RUN_ERROR",
-        "{}",
-        r.text()
-    );
-    let r = post(
-        &format!("{base}/agent/default/run"),
-        &run_input("thread-single", "run-4", "SCENARIO:text once more"),
-    )
-    .await;
-    assert_eq!(
-        sse_events(&r.body).last().unwrap()["type"],
-        "RUN_FINISHED",
-        "{}",
-        r.text()
-    );
+    let (events, text) = run_thread(&base, "run-3", "SCENARIO:fail now").await;
+    assert_eq!(events.last().unwrap()["type"], "RUN_ERROR", "{text}");
+    let (events, text) = run_thread(&base, "run-4", "SCENARIO:text once more").await;
+    assert_eq!(events.last().unwrap()["type"], "RUN_FINISHED", "{text}");
     let r = post(
         &format!("{base}/agent/default/connect"),
         &run_input("thread-single", "run-5", ""),

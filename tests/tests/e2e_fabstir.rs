@@ -45,17 +45,7 @@ async fn bridge_for(node: &HostNode, name: &str, extra: &[&str]) -> Bridge {
         "1".to_owned(),
     ];
     args.extend(extra.iter().map(|s| (*s).to_owned()));
-    let opts = BridgeOptions {
-        provider: "fabstir".into(),
-        model: Some(MODEL.into()),
-        api_key: None,
-        env: vec![(
-            "CLAUDE_BRIDGE_PRIVATE_KEY".into(),
-            format!("0x{}", crypto::to_hex(&WALLET_KEY)),
-        )],
-        ..BridgeOptions::default()
-    }
-    .args(&args);
+    let opts = BridgeOptions::fabstir(MODEL, &WALLET_KEY).args(&args);
     Bridge::start_with("http://127.0.0.1:9/unused", name, opts)
         .await
         .unwrap()

@@ -8,8 +8,10 @@
 //! - [`scoring`]: the weighted host score per `--selection` mode, top ten, proportional draw.
 //! - [`session`]: the paid session's lifecycle as a sans-IO state machine (FIFO prompts, recovery
 //!   with a new job, the spending cap, timeouts).
+//! - [`units`]: base units (wei, USDC units) shown as decimals.
 
 pub mod model_id;
 pub mod protocol;
 pub mod scoring;
 pub mod session;
+pub mod units;

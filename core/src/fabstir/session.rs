@@ -375,20 +375,7 @@ impl Session {
 
     /// An amount in the limits' unit: `0.0002 ETH` (base units when no unit is set).
     fn amount(&self, value: u128) -> String {
-        let decimals = self.limits.decimals as usize;
-        let text = value.to_string();
-        let number = if decimals == 0 {
-            text
-        } else {
-            let padded = format!("{text:0>width$}", width = decimals + 1);
-            let (whole, frac) = padded.split_at(padded.len() - decimals);
-            let frac = frac.trim_end_matches('0');
-            if frac.is_empty() {
-                whole.to_owned()
-            } else {
-                format!("{whole}.{frac}")
-            }
-        };
+        let number = super::units::format_units(&value.to_string(), self.limits.decimals);
         if self.limits.unit.is_empty() {
             number
         } else {

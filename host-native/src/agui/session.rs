@@ -337,6 +337,8 @@ struct Process {
     stdin: ChildStdin,
     stdout: ChildStdout,
     lines: LineBuffer,
+    /// `--transcript-dir`'s file for this thread, opened once per process.
+    transcript: Option<std::fs::File>,
 }
 
 struct Actor {
@@ -405,12 +407,7 @@ impl Actor {
                     self.interrupt_deadline = None;
                     if self.run_events.is_some() {
                         warn!(thread = %self.thread_id, "the interrupted run did not end by itself; ending it");
-                        let events = self
-                            .translator
-                            .as_mut()
-                            .map(ClaudeToAgui::suspend)
-                            .unwrap_or_default();
-                        self.emit(events);
+                        self.translate(ClaudeToAgui::suspend);
                     }
                 }
             }
@@ -537,22 +534,12 @@ impl Actor {
         match message {
             Some(message) => {
                 if let Err(e) = self.write_line(&message).await {
-                    let events = self
-                        .translator
-                        .as_mut()
-                        .map(|t| t.fail(&e, "claude_code_stdin"))
-                        .unwrap_or_default();
-                    self.emit(events);
+                    self.translate(|t| t.fail(&e, "claude_code_stdin"));
                 }
             }
             None if answered.is_empty() => {
                 // Nothing new for Claude Code: the run ends at once.
-                let events = self
-                    .translator
-                    .as_mut()
-                    .map(ClaudeToAgui::suspend)
-                    .unwrap_or_default();
-                self.emit(events);
+                self.translate(ClaudeToAgui::suspend);
             }
             None => {} // Claude Code goes on with the tool results it got.
         }
@@ -645,6 +632,7 @@ impl Actor {
             stdin,
             stdout,
             lines: LineBuffer::new(),
+            transcript: self.open_transcript(),
         });
         let _ = self
             .send_control(json!({"subtype": "initialize", "hooks": null}))
@@ -703,20 +691,29 @@ impl Actor {
             .map_err(|e| format!("cannot write to Claude Code: {e}"))
     }
 
+    /// `DIR/<thread>.ndjson` for appending, when `--transcript-dir` is set.
+    fn open_transcript(&self) -> Option<std::fs::File> {
+        let dir = self.config.transcript_dir.as_ref()?;
+        let path = dir.join(format!("{}.ndjson", url_segment(&self.thread_id)));
+        let opened = std::fs::create_dir_all(dir).and_then(|()| {
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&path)
+        });
+        opened
+            .inspect_err(
+                |e| warn!(path = %path.display(), error = %e, "cannot open the transcript"),
+            )
+            .ok()
+    }
+
     /// One line of Claude Code's stdout.
     async fn line(&mut self, line: &str) {
-        if let Some(dir) = &self.config.transcript_dir {
-            let path = dir.join(format!("{}.ndjson", url_segment(&self.thread_id)));
-            let written = std::fs::create_dir_all(dir).and_then(|()| {
-                use std::io::Write as _;
-                let mut file = std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&path)?;
-                writeln!(file, "{line}")
-            });
-            if let Err(e) = written {
-                debug!(path = %path.display(), error = %e, "cannot write the transcript");
+        if let Some(file) = self.process.as_mut().and_then(|p| p.transcript.as_mut()) {
+            use std::io::Write as _;
+            if let Err(e) = writeln!(file, "{line}") {
+                debug!(thread = %self.thread_id, error = %e, "cannot write the transcript");
             }
         }
         let message = match parse_line(line) {
@@ -770,12 +767,7 @@ impl Actor {
             _ => {}
         }
         if self.run_events.is_some() {
-            let events = self
-                .translator
-                .as_mut()
-                .map(|t| t.feed(&message))
-                .unwrap_or_default();
-            self.emit(events);
+            self.translate(|t| t.feed(&message));
         }
     }
 
@@ -848,12 +840,7 @@ impl Actor {
         info!(thread = %self.thread_id, tool = %name, %tool_use_id, "frontend tool called; the run ends for the client to run it");
         self.frontend_pending.insert(tool_use_id, reply);
         self.update_waiting();
-        let events = self
-            .translator
-            .as_mut()
-            .map(ClaudeToAgui::suspend)
-            .unwrap_or_default();
-        self.emit(events);
+        self.translate(ClaudeToAgui::suspend);
     }
 
     fn update_waiting(&self) {
@@ -861,6 +848,12 @@ impl Actor {
             !self.frontend_pending.is_empty(),
             std::sync::atomic::Ordering::Relaxed,
         );
+    }
+
+    /// Run the thread's translator (if it has one) and emit what it produced.
+    fn translate(&mut self, step: impl FnOnce(&mut ClaudeToAgui) -> Vec<AguiEvent>) {
+        let events = self.translator.as_mut().map(step).unwrap_or_default();
+        self.emit(events);
     }
 
     /// Send events to the running run and the thread's history; the run ends with its last event.
@@ -931,12 +924,7 @@ impl Actor {
             *pid = None;
         }
         if self.run_events.is_some() {
-            let events = self
-                .translator
-                .as_mut()
-                .map(|t| t.fail(reason, "claude_code_exited"))
-                .unwrap_or_default();
-            self.emit(events);
+            self.translate(|t| t.fail(reason, "claude_code_exited"));
         }
         for (_, reply) in self.controls.drain() {
             let _ = reply.send(Err(reason.to_owned()));

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::network::EthereumWallet;
-use alloy::primitives::{Address, B256, U256};
+use alloy::primitives::{Address, B256, U256, address};
 use alloy::providers::{DynProvider, Provider, ProviderBuilder};
 use alloy::signers::local::PrivateKeySigner;
 use alloy::sol_types::SolEvent;
@@ -174,24 +174,13 @@ impl ChainConfig {
         Self {
             rpc_url: String::from(Self::BASE_SEPOLIA_RPC),
             chain_id: 84532,
-            job_marketplace: Address::new(hex20("D067719Ee4c514B5735d1aC0FfB46FECf2A9adA4")),
-            node_registry: Address::new(hex20("8BC0Af4aAa2dfb99699B1A24bA85E507de10Fd22")),
-            usdc: Address::new(hex20("036CbD53842c5426634e7929541eC2318f3dCF7e")),
+            job_marketplace: address!("D067719Ee4c514B5735d1aC0FfB46FECf2A9adA4"),
+            node_registry: address!("8BC0Af4aAa2dfb99699B1A24bA85E507de10Fd22"),
+            usdc: address!("036CbD53842c5426634e7929541eC2318f3dCF7e"),
             confirmations: 1,
             receipt_timeout: Duration::from_secs(120),
         }
     }
-}
-
-/// Decode a known-good 40-digit address (the defaults above).
-fn hex20(text: &str) -> [u8; 20] {
-    let mut out = [0u8; 20];
-    if let Some(bytes) = bridge_core::hex::decode(text)
-        && bytes.len() == 20
-    {
-        out.copy_from_slice(&bytes);
-    }
-    out
 }
 
 /// What went wrong talking to the chain.
@@ -693,20 +682,7 @@ pub fn saturating_u128(value: U256) -> u128 {
 /// Base units as a decimal string (`format_units(1_500_000, 6)` = `"1.5"`).
 #[must_use]
 pub fn format_units(value: U256, decimals: u32) -> String {
-    let text = value.to_string();
-    let decimals = decimals as usize;
-    let (whole, frac) = if text.len() > decimals {
-        let split = text.len() - decimals;
-        (text[..split].to_owned(), text[split..].to_owned())
-    } else {
-        (String::from("0"), format!("{text:0>decimals$}"))
-    };
-    let frac = frac.trim_end_matches('0');
-    if frac.is_empty() {
-        whole
-    } else {
-        format!("{whole}.{frac}")
-    }
+    bridge_core::fabstir::units::format_units(&value.to_string(), decimals)
 }
 
 /// A decimal amount (`"0.0002"`) in base units of `decimals`.
