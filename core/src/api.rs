@@ -187,6 +187,27 @@ pub fn render_chatml(
     crate::chatml::render::render(request, options)
 }
 
+/// A Fabstir `encrypted_session_init` plaintext (a `SessionInitPlain` JSON object) in the exact
+/// bytes a host accepts: read as strictly as the host reads it (`jobId` a string,
+/// `pricePerToken` an integer) and written in one canonical form.
+///
+/// ```
+/// let plain = bridge_core::api::fabstir_session_init(
+///     r#"{"sessionKey":"0xab","jobId":"42","modelName":"m","pricePerToken":2000}"#).unwrap();
+/// assert_eq!(plain, r#"{"sessionKey":"0xab","jobId":"42","modelName":"m","pricePerToken":2000}"#);
+/// assert!(bridge_core::api::fabstir_session_init(
+///     r#"{"sessionKey":"0xab","jobId":"42","modelName":"m","pricePerToken":1.0}"#).is_err());
+/// ```
+///
+/// # Errors
+/// [`RequestError::SessionInit`] (the caller built it: `api_error`) naming the field that is missing
+/// or of the wrong type.
+pub fn fabstir_session_init(init_json: &str) -> Result<String, RequestError> {
+    crate::fabstir::protocol::SessionInitPlain::from_json(init_json)
+        .map(|init| init.to_plaintext())
+        .map_err(RequestError::SessionInit)
+}
+
 /// How a [`TokenStream`] presents its output.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct TokenStreamOptions {

@@ -22,6 +22,9 @@ pub enum RequestError {
     /// The conversion options given by the host are not valid.
     #[error("invalid bridge options: {0}")]
     Options(String),
+    /// A Fabstir session init the host built would be refused by a host node.
+    #[error("invalid Fabstir session init: {0}")]
+    SessionInit(String),
 }
 
 impl RequestError {
@@ -30,7 +33,7 @@ impl RequestError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::Json(_) | Self::Field { .. } => ErrorKind::InvalidRequest,
-            Self::Options(_) => ErrorKind::Api,
+            Self::Options(_) | Self::SessionInit(_) => ErrorKind::Api,
         }
     }
 

@@ -118,6 +118,12 @@ fn fabstir_golden_fixtures() {
                 case.tools = prompt.tools;
             }
 
+            if let Ok(init) = std::fs::read_to_string(dir.join("session_init.json")) {
+                let plain = bridge_core::api::fabstir_session_init(init.trim_end())
+                    .unwrap_or_else(|e| format!("error {}: {e}", e.kind().as_str()));
+                insta::assert_snapshot!(format!("{name}.session_init"), plain);
+            }
+
             let pieces: Vec<&str> = tokens.iter().map(String::as_str).collect();
             let streamed = run(&case, &pieces, true);
             Validator::check_sse(streamed.body.as_bytes())

@@ -262,10 +262,10 @@ pub struct ServeArgs {
     /// Fabstir: the chain id (Base Sepolia); in chain mode the RPC must serve it.
     #[arg(long, env = "CLAUDE_BRIDGE_CHAIN_ID", default_value_t = 84532)]
     pub chain_id: u64,
-    /// Fabstir (direct mode): the job's price per token, as sent in the session init (chain mode
-    /// uses the host's on-chain price).
-    #[arg(long, env = "CLAUDE_BRIDGE_PRICE_PER_TOKEN", default_value_t = 1.0)]
-    pub price_per_token: f64,
+    /// Fabstir (direct mode): the job's price per token, a whole number as sent in the session
+    /// init (chain mode uses the host's on-chain price).
+    #[arg(long, env = "CLAUDE_BRIDGE_PRICE_PER_TOKEN", default_value_t = 1, value_parser = parse_price_per_token)]
+    pub price_per_token: u64,
     /// Fabstir: a file holding the wallet's private key (hex). Or set
     /// CLAUDE_BRIDGE_PRIVATE_KEY; the key is never accepted as a plain flag and never logged.
     #[arg(long, env = "CLAUDE_BRIDGE_PRIVATE_KEY_FILE")]
@@ -398,4 +398,14 @@ pub fn env_file_from_args(args: &[String]) -> Option<PathBuf> {
         }
     }
     std::env::var_os("CLAUDE_BRIDGE_ENV_FILE").map(PathBuf::from)
+}
+
+/// `--price-per-token`: the on-chain price is an integer, and host nodes refuse a fraction.
+fn parse_price_per_token(value: &str) -> Result<u64, String> {
+    value.trim().parse::<u64>().map_err(|_| {
+        format!(
+            "`{value}` is not a whole number: the price per token is the job's on-chain integer \
+             price (e.g. 2000), and host nodes refuse a fraction"
+        )
+    })
 }

@@ -81,6 +81,16 @@ pub enum BridgeError {
         /// The limit.
         seconds: u64,
     },
+    /// A host (Fabstir) failed or refused before answering anything; the message names it.
+    #[error("{message}")]
+    Host {
+        /// The Anthropic error type: `api_error` (502), `overloaded_error` (529),
+        /// `timeout_error` (504), `billing_error` (the spending cap), `invalid_request_error`
+        /// (the prompt does not fit the host's model).
+        kind: ErrorKind,
+        /// What the host said, naming it.
+        message: String,
+    },
     /// The bridge could not build or send the upstream request.
     #[error("internal error: {0}")]
     Internal(String),
@@ -96,7 +106,7 @@ impl BridgeError {
             Self::Unauthorized => ErrorKind::Authentication,
             Self::TooLarge { .. } => ErrorKind::RequestTooLarge,
             Self::ClientBody(_) => ErrorKind::InvalidRequest,
-            Self::UpstreamStatus { kind, .. } => *kind,
+            Self::UpstreamStatus { kind, .. } | Self::Host { kind, .. } => *kind,
             Self::UpstreamConnect { .. } | Self::Internal(_) => ErrorKind::Api,
             Self::UpstreamTimeout { .. } => ErrorKind::Timeout,
         }
@@ -108,6 +118,11 @@ impl BridgeError {
         let code = match self {
             // Unreachable upstream: a gateway error, retried by Anthropic clients (≥ 500).
             Self::UpstreamConnect { .. } => 502,
+            // A host that failed is a bad gateway, not the bridge's own 500.
+            Self::Host {
+                kind: ErrorKind::Api,
+                ..
+            } => 502,
             _ => self.kind().status(),
         };
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
@@ -125,8 +140,13 @@ impl BridgeError {
             | Self::NotFound { .. }
             | Self::Unauthorized
             | Self::TooLarge { .. }
-            | Self::ClientBody(_) => Fault::Client,
+            | Self::ClientBody(_)
+            | Self::Host {
+                kind: ErrorKind::InvalidRequest,
+                ..
+            } => Fault::Client,
             Self::UpstreamStatus { .. }
+            | Self::Host { .. }
             | Self::UpstreamConnect { .. }
             | Self::UpstreamTimeout { .. } => Fault::Upstream,
         }

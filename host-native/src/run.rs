@@ -54,6 +54,12 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         Duration::from_secs(args.connect_timeout),
         Duration::from_secs(args.first_byte_timeout),
     )?;
+    let fabstir = match args.provider {
+        Provider::Openai => None,
+        Provider::Fabstir => Some(Arc::new(
+            crate::fabstir::setup::backend(args, &engine).await?,
+        )),
+    };
     Ok(Arc::new(AppState {
         engine,
         upstream,
@@ -66,10 +72,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
             Provider::Openai => "openai",
             Provider::Fabstir => "fabstir",
         },
-        fabstir: match args.provider {
-            Provider::Openai => None,
-            Provider::Fabstir => Some(Arc::new(crate::fabstir::setup::backend(args).await?)),
-        },
+        fabstir,
     }))
 }
 

@@ -198,6 +198,18 @@ export interface ChatmlPrompt {
   warnings: string[];
 }
 
+/** A Fabstir `encrypted_session_init` plaintext, as `fabstirSessionInit` takes it (JSON text). */
+export interface SessionInitPlain {
+  /** The 32-byte session key, hex (`0x` optional). */
+  sessionKey: string;
+  /** The job id in decimal, as a string. */
+  jobId: string;
+  modelName: string;
+  /** The on-chain price per token: an integer (hosts refuse a fraction). */
+  pricePerToken: number;
+  recoveryPublicKey?: string;
+}
+
 /** How a `TokenStream` presents its output. */
 export interface TokenStreamOptions {
   /** true: SSE text; false: `finish` returns the folded message. */

@@ -176,6 +176,16 @@ pub fn render_chatml(
     to_js(&prompt)
 }
 
+/// A Fabstir session init (`SessionInitPlain` as JSON text) → the exact plaintext a host
+/// accepts (`jobId` a string, `pricePerToken` an integer).
+///
+/// # Errors
+/// `BridgeCoreError` (`api_error`) naming the field that is missing or of the wrong type.
+#[wasm_bindgen(js_name = fabstirSessionInit)]
+pub fn fabstir_session_init(init_json: &str) -> Result<String, JsValue> {
+    api::fabstir_session_init(init_json).map_err(|e| request_error(&e))
+}
+
 /// A raw-text host's reply (token by token) → Anthropic response, as SSE text or folded.
 #[wasm_bindgen(js_name = TokenStream)]
 #[derive(Debug)]

@@ -15,6 +15,7 @@
 //! | `new StreamValidator()` `.push` `.finish`, `validateSse(sse)` | [`bridge_core::api::Validator`], [`bridge_core::api::validate_sse`] |
 //! | `foldSse(sse)` | [`bridge_core::api::fold_sse`] |
 //! | `renderChatml(request, options?)` | [`bridge_core::api::render_chatml`] |
+//! | `fabstirSessionInit(initJson)` | [`bridge_core::api::fabstir_session_init`] |
 //! | `new TokenStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::TokenStream`] |
 //!
 //! Failures become a JS `BridgeCoreError` (`kind`: the Anthropic error type, `status`: its HTTP

@@ -100,7 +100,7 @@ export function compareParts(name, expected, got) {
 
 /**
  * One raw-text (Fabstir) case, as tests/src/conformance.rs `run_fabstir_case` renders it.
- * `files`: { request, options, tokens, end, fail } as Uint8Array or undefined.
+ * `files`: { request, options, tokens, end, fail, session_init } as Uint8Array or undefined.
  */
 export function runFabstirCase(core, files) {
   const decoder = new TextDecoder();
@@ -132,6 +132,13 @@ export function runFabstirCase(core, files) {
       tools = p.tools;
     } catch (error) {
       parts.push(["prompt", showError(error)]);
+    }
+  }
+  if (files.session_init) {
+    try {
+      parts.push(["session init", core.fabstirSessionInit(decoder.decode(files.session_init).trimEnd())]);
+    } catch (error) {
+      parts.push(["session init", showError(error)]);
     }
   }
   const chars = [...tokens.join("")];

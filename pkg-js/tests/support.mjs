@@ -45,7 +45,7 @@ export function loadFixtures() {
 
 /** The raw-text (Fabstir) cases: [{ name: "fabstir/<case>", files: { request, options, tokens, end, fail } }]. */
 export function loadFabstirFixtures() {
-  const files = Object.fromEntries(["request", "options", "tokens", "end", "fail"].map((f) => [f, `${f}.json`]));
+  const files = Object.fromEntries(["request", "options", "tokens", "end", "fail", "session_init"].map((f) => [f, `${f}.json`]));
   return loadCases(join(fixturesDir, "fabstir"), ["tokens.json"], files, "fabstir/");
 }
 

@@ -233,9 +233,19 @@ pub fn fabstir_cases(dir: &Path) -> crate::Result<Vec<PathBuf>> {
     Ok(cases)
 }
 
+/// The Fabstir session-init plaintext for `init` (JSON text), or the error as text.
+fn session_init(engine: &dyn Engine, init: &str) -> crate::Result<String> {
+    match engine.fabstir_session_init(init) {
+        Ok(plain) => Ok(plain),
+        Err(EngineError::Trap(t)) => Err(crate::err(format!("the engine trapped: {t}"))),
+        Err(e) => Ok(format!("error {}: {e}", e.kind().as_str())),
+    }
+}
+
 /// One raw-text case through `engine`, as parts the npm package must match:
 /// `prompt` (the rendering's metadata as compact JSON, `\n--- prompt\n`, the prompt; or the
-/// error), then `<mode> tokens` (the model's tokens as given) and `<mode> chars` (char by char)
+/// error), `session init` (with a `session_init.json`: the init plaintext, or the error),
+/// then `<mode> tokens` (the model's tokens as given) and `<mode> chars` (char by char)
 /// for `stream` and `folded`: everything written, then `\n--- finish\nstatus: <s>\n<body>`.
 ///
 /// # Errors
@@ -285,6 +295,10 @@ pub fn run_fabstir_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outpu
             }
             Err(e) => out.push("prompt", format!("error {}: {e}", e.kind().as_str())),
         }
+    }
+    if let Some(init) = read("session_init.json") {
+        let init = String::from_utf8(init)?;
+        out.push("session init", session_init(engine, init.trim_end())?);
     }
     let chars: Vec<String> = tokens.concat().chars().map(String::from).collect();
     for stream in [true, false] {

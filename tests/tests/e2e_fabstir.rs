@@ -1,19 +1,19 @@
 //! The Fabstir backend in direct mode, end to end: the real bridge binary
 //! (`--provider fabstir --host-url --host-pubkey --job-id`, wallet key from the environment) in
 //! front of a local host node that speaks the live host's protocol with real crypto
-//! (`tests/src/fabstir_node.rs`); only the model is scripted. Driven by the real Claude Code CLI
-//! (a tool round trip that really runs) and by raw HTTP for the stream's shape, the forwarded
-//! parameters, cancellation and a killed host.
+//! (`tests/src/fabstir_node/`, as strict as the real node); only the model is scripted. Driven
+//! by the real Claude Code CLI (a tool round trip that really runs) and by raw HTTP for the
+//! stream's shape, the forwarded parameters, cancellation, a killed host and a refused session;
+//! and the node itself over a raw WebSocket (it refuses what the real node refuses).
 
 #![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use bridge_core::fabstir::protocol::PromptPlain;
 use bridge_tests::bridge::{Bridge, BridgeOptions};
 use bridge_tests::clients::run_claude_code_with;
-use bridge_tests::fabstir_node::{HostNode, Script};
+use bridge_tests::fabstir_node::{HostNode, NodePrompt, Script};
 use bridge_tests::{http, sse};
 use claude_bridge::fabstir::crypto;
 use serde_json::{Value, json};
@@ -57,8 +57,8 @@ fn tokens(text: &str) -> Vec<String> {
     chars.chunks(3).map(|c| c.iter().collect()).collect()
 }
 
-fn script(f: impl Fn(&PromptPlain) -> String + Send + Sync + 'static) -> Script {
-    Arc::new(move |p: &PromptPlain| tokens(&f(p)))
+fn script(f: impl Fn(&NodePrompt) -> String + Send + Sync + 'static) -> Script {
+    Arc::new(move |p: &NodePrompt| tokens(&f(p)))
 }
 
 fn request(stream: bool, max_tokens: u64) -> Value {
@@ -275,7 +275,7 @@ async fn a_killed_host_ends_the_reply_with_an_error_and_direct_mode_says_to_use_
         .await
         .unwrap();
     let error = r
-        .anthropic_error(&[500], "api_error")
+        .anthropic_error(&[502], "api_error")
         .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
     assert!(
         error["message"]
@@ -283,6 +283,200 @@ async fn a_killed_host_ends_the_reply_with_an_error_and_direct_mode_says_to_use_
             .unwrap_or_default()
             .contains("--job-id"),
         "{error}"
+    );
+}
+
+/// An `encrypted_session_init` frame sealed to `node` with this plaintext, signed by the wallet.
+fn init_frame(node: &HostNode, plaintext: &str, nonce: &[u8], session_id: Value) -> Value {
+    let node_pub = crypto::public_key(
+        &crypto::from_hex(&node.pubkey_hex(), "node").unwrap(),
+        "node",
+    )
+    .unwrap();
+    let eph = crypto::secret_key(&[0x21; 32], "eph").unwrap();
+    let wallet = crypto::secret_key(&WALLET_KEY, "wallet").unwrap();
+    let key = crypto::derive_key(&crypto::shared_x(&eph, &node_pub));
+    let ciphertext = match <[u8; 24]>::try_from(nonce) {
+        Ok(n) => crypto::seal(&key, &n, b"", plaintext.as_bytes()),
+        Err(_) => vec![0xab; 64],
+    };
+    let signature = crypto::sign_sha256(&wallet, &ciphertext);
+    json!({"type": "encrypted_session_init", "chain_id": 84532, "session_id": session_id, "job_id": "42",
+        "payload": {"ephPubHex": crypto::to_hex(&crypto::compressed(&eph.public_key())),
+            "saltHex": "00".repeat(32), "nonceHex": crypto::to_hex(nonce),
+            "ciphertextHex": crypto::to_hex(&ciphertext), "signatureHex": crypto::to_hex(&signature),
+            "recid": signature[64], "alg": "x", "info": "", "aadHex": ""}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_test_node_refuses_what_the_real_node_refuses() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let node = HostNode::start(NODE_KEY, script(|_| "ok".into()))
+        .await
+        .unwrap();
+    let url = format!("{}/v1/ws", node.url().replacen("http", "ws", 1));
+    let (ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let (mut tx, mut rx) = ws.split();
+    let mut next = async || -> Value {
+        loop {
+            let frame = tokio::time::timeout(T, rx.next())
+                .await
+                .unwrap()
+                .unwrap()
+                .unwrap();
+            if let Message::Text(text) = frame {
+                return serde_json::from_str(&text).unwrap();
+            }
+        }
+    };
+    assert_eq!(next().await["type"], "connected");
+    let key = format!("0x{}", "77".repeat(32));
+    let plain = |job: &str, price: &str| {
+        format!(
+            r#"{{"sessionKey":"{key}","jobId":{job},"modelName":"m","pricePerToken":{price},"extra":1}}"#
+        )
+    };
+    let refusals = [
+        // The real node's words for a float price (fabstir-llm-node 8.38).
+        (
+            plain(r#""42""#, "1.0"),
+            "DECRYPTION_FAILED",
+            "Failed to decrypt session init payload: Failed to parse session data JSON: invalid type: floating point `1.0`, expected u64 at line 1 column ",
+        ),
+        (
+            plain(r#""42""#, r#""1""#),
+            "DECRYPTION_FAILED",
+            "invalid type: string \"1\", expected u64",
+        ),
+        (
+            plain(r#""42""#, "-1"),
+            "DECRYPTION_FAILED",
+            "invalid value: integer `-1`, expected u64",
+        ),
+        (
+            plain("42", "1"),
+            "DECRYPTION_FAILED",
+            "invalid type: integer `42`, expected a string",
+        ),
+        (
+            format!(r#"{{"sessionKey":"{key}","jobId":"42","pricePerToken":1}}"#),
+            "DECRYPTION_FAILED",
+            "missing field `modelName`",
+        ),
+        (
+            plain(r#""42""#, "1").replace(&key, "0x1234"),
+            "DECRYPTION_FAILED",
+            "Invalid session key length: expected 32 bytes, got 2",
+        ),
+    ];
+    let mut sent = Vec::new();
+    for (plaintext, code, words) in &refusals {
+        let frame = init_frame(&node, plaintext, &[0x0a; 24], json!("42"));
+        tx.send(Message::text(frame.to_string())).await.unwrap();
+        let answer = next().await;
+        assert_eq!(
+            (answer["type"].as_str(), answer["code"].as_str()),
+            (Some("error"), Some(*code)),
+            "{plaintext}: {answer}"
+        );
+        assert!(
+            answer["message"].as_str().unwrap().contains(words),
+            "{plaintext}: {answer}"
+        );
+        assert_eq!(answer["session_id"], "42", "{answer}");
+        sent.push(*code);
+    }
+    // The envelope itself: a short nonce, a missing field.
+    let frame = init_frame(&node, &plain(r#""42""#, "1"), &[0x0a; 12], json!("42"));
+    tx.send(Message::text(frame.to_string())).await.unwrap();
+    let answer = next().await;
+    assert_eq!(answer["code"], "INVALID_NONCE_SIZE", "{answer}");
+    assert_eq!(
+        answer["message"],
+        "Invalid nonce size: expected 24 bytes, got 12"
+    );
+    let mut frame = init_frame(&node, &plain(r#""42""#, "1"), &[0x0a; 24], json!("42"));
+    frame["payload"].as_object_mut().unwrap().remove("aadHex");
+    tx.send(Message::text(frame.to_string())).await.unwrap();
+    assert_eq!(next().await["code"], "INVALID_PAYLOAD");
+    // Not JSON and JSON pings: no answer at all (the next answer is the ack below).
+    tx.send(Message::text("not json")).await.unwrap();
+    tx.send(Message::text(r#"{"type":"ping"}"#)).await.unwrap();
+
+    // What the real node accepts: an integer price, a `0x` key, unknown fields ignored.
+    let frame = init_frame(&node, &plain(r#""42""#, "2000"), &[0x0a; 24], json!("42"));
+    tx.send(Message::text(frame.to_string())).await.unwrap();
+    let ack = next().await;
+    assert_eq!(
+        (ack["type"].as_str(), ack["status"].as_str()),
+        (Some("session_init_ack"), Some("success")),
+        "{ack}"
+    );
+    assert_eq!(ack["job_id"], 42);
+
+    // A prompt the node's validation refuses: `max_tokens: 0`.
+    let session_key = [0x77u8; 32];
+    let prompt = r#"{"prompt":"hi","model":"m","max_tokens":0,"temperature":0.5,"stream":true}"#;
+    let sealed = crypto::seal(&session_key, &[0x0b; 24], b"message_0", prompt.as_bytes());
+    let message = json!({"type": "encrypted_message", "session_id": "42", "id": "1-a",
+        "payload": {"ciphertextHex": crypto::to_hex(&sealed), "nonceHex": crypto::to_hex(&[0x0b; 24]),
+                    "aadHex": crypto::to_hex(b"message_0")}});
+    tx.send(Message::text(message.to_string())).await.unwrap();
+    let error = next().await;
+    assert_eq!(
+        error["error"], "Validation error for max_tokens: must be greater than 0",
+        "{error}"
+    );
+    assert_eq!(next().await["reason"], "error");
+    // A session id that was never initialised has no key.
+    let mut other = message.clone();
+    other["session_id"] = json!("43");
+    tx.send(Message::text(other.to_string())).await.unwrap();
+    assert_eq!(next().await["code"], "SESSION_KEY_NOT_FOUND");
+    assert!(node.log().prompts.is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_host_that_refuses_the_session_is_a_bad_gateway_naming_the_host() {
+    let node = HostNode::start(NODE_KEY, script(|_| "never".into()))
+        .await
+        .unwrap();
+    // Sealed to another key: the node cannot open the init and says DECRYPTION_FAILED.
+    let other = crypto::secret_key(&[0x11; 32], "other").unwrap();
+    let args = [
+        "--host-url".to_owned(),
+        node.url(),
+        "--host-pubkey".to_owned(),
+        crypto::to_hex(&crypto::compressed(&other.public_key())),
+        "--job-id".to_owned(),
+        JOB_ID.to_owned(),
+    ];
+    let opts = BridgeOptions::fabstir(MODEL, &WALLET_KEY).args(&args);
+    let bridge = Bridge::start_with("http://127.0.0.1:9/unused", "fabstir-refused", opts)
+        .await
+        .unwrap();
+    for stream in [true, false] {
+        let r = http::post_messages(&bridge.base_url(), &request(stream, 100), T)
+            .await
+            .unwrap();
+        let error = r
+            .anthropic_error(&[502], "api_error")
+            .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&node.url()), "names the host: {message}");
+        assert!(
+            message.contains("DECRYPTION_FAILED"),
+            "says what the host said: {message}"
+        );
+    }
+    assert!(
+        node.log()
+            .errors
+            .iter()
+            .all(|code| code == "DECRYPTION_FAILED"),
+        "{:?}",
+        node.log()
     );
 }
 

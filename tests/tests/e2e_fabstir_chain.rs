@@ -13,10 +13,10 @@ use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
 use bridge_core::fabstir::model_id::ModelId;
-use bridge_core::fabstir::protocol::PromptPlain;
 use bridge_tests::bridge::{Bridge, BridgeOptions};
 use bridge_tests::clients::run_claude_code_with;
 use bridge_tests::evm_world::EvmWorld;
+use bridge_tests::fabstir_node::NodePrompt;
 use bridge_tests::fabstir_node::{HostNode, Script};
 use bridge_tests::tempdir::TempDir;
 use bridge_tests::{http, sse};
@@ -46,8 +46,8 @@ fn tokens(text: &str) -> Vec<String> {
     chars.chunks(3).map(|c| c.iter().collect()).collect()
 }
 
-fn script(f: impl Fn(&PromptPlain) -> String + Send + Sync + 'static) -> Script {
-    Arc::new(move |p: &PromptPlain| tokens(&f(p)))
+fn script(f: impl Fn(&NodePrompt) -> String + Send + Sync + 'static) -> Script {
+    Arc::new(move |p: &NodePrompt| tokens(&f(p)))
 }
 
 fn wallet_address() -> Address {

@@ -60,7 +60,7 @@ fn init_plain() -> String {
         session_key: format!("0x{}", to_hex(&SESSION_KEY)),
         job_id: "4711".into(),
         model_name: "org/repo:model.gguf".into(),
-        price_per_token: 2000.0,
+        price_per_token: 2000,
         recovery_public_key: None,
     })
     .unwrap_or_default()

@@ -116,6 +116,10 @@ impl wit_raw::Guest for Component {
             message: format!("cannot encode the ChatML prompt: {e}"),
         })
     }
+
+    fn fabstir_session_init(init_json: String) -> Result<String, CoreError> {
+        api::fabstir_session_init(&init_json).map_err(|e| request_error(&e))
+    }
 }
 
 /// One raw-text reply being translated (a cell for the same reason as [`ChatStream`]).

@@ -114,8 +114,9 @@ pub struct SessionInitPlain {
     pub job_id: String,
     /// The model's name.
     pub model_name: String,
-    /// The job's price per token (a number).
-    pub price_per_token: f64,
+    /// The job's price per token: the on-chain integer (the host reads a `u64` and refuses
+    /// `1.0` with `DECRYPTION_FAILED`).
+    pub price_per_token: u64,
     /// A compressed public key for recovery, `0x…` (optional).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_public_key: Option<String>,
@@ -260,13 +261,55 @@ pub fn parse_host_frame(text: &str) -> Result<HostFrame, FrameError> {
     })
 }
 
-impl HostErrorFrame {
-    /// The Anthropic error a client should see. A context overflow says "prompt is too long"
-    /// (Claude Code compacts the conversation on that text); failures of the encrypted
-    /// transport are the bridge's side (`api_error`); anything else the host reports is an
-    /// `api_error` with the host's own words (never an empty "Request failed").
+impl SessionInitPlain {
+    /// The exact plaintext sealed into `encrypted_session_init` (the host parses it with
+    /// `jobId` a string and `pricePerToken` an integer).
     #[must_use]
-    pub fn to_api_error(&self) -> ApiError {
+    pub fn to_plaintext(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+
+    /// Read an init as JSON, as strictly as the host does: `jobId` a string, `pricePerToken` an
+    /// integer (a fraction such as `1.0` is refused, naming the field).
+    ///
+    /// # Errors
+    /// A message naming the field that is missing or of the wrong type.
+    pub fn from_json(json: &str) -> Result<Self, String> {
+        let value: Value =
+            serde_json::from_str(json).map_err(|e| format!("the session init is not JSON: {e}"))?;
+        for (field, ok, wants) in [
+            (
+                "sessionKey",
+                Value::is_string as fn(&Value) -> bool,
+                "a hex string",
+            ),
+            ("jobId", Value::is_string, "a decimal string"),
+            ("modelName", Value::is_string, "a string"),
+            (
+                "pricePerToken",
+                Value::is_u64,
+                "a whole number (the on-chain price per token)",
+            ),
+        ] {
+            match value.get(field) {
+                None => return Err(format!("the session init lacks `{field}`")),
+                Some(v) if !ok(v) => {
+                    return Err(format!("`{field}` must be {wants}, not {v}"));
+                }
+                Some(_) => {}
+            }
+        }
+        serde_json::from_value(value).map_err(|e| format!("the session init does not parse: {e}"))
+    }
+}
+
+impl HostErrorFrame {
+    /// The Anthropic error a client should see, naming the host (`host`: its URL or address).
+    /// A context overflow says "prompt is too long" (Claude Code compacts the conversation on
+    /// that text); everything else the host reports is an `api_error` (the host's fault: the
+    /// bridge answers 502) with the host's own words (never an empty "Request failed").
+    #[must_use]
+    pub fn to_api_error(&self, host: &str) -> ApiError {
         let code = self.code.as_deref().unwrap_or("");
         let said = self
             .message
@@ -282,13 +325,18 @@ impl HostErrorFrame {
                 };
                 ApiError::new(
                     ErrorKind::InvalidRequest,
-                    format!("prompt is too long{detail} (the host's model context window)"),
+                    format!(
+                        "prompt is too long{detail} (the context window of the model on the Fabstir host {host})"
+                    ),
                 )
             }
-            "" => ApiError::new(ErrorKind::Api, format!("the host's model failed: {said}")),
+            "" => ApiError::new(
+                ErrorKind::Api,
+                format!("the model on the Fabstir host {host} failed: {said}"),
+            ),
             _ => ApiError::new(
                 ErrorKind::Api,
-                format!("the host rejected the encrypted session ({code}): {said}"),
+                format!("the Fabstir host {host} rejected the encrypted session ({code}): {said}"),
             ),
         }
     }
@@ -375,12 +423,18 @@ mod tests {
             session_key: "42".repeat(32),
             job_id: "42".into(),
             model_name: "m".into(),
-            price_per_token: 2000.0,
+            price_per_token: 2000,
             recovery_public_key: None,
         };
-        let value = serde_json::to_value(&init).unwrap_or_default();
-        assert_eq!(value["jobId"], json!("42"));
-        assert_eq!(value["pricePerToken"], json!(2000.0));
+        assert_eq!(
+            init.to_plaintext(),
+            format!(
+                r#"{{"sessionKey":"{}","jobId":"42","modelName":"m","pricePerToken":2000}}"#,
+                "42".repeat(32)
+            )
+        );
+        let float = r#"{"sessionKey":"00","jobId":"1","modelName":"m","pricePerToken":1.0}"#;
+        assert!(SessionInitPlain::from_json(float).is_err_and(|e| e.contains("pricePerToken")));
     }
 
     #[test]
@@ -392,7 +446,7 @@ mod tests {
             context_window_size: Some(8192),
             ..HostErrorFrame::default()
         }
-        .to_api_error();
+        .to_api_error("http://h:8080");
         assert_eq!(overflow.kind, ErrorKind::InvalidRequest);
         assert!(
             overflow
@@ -403,17 +457,23 @@ mod tests {
             error: Some("CUDA out of memory".into()),
             ..HostErrorFrame::default()
         }
-        .to_api_error();
+        .to_api_error("http://h:8080");
         assert_eq!(inference.kind, ErrorKind::Api);
         assert!(inference.message.contains("CUDA out of memory"));
-        let silent = HostErrorFrame::default().to_api_error();
+        let silent = HostErrorFrame::default().to_api_error("http://h:8080");
         assert!(silent.message.contains("without a message"));
         let crypto = HostErrorFrame {
             code: Some("DECRYPTION_FAILED".into()),
             message: Some("bad tag".into()),
             ..HostErrorFrame::default()
         }
-        .to_api_error();
+        .to_api_error("http://h:8080");
         assert!(crypto.message.contains("DECRYPTION_FAILED"));
+        assert!(
+            crypto.message.contains("http://h:8080"),
+            "{}",
+            crypto.message
+        );
+        assert!(inference.message.contains("http://h:8080"));
     }
 }

@@ -63,6 +63,12 @@ pub trait Engine: Send + Sync + 'static {
         options: &ChatmlOptions,
     ) -> Result<ChatmlPrompt, EngineError>;
 
+    /// A Fabstir session init (`SessionInitPlain` as JSON text) → the exact plaintext a host accepts.
+    ///
+    /// # Errors
+    /// As [`Engine::convert_request`] (a field of the wrong type is `api_error`: the bridge built it).
+    fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError>;
+
     /// A translator for one raw-text host reply (model text with inline tool calls).
     ///
     /// # Errors

@@ -48,6 +48,10 @@ impl Engine for NativeEngine {
         api::render_chatml(request, options).map_err(|e| request_error(&e))
     }
 
+    fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError> {
+        api::fabstir_session_init(init_json).map_err(|e| request_error(&e))
+    }
+
     fn token_stream(
         &self,
         options: &TokenStreamOptions,

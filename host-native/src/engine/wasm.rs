@@ -449,6 +449,19 @@ impl Engine for WasmEngine {
         }
     }
 
+    fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError> {
+        let mut instance = self.instantiate()?;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_raw_text()
+            .call_fabstir_session_init(&mut instance.store, init_json);
+        match result {
+            Ok(Ok(plain)) => Ok(plain),
+            Ok(Err(e)) => Err(core_error(e)),
+            Err(e) => Err(instance.trap("fabstir-session-init", &e)),
+        }
+    }
+
     fn token_stream(
         &self,
         options: &TokenStreamOptions,

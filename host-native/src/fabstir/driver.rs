@@ -47,6 +47,8 @@ pub struct SessionConfig {
     pub tls: std::sync::Arc<rustls::ClientConfig>,
     /// Deposits, the spending cap and timeouts.
     pub limits: Limits,
+    /// The core that writes the session-init plaintext (the same engine that renders prompts).
+    pub engine: std::sync::Arc<dyn crate::engine::Engine>,
 }
 
 impl std::fmt::Debug for SessionConfig {
@@ -319,7 +321,15 @@ impl Driver {
                         let _ = p.reply.send(Reply::End(end));
                     }
                 }
-                Effect::PromptFailed { prompt, error } => {
+                Effect::PromptFailed { prompt, mut error } => {
+                    // The session machine does not know hosts: name the one that failed.
+                    if self.target.is_some() && !error.message.contains(&self.host_label()) {
+                        error.message = error.message.replacen(
+                            "the Fabstir host",
+                            &format!("the Fabstir host {}", self.host_label()),
+                            1,
+                        );
+                    }
                     if let Some(p) = self.prompts.remove(&prompt) {
                         let _ = p.reply.send(Reply::Failed(error));
                     }
@@ -432,12 +442,15 @@ impl Driver {
             price_per_token: target.price_per_token,
             recovery_public_key: None,
         };
-        let plaintext =
-            serde_json::to_vec(&plain).map_err(|e| ApiError::new(ErrorKind::Api, e.to_string()))?;
+        let plaintext = self
+            .config
+            .engine
+            .fabstir_session_init(&plain.to_plaintext())
+            .map_err(|e| ApiError::new(ErrorKind::Api, e.to_string()))?;
         let eph = crypto::ephemeral_key(&mut *self.rng);
         let envelope_key = crypto::derive_key(&crypto::shared_x(&eph, &target.host_pubkey));
         let nonce = crypto::nonce(&mut *self.rng);
-        let ciphertext = crypto::seal(&envelope_key, &nonce, b"", &plaintext);
+        let ciphertext = crypto::seal(&envelope_key, &nonce, b"", plaintext.as_bytes());
         let signature = crypto::sign_sha256(&self.config.wallet, &ciphertext);
         let mut salt = [0u8; 32];
         self.rng.fill(&mut salt);
@@ -540,10 +553,11 @@ impl Driver {
                 if status.as_deref().is_none_or(|s| s == "success") {
                     self.session.handle_init_acked(now);
                 } else {
+                    let host = self.host_label();
                     self.session.handle_host_error(
                         ApiError::new(
                             ErrorKind::Api,
-                            format!("the Fabstir host refused the session: {status:?}"),
+                            format!("the Fabstir host {host} refused the session: {status:?}"),
                         ),
                         now,
                     );
@@ -599,7 +613,7 @@ impl Driver {
                 self.session.handle_stream_end(now);
             }
             HostFrame::Error(error) => {
-                let api = error.to_api_error();
+                let api = error.to_api_error(&self.host_label());
                 warn!(message = %api.message, "the Fabstir host reported an error");
                 self.session.handle_host_error(api, now);
             }
@@ -609,6 +623,13 @@ impl Driver {
 }
 
 impl Driver {
+    /// The current host, as error messages name it (its URL).
+    fn host_label(&self) -> String {
+        self.target
+            .as_ref()
+            .map_or_else(|| String::from("(none)"), |t| t.host_url.clone())
+    }
+
     /// The socket closed or broke: a reply cut short counts against the host; the job is settled.
     async fn socket_gone(&mut self, now: u64) {
         self.socket = None;

@@ -31,8 +31,8 @@ pub struct Target {
     pub host_pubkey: PublicKey,
     /// The job.
     pub job_id: u64,
-    /// The job's price per token (sent in the init).
-    pub price_per_token: f64,
+    /// The job's price per token (sent in the init as the integer the host reads).
+    pub price_per_token: u64,
     /// The host's operator address (chain mode).
     pub host: Option<Address>,
 }
@@ -192,6 +192,8 @@ impl ChainJobs {
             .await
             .map_err(|e| chain_error(&e))?;
         let (offer, key, price) = self.choose(&offers, rng)?;
+        // Checked before paying: a job whose price no host can read would be money lost.
+        let init_price = price_for_init(price)?;
         let deposit_units = U256::from(deposit);
         info!(
             host = %offer.address,
@@ -261,7 +263,7 @@ impl ChainJobs {
             host_url: offer.api_url.clone(),
             host_pubkey: key,
             job_id: created.job_id,
-            price_per_token: price_as_f64(price),
+            price_per_token: init_price,
             host: Some(offer.address),
         })
     }
@@ -339,8 +341,16 @@ pub fn payment_name(payment: Payment) -> &'static str {
 }
 
 /// The on-chain price as the init's JSON number.
-fn price_as_f64(price: U256) -> f64 {
-    price.to_string().parse().unwrap_or(f64::MAX)
+/// The on-chain price as the host reads it in the init (a `u64`).
+fn price_for_init(price: U256) -> Result<u64, NoJob> {
+    u64::try_from(price).map_err(|_| {
+        NoJob::from(ApiError::new(
+            ErrorKind::Api,
+            format!(
+                "the host's price per token ({price}) is larger than a host node can read (u64)"
+            ),
+        ))
+    })
 }
 
 fn unix_now() -> u64 {

@@ -65,7 +65,8 @@ pub async fn create(
         prompt: rendered.prompt,
         model: backend.model.clone(),
         // The host's own defaults (4000, 0.7) are not the client's: always send both.
-        max_tokens: rendered.max_tokens.unwrap_or(4096),
+        // The host reads it as a u32 and never answers a larger one.
+        max_tokens: rendered.max_tokens.unwrap_or(4096).min(u64::from(u32::MAX)),
         temperature: rendered.temperature.unwrap_or(1.0),
         stream: true,
         images: rendered.images,
@@ -83,11 +84,9 @@ pub async fn create(
         Some(Reply::Failed(error)) => {
             handle.mark_finished();
             warn!(message = %error.message, "the Fabstir prompt failed before any answer");
-            return Err(BridgeError::UpstreamStatus {
+            return Err(BridgeError::Host {
                 kind: error.kind,
-                status: error.kind.status(),
                 message: error.message,
-                retry_after: None,
             });
         }
         Some(first) => first,

@@ -36,7 +36,10 @@ fn missing(flag: &str) -> String {
 /// # Errors
 /// A missing or malformed flag, an unreadable key or ledger, or a chain that cannot be reached
 /// or is the wrong one.
-pub async fn backend(args: &ServeArgs) -> Result<FabstirBackend, String> {
+pub async fn backend(
+    args: &ServeArgs,
+    engine: &std::sync::Arc<dyn crate::engine::Engine>,
+) -> Result<FabstirBackend, String> {
     let model = args.model.clone().ok_or_else(|| missing("--model"))?;
     let model_id = ModelId::parse(&model).map_err(|e| format!("--model: {e}"))?;
     let wallet = wallet_key(args)?;
@@ -124,6 +127,7 @@ pub async fn backend(args: &ServeArgs) -> Result<FabstirBackend, String> {
         connect_timeout: Duration::from_secs(args.connect_timeout.max(1)),
         tls,
         limits,
+        engine: std::sync::Arc::clone(engine),
     };
     Ok(FabstirBackend {
         client: Fabstir::start(config, jobs, Box::new(super::OsRandomness)),

@@ -1,5 +1,5 @@
 //! A local Fabstir host node for trying the bridge's Fabstir provider without a real host: the
-//! same protocol and encryption as a live node (`tests/src/fabstir_node.rs`), with a toy model that
+//! same protocol and encryption as a live node (`tests/src/fabstir_node/`), with a toy model that
 //! answers in plain text — or with a Bash tool call when the prompt asks it to "run `CMD`".
 //!
 //! ```text

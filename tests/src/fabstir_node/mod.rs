@@ -7,6 +7,10 @@
 //!
 //! Only the model is scripted: a [`Script`] turns each decrypted prompt into the tokens to emit.
 //!
+//! It reads every client frame and plaintext with the real node's own types and checks, and
+//! answers a refusal with the real node's error frame ([`wire`] lists each check and what it
+//! mirrors), so a client that drifts from the live protocol fails here too.
+//!
 //! On a chain ([`HostNode::start_on_chain`]) the node also does what the live host does with the
 //! job: an init for a job that is not an active job of this host is refused, and a socket that
 //! closes settles its job on-chain (tokens proven, then `completeSessionJob`). A killed session
@@ -17,7 +21,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use bridge_core::fabstir::protocol::{PromptPlain, SessionInitPlain};
 use claude_bridge::fabstir::crypto::{self, Key, Randomness};
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{Value, json};
@@ -27,14 +30,18 @@ use tokio::task::JoinHandle;
 use tokio_tungstenite::tungstenite::Message;
 use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
 
+pub mod wire;
+
+pub use wire::NodePrompt;
+
 /// The model: the tokens to answer a prompt with.
-pub type Script = Arc<dyn Fn(&PromptPlain) -> Vec<String> + Send + Sync>;
+pub type Script = Arc<dyn Fn(&NodePrompt) -> Vec<String> + Send + Sync>;
 
 /// What the node saw.
 #[derive(Debug, Default, Clone)]
 pub struct NodeLog {
-    /// Decrypted prompts, in order.
-    pub prompts: Vec<PromptPlain>,
+    /// Decrypted prompts as the real node reads them, in order.
+    pub prompts: Vec<NodePrompt>,
     /// (job id, the client address recovered from the init signature), per init.
     pub inits: Vec<(String, String)>,
     /// Jobs whose socket closed (the live host settles them on-chain).
@@ -43,6 +50,10 @@ pub struct NodeLog {
     pub cancels: usize,
     /// Sockets accepted.
     pub connections: usize,
+    /// Error frames sent (`code` or, for validation errors, `error`), in order.
+    pub errors: Vec<String>,
+    /// Frames dropped because a reply was streaming (the real node drops them too).
+    pub dropped_while_streaming: usize,
 }
 
 /// A running node; stopped on drop.
@@ -236,7 +247,7 @@ impl Drop for HostNode {
 /// (JSON format, after a `<think>`) when the last user turn asks it to "run `CMD`", and reports a
 /// tool result when it gets one.
 #[must_use]
-pub fn toy_model(prompt: &PromptPlain) -> Vec<String> {
+pub fn toy_model(prompt: &NodePrompt) -> Vec<String> {
     let text = &prompt.prompt;
     let last_user = text
         .rsplit("<|im_start|>user\n")
@@ -319,11 +330,21 @@ async fn serve<S>(
     let Ok(node_key) = crypto::secret_key(&secret, "node key") else {
         return;
     };
-    let mut session_key: Option<Key> = None;
+    // The real node keeps session keys by session id; the socket's own id is the last init's.
+    let mut keys: std::collections::HashMap<String, Key> = std::collections::HashMap::new();
+    let mut socket_session: Option<String> = None;
     let mut job_id = String::new();
     let mut cancel = Arc::new(AtomicBool::new(false));
+    let streaming = Arc::new(AtomicBool::new(false));
     let mut rng = Counter(7);
     let served = Arc::new(AtomicU64::new(0));
+    let refuse = |log: &Arc<Mutex<NodeLog>>, out: &mpsc::UnboundedSender<Message>, frame: Value| {
+        if let Ok(mut l) = log.lock() {
+            let code = frame["code"].as_str().or(frame["error"].as_str());
+            l.errors.push(code.unwrap_or_default().to_owned());
+        }
+        let _ = out.send(text(&frame));
+    };
     while let Some(Ok(message)) = source.next().await {
         let Message::Text(frame) = message else {
             if matches!(message, Message::Close(_)) {
@@ -331,65 +352,109 @@ async fn serve<S>(
             }
             continue;
         };
+        // Not JSON: the real node ignores it.
         let Ok(frame) = serde_json::from_str::<Value>(&frame) else {
-            let _ = out.send(text(
-                &json!({"type": "error", "code": "INVALID_PAYLOAD", "message": "not JSON"}),
-            ));
             continue;
         };
-        match frame["type"].as_str().unwrap_or_default() {
-            "encrypted_session_init" => {
-                match open_init(&node_key, &frame["payload"]) {
-                    Ok((init, signer)) => {
-                        if let Some(chain) = &chain
-                            && let Err(reason) = chain.check_job(&init.job_id).await
-                        {
-                            let _ = out.send(text(&json!({"type": "error", "message": reason})));
-                            continue;
-                        }
-                        session_key =
-                            crypto::from_hex_array::<32>(&init.session_key, "session key").ok();
-                        job_id.clone_from(&init.job_id);
-                        if let Ok(mut l) = log.lock() {
-                            l.inits.push((init.job_id.clone(), signer.clone()));
-                        }
-                        let _ = out.send(text(&json!({
-                        "type": "session_init_ack", "status": "success",
-                        "session_id": frame["session_id"], "job_id": init.job_id.parse::<u64>().ok(),
-                        "chain_id": frame["chain_id"], "client_address": signer,
-                        "message": "Encrypted session initialized successfully",
-                    })));
-                    }
-                    Err(reason) => {
-                        let _ = out.send(text(&json!({"type": "error", "code": "DECRYPTION_FAILED", "message": reason})));
-                    }
-                }
+        let kind = frame["type"].as_str().unwrap_or_default();
+        if kind == "stream_cancel" {
+            cancel.store(true, Ordering::SeqCst);
+            if let Ok(mut l) = log.lock() {
+                l.cancels += 1;
             }
-            "encrypted_message" => {
-                let Some(key) = session_key else {
-                    let _ = out.send(text(&json!({"type": "error", "code": "SESSION_KEY_NOT_FOUND", "message": "no session"})));
-                    continue;
-                };
-                let prompt = match open_sealed(&key, &frame["payload"]).and_then(|bytes| {
-                    serde_json::from_slice::<PromptPlain>(&bytes).map_err(|e| e.to_string())
-                }) {
-                    Ok(prompt) => prompt,
-                    Err(reason) => {
-                        let _ = out.send(text(&json!({"type": "error", "code": "DECRYPTION_FAILED", "message": reason})));
+            continue;
+        }
+        if streaming.load(Ordering::SeqCst) {
+            if let Ok(mut l) = log.lock() {
+                l.dropped_while_streaming += 1;
+            }
+            continue;
+        }
+        match kind {
+            "encrypted_session_init" => {
+                let init = match wire::open_init(&node_key, &frame) {
+                    Ok(init) => init,
+                    Err(e) => {
+                        refuse(&log, &out, e.init_frame(&frame));
                         continue;
                     }
+                };
+                if let Some(chain) = &chain
+                    && let Err(reason) = chain.check_job(&init.data.job_id).await
+                {
+                    refuse(&log, &out, json!({"type": "error", "message": reason}));
+                    continue;
+                }
+                if let Some(id) = &init.session_id {
+                    keys.insert(id.clone(), init.key);
+                    socket_session = Some(id.clone());
+                }
+                job_id.clone_from(&init.data.job_id);
+                if let Ok(mut l) = log.lock() {
+                    l.inits
+                        .push((init.data.job_id.clone(), init.signer.clone()));
+                }
+                let mut ack = json!({
+                    "type": "session_init_ack", "status": "success",
+                    "session_id": init.session_id.as_deref().unwrap_or("unknown"),
+                    "job_id": init.job_id, "chain_id": init.chain_id,
+                    "client_address": init.signer,
+                    "message": "Encrypted session initialized successfully",
+                });
+                if !frame["id"].is_null() {
+                    ack["id"] = frame["id"].clone();
+                }
+                let _ = out.send(text(&ack));
+            }
+            "encrypted_message" => {
+                let Some(session_id) = frame["session_id"]
+                    .as_str()
+                    .or_else(|| frame["sessionId"].as_str())
+                    .map(String::from)
+                    .or_else(|| socket_session.clone())
+                else {
+                    let e = json!({"type": "error", "code": "MISSING_SESSION_ID",
+                        "message": "encrypted_message requires session_id", "id": frame["id"]});
+                    refuse(&log, &out, e);
+                    continue;
+                };
+                let Some(key) = keys.get(&session_id).copied() else {
+                    let e = json!({"type": "error", "code": "SESSION_KEY_NOT_FOUND",
+                        "message": format!("No session key found for session_id: {session_id}"), "id": frame["id"]});
+                    refuse(&log, &out, e);
+                    continue;
+                };
+                let plaintext = match wire::open_message(&key, &frame) {
+                    Ok(plaintext) => plaintext,
+                    Err(e) => {
+                        refuse(&log, &out, e.message_frame(&frame));
+                        continue;
+                    }
+                };
+                let prompt = match wire::read_prompt(&plaintext, &frame) {
+                    wire::MessageOutcome::Run(prompt) => prompt,
+                    wire::MessageOutcome::Invalid(error) => {
+                        refuse(&log, &out, json!({"type": "error", "error": error}));
+                        let _ = out.send(text(
+                            &json!({"type": "stream_end", "reason": "error", "tokens_used": 0}),
+                        ));
+                        continue;
+                    }
+                    wire::MessageOutcome::Silent => continue,
                 };
                 if let Ok(mut l) = log.lock() {
                     l.prompts.push(prompt.clone());
                 }
                 let tokens = script(&prompt);
                 cancel = Arc::new(AtomicBool::new(false));
+                streaming.store(true, Ordering::SeqCst);
                 let reply = Reply {
                     out: out.clone(),
                     key,
                     id: frame["id"].as_str().unwrap_or_default().to_owned(),
-                    session_id: frame["session_id"].as_str().unwrap_or_default().to_owned(),
+                    session_id,
                     cancel: Arc::clone(&cancel),
+                    streaming: Arc::clone(&streaming),
                     prompt_tokens: (prompt.prompt.len() / 4) as u64,
                     served: Arc::clone(&served),
                 };
@@ -397,12 +462,7 @@ async fn serve<S>(
                 rng.0 = rng.0.wrapping_add(1);
                 replies.push(AbortOnDrop(tokio::spawn(reply.emit(tokens, seed))));
             }
-            "stream_cancel" => {
-                cancel.store(true, Ordering::SeqCst);
-                if let Ok(mut l) = log.lock() {
-                    l.cancels += 1;
-                }
-            }
+            // `ping` and unknown types: the real node answers nothing.
             _ => {}
         }
     }
@@ -429,6 +489,8 @@ struct Reply {
     id: String,
     session_id: String,
     cancel: Arc<AtomicBool>,
+    /// Set while this reply streams (the node drops other frames meanwhile).
+    streaming: Arc<AtomicBool>,
     prompt_tokens: u64,
     /// Tokens served on this socket (what the host proves on-chain).
     served: Arc<AtomicU64>,
@@ -441,10 +503,11 @@ impl Reply {
         let last = tokens.len().saturating_sub(1);
         for (i, token) in tokens.iter().enumerate() {
             if self.cancel.load(Ordering::SeqCst) {
+                self.streaming.store(false, Ordering::SeqCst);
                 let _ = self
                     .out
                     .send(text(&json!({"type": "stream_end", "reason": "cancelled",
-                    "tokens_used": sent, "id": self.id, "session_id": self.session_id})));
+                    "tokens_used": sent, "finish_reason": "cancelled", "id": self.id, "session_id": self.session_id})));
                 return;
             }
             let nonce = crypto::nonce(&mut rng);
@@ -466,6 +529,8 @@ impl Reply {
         let _ = self.out.send(text(&json!({"type": "encrypted_response", "id": self.id, "session_id": self.session_id,
             "payload": {"ciphertextHex": crypto::to_hex(&sealed), "nonceHex": crypto::to_hex(&nonce),
                         "aadHex": crypto::to_hex(b"encrypted_response_final")}})));
+        // Done streaming before `stream_end` goes out: the client may send its next init at once.
+        self.streaming.store(false, Ordering::SeqCst);
         let _ = self.out.send(text(
             &json!({"type": "stream_end", "reason": "complete", "tokens_used": sent,
             "id": self.id, "session_id": self.session_id, "finish_reason": "stop",
@@ -473,42 +538,4 @@ impl Reply {
                       "total_tokens": self.prompt_tokens + sent, "context_window_size": 32768}}),
         ));
     }
-}
-
-fn hex_field(payload: &Value, name: &'static str) -> Result<Vec<u8>, String> {
-    crypto::from_hex(payload[name].as_str().unwrap_or_default(), name).map_err(|e| e.to_string())
-}
-
-/// Open an `encrypted_session_init` payload: ECDH with the ephemeral key, the init plaintext,
-/// and the signer recovered from the signature over sha256(ciphertext).
-fn open_init(
-    node: &k256::SecretKey,
-    payload: &Value,
-) -> Result<(SessionInitPlain, String), String> {
-    let eph = crypto::public_key(&hex_field(payload, "ephPubHex")?, "ephPubHex")
-        .map_err(|e| e.to_string())?;
-    let key = crypto::derive_key(&crypto::shared_x(node, &eph));
-    let nonce: [u8; 24] = hex_field(payload, "nonceHex")?
-        .try_into()
-        .map_err(|_| String::from("INVALID_NONCE_SIZE"))?;
-    let ciphertext = hex_field(payload, "ciphertextHex")?;
-    let plain = crypto::open(&key, &nonce, &hex_field(payload, "aadHex")?, &ciphertext)
-        .map_err(|e| e.to_string())?;
-    let init: SessionInitPlain = serde_json::from_slice(&plain).map_err(|e| e.to_string())?;
-    let signer = crypto::recover_sha256_signer(&ciphertext, &hex_field(payload, "signatureHex")?)
-        .map_err(|e| e.to_string())?;
-    Ok((init, format!("0x{}", crypto::to_hex(&signer))))
-}
-
-fn open_sealed(key: &Key, payload: &Value) -> Result<Vec<u8>, String> {
-    let nonce: [u8; 24] = hex_field(payload, "nonceHex")?
-        .try_into()
-        .map_err(|_| String::from("INVALID_NONCE_SIZE"))?;
-    crypto::open(
-        key,
-        &nonce,
-        &hex_field(payload, "aadHex")?,
-        &hex_field(payload, "ciphertextHex")?,
-    )
-    .map_err(|e| e.to_string())
 }
