@@ -9,8 +9,11 @@
 //!                     └─ finish() without finish_reason ─────────────────────────► Done (error event)
 //! ```
 //!
-//! Blocks: at most one Anthropic block is open. Reasoning opens a thinking block, text a text
-//! block, a tool call a tool_use block; opening one closes the previous. Tool calls are keyed by
+//! The events are written through one [`AnthropicWriter`] (message_start, block indices,
+//! signatures, closing a cut tool input into JSON, message_delta/stop or error); this module
+//! decides only what the upstream said. Blocks: at most one Anthropic block is open. Reasoning
+//! opens a thinking block, text a text block, a tool call a tool_use block; opening one closes
+//! the previous. Tool calls are keyed by
 //! the upstream `index`, and a new `id` on a used index is a new call (Ollama). Fragments of a
 //! call that is not the open block are buffered and emitted as one consecutive block when the
 //! open call is complete, so interleaved parallel calls become consecutive blocks. An open tool
@@ -29,33 +32,13 @@
 
 use serde_json::Value;
 
-use crate::anthropic::events::{
-    ApiError, BlockStart, Delta, ErrorKind, MessageDeltaBody, MessageShell, StopReason,
-    StreamEvent, Usage,
-};
-use crate::ids::IdSource;
+use crate::anthropic::events::{ApiError, ErrorKind, StopReason, StreamEvent};
 use crate::openai::chat::{ChatChunk, ChatUsage, ChunkChoice, ToolCallDelta};
 use crate::sse::decoder::{SseDecoder, SseFrame};
-use crate::tokens::estimate_text;
+use crate::translate::writer::{AnthropicWriter, BlockKind, UpstreamUsage, is_complete_json};
 
 /// Raw bytes kept while the body does not look like SSE (to read a plain JSON answer or error).
 const MAX_RAW_BODY: usize = 16 * 1024 * 1024;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Streaming,
-    /// `finish_reason` seen: blocks are closed, waiting for usage and `[DONE]`.
-    Finishing,
-    Done,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Open {
-    Text,
-    Thinking,
-    Tool(usize),
-}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CallState {
@@ -77,27 +60,19 @@ struct Call {
     state: CallState,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum SegmentKind {
-    Text,
-    Thinking,
-}
-
 /// The translator for one upstream response.
 #[derive(Debug)]
 pub struct ChatStreamTranslator {
     decoder: SseDecoder,
-    ids: IdSource,
-    model: String,
-    input_estimate: u32,
-    phase: Phase,
-    next_index: u32,
-    open: Option<Open>,
+    writer: AnthropicWriter,
+    /// `finish_reason` seen: blocks are closed, waiting for usage and `[DONE]`.
+    finishing: bool,
+    /// The call whose tool_use block is open.
+    open_call: Option<usize>,
     calls: Vec<Call>,
-    deferred: Vec<(SegmentKind, String)>,
+    deferred: Vec<(BlockKind, String)>,
     finish_reason: Option<String>,
     usage: Option<ChatUsage>,
-    output_chars: usize,
     frames_seen: usize,
     unreadable: usize,
     raw: Vec<u8>,
@@ -110,17 +85,13 @@ impl ChatStreamTranslator {
     pub fn new(model: String, input_estimate: u32, id_seed: u64) -> Self {
         Self {
             decoder: SseDecoder::new(),
-            ids: IdSource::new(id_seed),
-            model,
-            input_estimate: input_estimate.max(1),
-            phase: Phase::Idle,
-            next_index: 0,
-            open: None,
+            writer: AnthropicWriter::new(model, input_estimate, id_seed),
+            finishing: false,
+            open_call: None,
             calls: Vec::new(),
             deferred: Vec::new(),
             finish_reason: None,
             usage: None,
-            output_chars: 0,
             frames_seen: 0,
             unreadable: 0,
             raw: Vec::new(),
@@ -130,54 +101,48 @@ impl ChatStreamTranslator {
     /// Feed upstream bytes; returns the events they complete. The first call always returns
     /// `message_start`, even for empty input, so a host can send it before the model speaks.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
-        if self.phase == Phase::Done {
-            return out;
+        if self.writer.is_done() {
+            return Vec::new();
         }
-        self.start(&mut out);
+        self.writer.start();
         if self.frames_seen == 0 && self.raw.len() < MAX_RAW_BODY {
             self.raw.extend_from_slice(chunk);
         }
         for frame in self.decoder.feed(chunk) {
-            self.frame(&frame, &mut out);
-            if self.phase == Phase::Done {
+            self.frame(&frame);
+            if self.writer.is_done() {
                 break;
             }
         }
-        out
+        self.writer.take()
     }
 
     /// The upstream failed: end with an `error` event.
     pub fn fail(&mut self, error: ApiError) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
-        if self.phase != Phase::Done {
-            self.phase = Phase::Done;
-            out.push(StreamEvent::Error { error });
-        }
-        out
+        self.writer.fail(error);
+        self.writer.take()
     }
 
     /// The upstream body ended: complete the message, or end with an error if it was cut short.
     pub fn finish(&mut self) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
-        if self.phase == Phase::Done {
-            return out;
+        if self.writer.is_done() {
+            return Vec::new();
         }
-        self.start(&mut out);
+        self.writer.start();
         for frame in self.decoder.finish() {
-            self.frame(&frame, &mut out);
-            if self.phase == Phase::Done {
-                return out;
+            self.frame(&frame);
+            if self.writer.is_done() {
+                return self.writer.take();
             }
         }
         if self.frames_seen == 0 && !self.raw.is_empty() {
             let raw = std::mem::take(&mut self.raw);
-            self.plain_body(&raw, &mut out);
-            if self.phase == Phase::Done {
-                return out;
+            self.plain_body(&raw);
+            if self.writer.is_done() {
+                return self.writer.take();
             }
         }
-        if self.phase == Phase::Streaming {
+        if !self.finishing {
             let message = if self.unreadable > 0 && !self.produced_anything() {
                 format!(
                     "the upstream's response was not an OpenAI Chat Completions stream ({} unreadable events)",
@@ -190,47 +155,39 @@ impl ChatStreamTranslator {
                     "the upstream stream ended before the model finished (no finish_reason)",
                 )
             };
-            out.extend(self.fail(ApiError::new(ErrorKind::Api, message)));
-            return out;
+            self.writer.fail(ApiError::new(ErrorKind::Api, message));
+            return self.writer.take();
         }
-        self.complete(&mut out);
-        out
+        self.complete();
+        self.writer.take()
     }
 
     fn produced_anything(&self) -> bool {
-        self.next_index > 0 || self.open.is_some() || !self.calls.is_empty()
+        self.writer.blocks_opened() > 0 || !self.calls.is_empty()
     }
 
-    fn start(&mut self, out: &mut Vec<StreamEvent>) {
-        if self.phase != Phase::Idle {
-            return;
-        }
-        self.phase = Phase::Streaming;
-        out.push(StreamEvent::MessageStart {
-            message: MessageShell::new(
-                self.ids.next_id("msg_"),
-                self.model.clone(),
-                self.input_estimate,
-            ),
-        });
+    /// Still reading content (not yet finishing, not done).
+    fn streaming(&self) -> bool {
+        !self.finishing && !self.writer.is_done()
     }
 
-    fn frame(&mut self, frame: &SseFrame, out: &mut Vec<StreamEvent>) {
+    fn frame(&mut self, frame: &SseFrame) {
         self.frames_seen += 1;
         let data = frame.data.trim();
         if data.is_empty() {
             return;
         }
         if data == "[DONE]" {
-            self.done(out);
+            self.done();
             return;
         }
         match serde_json::from_str::<ChatChunk>(data) {
-            Ok(chunk) => self.chunk(chunk, out),
+            Ok(chunk) => self.chunk(chunk),
             Err(_) => {
                 // An `event: error` frame with a non-chunk body is still an error.
                 if frame.event.as_deref() == Some("error") {
-                    out.extend(self.fail(upstream_error(&Value::String(data.to_owned()))));
+                    self.writer
+                        .fail(upstream_error(&Value::String(data.to_owned())));
                 } else {
                     self.unreadable += 1;
                 }
@@ -239,27 +196,27 @@ impl ChatStreamTranslator {
     }
 
     /// A body that is not SSE: a plain Chat Completions JSON answer or an error object.
-    fn plain_body(&mut self, raw: &[u8], out: &mut Vec<StreamEvent>) {
+    fn plain_body(&mut self, raw: &[u8]) {
         match serde_json::from_slice::<ChatChunk>(raw) {
             Ok(chunk) if chunk.error.is_some() || !chunk.choices.is_empty() => {
-                self.chunk(chunk, out);
-                if self.phase != Phase::Done {
-                    self.done(out);
+                self.chunk(chunk);
+                if !self.writer.is_done() {
+                    self.done();
                 }
             }
             _ => {
                 let shown: String = String::from_utf8_lossy(raw).chars().take(200).collect();
-                out.extend(self.fail(ApiError::new(
+                self.writer.fail(ApiError::new(
                     ErrorKind::Api,
                     format!("the upstream's response was not an OpenAI Chat Completions stream: {shown:?}"),
-                )));
+                ));
             }
         }
     }
 
-    fn chunk(&mut self, chunk: ChatChunk, out: &mut Vec<StreamEvent>) {
+    fn chunk(&mut self, chunk: ChatChunk) {
         if let Some(error) = &chunk.error {
-            out.extend(self.fail(upstream_error(error)));
+            self.writer.fail(upstream_error(error));
             return;
         }
         if chunk.usage.is_some() {
@@ -267,47 +224,43 @@ impl ChatStreamTranslator {
         }
         for choice in chunk.choices {
             if choice.index == 0 {
-                self.choice(choice, out);
+                self.choice(choice);
             }
         }
     }
 
-    fn choice(&mut self, choice: ChunkChoice, out: &mut Vec<StreamEvent>) {
+    fn choice(&mut self, choice: ChunkChoice) {
         let delta = choice.delta;
         let reasoning = delta
             .reasoning_content
             .filter(|r| !r.is_empty())
             .or(delta.reasoning);
-        if self.phase == Phase::Streaming {
+        if self.streaming() {
             if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
-                self.segment(SegmentKind::Thinking, reasoning, out);
+                self.segment(BlockKind::Thinking, reasoning);
             }
             if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                self.segment(SegmentKind::Text, text, out);
+                self.segment(BlockKind::Text, text);
             }
             if let Some(refusal) = delta.refusal.filter(|t| !t.is_empty()) {
-                self.segment(SegmentKind::Text, refusal, out);
+                self.segment(BlockKind::Text, refusal);
             }
             for (position, fragment) in delta.tool_calls.into_iter().flatten().enumerate() {
-                self.tool_fragment(position, fragment, out);
+                self.tool_fragment(position, fragment);
             }
         }
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
-            if self.phase == Phase::Streaming {
-                self.close_everything(out);
-                self.phase = Phase::Finishing;
+            if self.streaming() {
+                self.close_everything();
+                self.finishing = true;
             }
             self.finish_reason = Some(reason);
         }
     }
 
     /// Text or reasoning: appended to the open block of its kind, or a new block.
-    fn segment(&mut self, kind: SegmentKind, text: String, out: &mut Vec<StreamEvent>) {
-        let wanted = match kind {
-            SegmentKind::Text => Open::Text,
-            SegmentKind::Thinking => Open::Thinking,
-        };
-        if self.open != Some(wanted) {
+    fn segment(&mut self, kind: BlockKind, text: String) {
+        if self.writer.open_block() != Some(kind) {
             if self.open_tool_incomplete() {
                 match self.deferred.last_mut() {
                     Some((k, buffered)) if *k == kind => buffered.push_str(&text),
@@ -315,38 +268,28 @@ impl ChatStreamTranslator {
                 }
                 return;
             }
-            self.close_open(out);
-            self.open_block(wanted, out);
+            self.close_open();
         }
-        self.output_chars += text.len();
-        let delta = match kind {
-            SegmentKind::Text => Delta::TextDelta { text },
-            SegmentKind::Thinking => Delta::ThinkingDelta { thinking: text },
-        };
-        out.push(StreamEvent::ContentBlockDelta {
-            index: self.next_index,
-            delta,
-        });
+        self.write_segment(kind, text);
+    }
+
+    fn write_segment(&mut self, kind: BlockKind, text: String) {
+        if kind == BlockKind::Thinking {
+            self.writer.thinking_delta(text);
+        } else {
+            self.writer.text_delta(text);
+        }
     }
 
     /// An open call may still receive fragments until its arguments are a complete JSON value
     /// (empty arguments are not complete: the first fragment may simply not have come yet).
     fn open_tool_incomplete(&self) -> bool {
-        match self.open {
-            Some(Open::Tool(c)) => self
-                .calls
-                .get(c)
-                .is_some_and(|call| call.args.trim().is_empty() || !is_complete_json(&call.args)),
-            _ => false,
-        }
+        self.open_call
+            .and_then(|c| self.calls.get(c))
+            .is_some_and(|call| call.args.trim().is_empty() || !is_complete_json(&call.args))
     }
 
-    fn tool_fragment(
-        &mut self,
-        position: usize,
-        fragment: ToolCallDelta,
-        out: &mut Vec<StreamEvent>,
-    ) {
+    fn tool_fragment(&mut self, position: usize, fragment: ToolCallDelta) {
         let upstream_index = fragment
             .index
             .unwrap_or_else(|| u32::try_from(position).unwrap_or(u32::MAX));
@@ -369,7 +312,7 @@ impl ChatStreamTranslator {
             None => {
                 let id = upstream_id
                     .clone()
-                    .unwrap_or_else(|| self.ids.next_id("toolu_"));
+                    .unwrap_or_else(|| self.writer.next_id("toolu_"));
                 self.calls.push(Call {
                     upstream_index,
                     upstream_id,
@@ -400,16 +343,12 @@ impl ChatStreamTranslator {
             CallState::Open => {
                 if !args.is_empty() {
                     entry.args.push_str(&args);
-                    self.output_chars += args.len();
-                    out.push(StreamEvent::ContentBlockDelta {
-                        index: self.next_index,
-                        delta: Delta::InputJsonDelta { partial_json: args },
-                    });
+                    self.writer.input_json_delta(args);
                 }
             }
             CallState::Pending => {
                 entry.args.push_str(&args);
-                self.advance_calls(out);
+                self.advance_calls();
             }
             // A complete call cannot be extended; trailing whitespace is all that can arrive.
             CallState::Closed => {}
@@ -417,7 +356,7 @@ impl ChatStreamTranslator {
     }
 
     /// Open pending calls in order of appearance while the block slot can be taken.
-    fn advance_calls(&mut self, out: &mut Vec<StreamEvent>) {
+    fn advance_calls(&mut self) {
         while let Some(next) = self
             .calls
             .iter()
@@ -426,81 +365,32 @@ impl ChatStreamTranslator {
             if self.open_tool_incomplete() {
                 return;
             }
-            self.close_open(out);
-            self.open_block(Open::Tool(next), out);
+            self.close_open();
+            self.open_call(next);
         }
     }
 
-    fn open_block(&mut self, which: Open, out: &mut Vec<StreamEvent>) {
-        let content_block = match which {
-            Open::Text => BlockStart::Text {
-                text: String::new(),
-            },
-            Open::Thinking => BlockStart::Thinking {
-                thinking: String::new(),
-                signature: String::new(),
-            },
-            Open::Tool(c) => {
-                let call = &mut self.calls[c];
-                call.state = CallState::Open;
-                BlockStart::ToolUse {
-                    id: call.id.clone(),
-                    name: call.name.clone(),
-                    input: Value::Object(serde_json::Map::new()),
-                }
-            }
-        };
-        out.push(StreamEvent::ContentBlockStart {
-            index: self.next_index,
-            content_block,
-        });
-        self.open = Some(which);
-        if let Open::Tool(c) = which {
-            let args = self.calls[c].args.clone();
-            if !args.is_empty() {
-                self.output_chars += args.len();
-                out.push(StreamEvent::ContentBlockDelta {
-                    index: self.next_index,
-                    delta: Delta::InputJsonDelta { partial_json: args },
-                });
-            }
-        }
+    /// Open call `c`'s tool_use block with the arguments buffered so far.
+    fn open_call(&mut self, c: usize) {
+        let call = &mut self.calls[c];
+        call.state = CallState::Open;
+        self.writer
+            .open_tool_use(call.id.clone(), call.name.clone());
+        self.writer.input_json_delta(call.args.clone());
+        self.open_call = Some(c);
     }
 
-    fn close_open(&mut self, out: &mut Vec<StreamEvent>) {
-        let Some(open) = self.open.take() else { return };
-        match open {
-            Open::Thinking => out.push(StreamEvent::ContentBlockDelta {
-                index: self.next_index,
-                delta: Delta::SignatureDelta {
-                    signature: self.ids.next_id("bridge-sig-"),
-                },
-            }),
-            Open::Tool(c) => {
-                let call = &mut self.calls[c];
-                call.state = CallState::Closed;
-                if let Some(suffix) = json_repair_suffix(&call.args) {
-                    call.args.push_str(&suffix);
-                    out.push(StreamEvent::ContentBlockDelta {
-                        index: self.next_index,
-                        delta: Delta::InputJsonDelta {
-                            partial_json: suffix,
-                        },
-                    });
-                }
-            }
-            Open::Text => {}
+    fn close_open(&mut self) {
+        if let Some(c) = self.open_call.take() {
+            self.calls[c].state = CallState::Closed;
         }
-        out.push(StreamEvent::ContentBlockStop {
-            index: self.next_index,
-        });
-        self.next_index += 1;
+        self.writer.close_block();
     }
 
     /// Close the open block, emit every buffered call and deferred text, in order.
-    fn close_everything(&mut self, out: &mut Vec<StreamEvent>) {
+    fn close_everything(&mut self) {
         loop {
-            self.close_open(out);
+            self.close_open();
             if let Some(next) = self
                 .calls
                 .iter()
@@ -511,53 +401,41 @@ impl ChatStreamTranslator {
                     let call = &mut self.calls[next];
                     call.state = CallState::Closed;
                     let text = format!("[tool call without a name; arguments: {}]", call.args);
-                    self.deferred.push((SegmentKind::Text, text));
+                    self.deferred.push((BlockKind::Text, text));
                     continue;
                 }
-                self.open_block(Open::Tool(next), out);
+                self.open_call(next);
                 continue;
             }
             break;
         }
         for (kind, text) in std::mem::take(&mut self.deferred) {
-            let which = match kind {
-                SegmentKind::Text => Open::Text,
-                SegmentKind::Thinking => Open::Thinking,
-            };
-            self.open_block(which, out);
-            self.output_chars += text.len();
-            let delta = match kind {
-                SegmentKind::Text => Delta::TextDelta { text },
-                SegmentKind::Thinking => Delta::ThinkingDelta { thinking: text },
-            };
-            out.push(StreamEvent::ContentBlockDelta {
-                index: self.next_index,
-                delta,
-            });
-            self.close_open(out);
+            self.write_segment(kind, text);
+            self.close_open();
         }
     }
 
     /// `[DONE]`: the upstream is finished.
-    fn done(&mut self, out: &mut Vec<StreamEvent>) {
-        match self.phase {
-            Phase::Streaming
-                if self.finish_reason.is_none()
-                    && !self.produced_anything()
-                    && self.unreadable > 0 =>
-            {
-                out.extend(self.fail(ApiError::new(
-                    ErrorKind::Api,
-                    "the upstream's response was not an OpenAI Chat Completions stream",
-                )));
-            }
-            Phase::Streaming | Phase::Finishing => self.complete(out),
-            Phase::Idle | Phase::Done => {}
+    fn done(&mut self) {
+        if self.writer.is_done() {
+            return;
+        }
+        if !self.finishing
+            && self.finish_reason.is_none()
+            && !self.produced_anything()
+            && self.unreadable > 0
+        {
+            self.writer.fail(ApiError::new(
+                ErrorKind::Api,
+                "the upstream's response was not an OpenAI Chat Completions stream",
+            ));
+        } else {
+            self.complete();
         }
     }
 
-    fn complete(&mut self, out: &mut Vec<StreamEvent>) {
-        self.close_everything(out);
+    fn complete(&mut self) {
+        self.close_everything();
         let any_tool = self.calls.iter().any(|c| !c.name.is_empty());
         let stop_reason = if any_tool {
             StopReason::ToolUse
@@ -568,49 +446,21 @@ impl ChatStreamTranslator {
                 _ => StopReason::EndTurn,
             }
         };
-        let usage = match &self.usage {
-            Some(u) => {
-                let prompt = u.prompt_tokens.unwrap_or(0);
+        let upstream = self
+            .usage
+            .as_ref()
+            .map_or_else(UpstreamUsage::default, |u| {
                 let details = u.prompt_tokens_details.as_ref();
-                let cached = details.and_then(|d| d.cached_tokens).unwrap_or(0);
-                let written = details.and_then(|d| d.cache_write_tokens);
-                let input = prompt
-                    .saturating_sub(cached)
-                    .saturating_sub(written.unwrap_or(0));
-                Usage {
-                    input_tokens: if prompt == 0 {
-                        self.input_estimate
-                    } else {
-                        to_u32(input)
-                    },
-                    cache_creation_input_tokens: written.map(to_u32),
-                    cache_read_input_tokens: details.and_then(|d| d.cached_tokens).map(to_u32),
-                    output_tokens: u
-                        .completion_tokens
-                        .map_or_else(|| estimate_text(self.output_chars), to_u32),
+                UpstreamUsage {
+                    prompt_tokens: u.prompt_tokens,
+                    cached_tokens: details.and_then(|d| d.cached_tokens),
+                    cache_write_tokens: details.and_then(|d| d.cache_write_tokens),
+                    output_tokens: u.completion_tokens,
                 }
-            }
-            None => Usage {
-                input_tokens: self.input_estimate,
-                cache_creation_input_tokens: None,
-                cache_read_input_tokens: None,
-                output_tokens: estimate_text(self.output_chars),
-            },
-        };
-        out.push(StreamEvent::MessageDelta {
-            delta: MessageDeltaBody {
-                stop_reason: Some(stop_reason),
-                stop_sequence: None,
-            },
-            usage,
-        });
-        out.push(StreamEvent::MessageStop);
-        self.phase = Phase::Done;
+            });
+        let usage = self.writer.usage(&upstream);
+        self.writer.finish(stop_reason, usage);
     }
-}
-
-fn to_u32(n: u64) -> u32 {
-    u32::try_from(n).unwrap_or(u32::MAX)
 }
 
 /// An upstream error object (`{"message","type","code"}` or a string) as an Anthropic error.
@@ -646,66 +496,9 @@ fn upstream_error(error: &Value) -> ApiError {
     ApiError::new(kind, format!("upstream error: {message}"))
 }
 
-/// Whether `args` is already a complete JSON value (or empty, which means `{}`).
-fn is_complete_json(args: &str) -> bool {
-    let trimmed = args.trim();
-    trimmed.is_empty() || serde_json::from_str::<serde::de::IgnoredAny>(trimmed).is_ok()
-}
-
-/// What to append to a cut-off JSON text to make it parse (closing strings, arrays and
-/// objects), or `None` when it already parses or cannot be mended that way.
-fn json_repair_suffix(args: &str) -> Option<String> {
-    if is_complete_json(args) {
-        return None;
-    }
-    let mut stack = Vec::new();
-    let mut in_string = false;
-    let mut escaped = false;
-    for ch in args.chars() {
-        if in_string {
-            match (escaped, ch) {
-                (true, _) => escaped = false,
-                (false, '\\') => escaped = true,
-                (false, '"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match ch {
-            '"' => in_string = true,
-            '{' => stack.push('}'),
-            '[' => stack.push(']'),
-            '}' | ']' => {
-                stack.pop();
-            }
-            _ => {}
-        }
-    }
-    let mut suffix = String::new();
-    if escaped {
-        suffix.push('\\');
-    }
-    if in_string {
-        suffix.push('"');
-    }
-    suffix.extend(stack.iter().rev());
-    let mut candidate = String::with_capacity(args.len() + suffix.len());
-    candidate.push_str(args);
-    candidate.push_str(&suffix);
-    is_complete_json(&candidate).then_some(suffix)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn repairs_cut_json() {
-        assert_eq!(json_repair_suffix(r#"{"a":"b"#).as_deref(), Some("\"}"));
-        assert_eq!(json_repair_suffix(r#"{"a":[1,2"#).as_deref(), Some("]}"));
-        assert_eq!(json_repair_suffix(r#"{"a":1}"#), None);
-        assert_eq!(json_repair_suffix(r#"{"a":"#), None);
-    }
 
     #[test]
     fn upstream_error_kinds() {

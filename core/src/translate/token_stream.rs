@@ -26,12 +26,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::anthropic::events::{
-    ApiError, BlockStart, Delta, MessageDeltaBody, MessageShell, StopReason, StreamEvent, Usage,
-};
+use crate::anthropic::events::{ApiError, StopReason, StreamEvent};
 use crate::chatml::tool_calls::{Piece, ToolCallParser, ToolHint};
-use crate::ids::IdSource;
 use crate::tokens::estimate_text;
+use crate::translate::writer::{AnthropicWriter, UpstreamUsage};
 
 /// How the host's reply ended (Fabstir `stream_end` / `encrypted_response`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -45,31 +43,14 @@ pub struct StreamEnd {
     pub completion_tokens: Option<u64>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
-    Idle,
-    Streaming,
-    Done,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Open {
-    Text,
-    Thinking,
-}
-
 /// The translator for one reply.
 #[derive(Debug)]
 pub struct TokenStreamTranslator {
     parser: ToolCallParser,
-    ids: IdSource,
-    model: String,
-    input_estimate: u32,
-    phase: Phase,
-    next_index: u32,
-    open: Option<Open>,
+    writer: AnthropicWriter,
     tool_calls: usize,
-    output_chars: usize,
+    /// Characters of the tool names called (output the writer does not see as deltas).
+    tool_name_chars: usize,
 }
 
 impl TokenStreamTranslator {
@@ -79,50 +60,40 @@ impl TokenStreamTranslator {
     pub fn new(model: String, input_estimate: u32, id_seed: u64, tools: Vec<ToolHint>) -> Self {
         Self {
             parser: ToolCallParser::new(tools),
-            ids: IdSource::new(id_seed),
-            model,
-            input_estimate: input_estimate.max(1),
-            phase: Phase::Idle,
-            next_index: 0,
-            open: None,
+            writer: AnthropicWriter::new(model, input_estimate, id_seed),
             tool_calls: 0,
-            output_chars: 0,
+            tool_name_chars: 0,
         }
     }
 
     /// Feed model text; returns the events it decides. The first call always returns
     /// `message_start`, even for empty text.
     pub fn feed(&mut self, text: &str) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
-        if self.phase == Phase::Done {
-            return out;
+        if self.writer.is_done() {
+            return Vec::new();
         }
-        self.start(&mut out);
+        self.writer.start();
         let pieces = self.parser.feed(text);
-        self.pieces(pieces, &mut out);
-        out
+        self.pieces(pieces);
+        self.writer.take()
     }
 
     /// The host failed: flush what was held back, then end with an `error` event.
     pub fn fail(&mut self, error: ApiError) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
-        if self.phase == Phase::Done {
-            return out;
+        if self.writer.is_done() {
+            return Vec::new();
         }
-        self.flush(&mut out);
-        out.push(StreamEvent::Error { error });
-        self.phase = Phase::Done;
-        out
+        self.flush();
+        self.writer.fail(error);
+        self.writer.take()
     }
 
     /// The reply is complete: decide what was held, close the blocks, report usage.
     pub fn finish(&mut self, end: &StreamEnd) -> Vec<StreamEvent> {
-        let mut out = Vec::new();
-        if self.phase == Phase::Done {
-            return out;
+        if self.writer.is_done() {
+            return Vec::new();
         }
-        self.flush(&mut out);
-        self.close(&mut out);
+        self.flush();
         let stop_reason = if self.tool_calls > 0 {
             StopReason::ToolUse
         } else {
@@ -132,129 +103,49 @@ impl TokenStreamTranslator {
                 _ => StopReason::EndTurn,
             }
         };
-        let clamp = |n: u64| u32::try_from(n).unwrap_or(u32::MAX);
-        out.push(StreamEvent::MessageDelta {
-            delta: MessageDeltaBody {
-                stop_reason: Some(stop_reason),
-                stop_sequence: None,
-            },
-            usage: Usage {
-                input_tokens: end
-                    .prompt_tokens
-                    .filter(|&n| n > 0)
-                    .map_or(self.input_estimate, clamp),
-                cache_creation_input_tokens: None,
-                cache_read_input_tokens: None,
-                output_tokens: end
-                    .completion_tokens
-                    .filter(|&n| n > 0)
-                    .map_or_else(|| estimate_text(self.output_chars), clamp),
-            },
+        let usage = self.writer.usage(&UpstreamUsage {
+            prompt_tokens: end.prompt_tokens,
+            output_tokens: end.completion_tokens.filter(|&n| n > 0).or_else(|| {
+                let chars = self.writer.output_chars() + self.tool_name_chars;
+                Some(u64::from(estimate_text(chars)))
+            }),
+            ..UpstreamUsage::default()
         });
-        out.push(StreamEvent::MessageStop);
-        self.phase = Phase::Done;
-        out
-    }
-
-    fn start(&mut self, out: &mut Vec<StreamEvent>) {
-        if self.phase != Phase::Idle {
-            return;
-        }
-        self.phase = Phase::Streaming;
-        out.push(StreamEvent::MessageStart {
-            message: MessageShell::new(
-                self.ids.next_id("msg_"),
-                self.model.clone(),
-                self.input_estimate,
-            ),
-        });
+        self.writer.finish(stop_reason, usage);
+        self.writer.take()
     }
 
     /// The reply is over: `message_start` if nothing came yet, then what the parser held.
-    fn flush(&mut self, out: &mut Vec<StreamEvent>) {
-        self.start(out);
+    fn flush(&mut self) {
+        self.writer.start();
         let pieces = self.parser.finish();
-        self.pieces(pieces, out);
+        self.pieces(pieces);
     }
 
-    fn pieces(&mut self, pieces: Vec<Piece>, out: &mut Vec<StreamEvent>) {
+    fn pieces(&mut self, pieces: Vec<Piece>) {
         for piece in pieces {
             match piece {
-                Piece::Text(text) => self.stream(Open::Text, text, out),
-                Piece::Thinking(thinking) => self.stream(Open::Thinking, thinking, out),
-                Piece::ToolCall { name, input } => self.tool_use(name, &input, out),
+                Piece::Text(text) => {
+                    self.writer.text_delta(text);
+                }
+                Piece::Thinking(thinking) => {
+                    self.writer.thinking_delta(thinking);
+                }
+                Piece::ToolCall { name, input } => self.tool_use(name, &input),
             }
         }
     }
 
-    fn stream(&mut self, kind: Open, text: String, out: &mut Vec<StreamEvent>) {
-        if text.is_empty() {
-            return;
+    /// A complete call: one tool_use block with its whole input.
+    fn tool_use(&mut self, name: String, input: &Value) {
+        self.writer.close_block();
+        let id = self.writer.next_id("toolu_");
+        let name_chars = name.len();
+        if self.writer.open_tool_use(id, name) {
+            self.tool_name_chars += name_chars;
+            self.writer.input_json_delta(input.to_string());
+            self.writer.close_block();
+            self.tool_calls += 1;
         }
-        if self.open != Some(kind) {
-            self.close(out);
-            let content_block = match kind {
-                Open::Text => BlockStart::Text {
-                    text: String::new(),
-                },
-                Open::Thinking => BlockStart::Thinking {
-                    thinking: String::new(),
-                    signature: String::new(),
-                },
-            };
-            out.push(StreamEvent::ContentBlockStart {
-                index: self.next_index,
-                content_block,
-            });
-            self.open = Some(kind);
-        }
-        self.output_chars += text.len();
-        let delta = match kind {
-            Open::Text => Delta::TextDelta { text },
-            Open::Thinking => Delta::ThinkingDelta { thinking: text },
-        };
-        out.push(StreamEvent::ContentBlockDelta {
-            index: self.next_index,
-            delta,
-        });
-    }
-
-    fn tool_use(&mut self, name: String, input: &Value, out: &mut Vec<StreamEvent>) {
-        self.close(out);
-        let index = self.next_index;
-        let json = input.to_string();
-        self.output_chars += name.len() + json.len();
-        out.push(StreamEvent::ContentBlockStart {
-            index,
-            content_block: BlockStart::ToolUse {
-                id: self.ids.next_id("toolu_"),
-                name,
-                input: Value::Object(serde_json::Map::new()),
-            },
-        });
-        out.push(StreamEvent::ContentBlockDelta {
-            index,
-            delta: Delta::InputJsonDelta { partial_json: json },
-        });
-        out.push(StreamEvent::ContentBlockStop { index });
-        self.next_index += 1;
-        self.tool_calls += 1;
-    }
-
-    fn close(&mut self, out: &mut Vec<StreamEvent>) {
-        let Some(open) = self.open.take() else { return };
-        if open == Open::Thinking {
-            // Hosts sign nothing; clients require the field (pitfall 2).
-            out.push(StreamEvent::ContentBlockDelta {
-                index: self.next_index,
-                delta: Delta::SignatureDelta {
-                    signature: self.ids.next_id("bridge-sig-"),
-                },
-            });
-        }
-        out.push(StreamEvent::ContentBlockStop {
-            index: self.next_index,
-        });
-        self.next_index += 1;
     }
 }
