@@ -34,11 +34,8 @@ use serde_json::Value;
 
 use crate::anthropic::events::{ApiError, ErrorKind, StopReason, StreamEvent};
 use crate::openai::chat::{ChatChunk, ChatUsage, ChunkChoice, ToolCallDelta};
-use crate::sse::decoder::{SseDecoder, SseFrame};
 use crate::translate::writer::{AnthropicWriter, BlockKind, UpstreamUsage, is_complete_json};
-
-/// Raw bytes kept while the body does not look like SSE (to read a plain JSON answer or error).
-const MAX_RAW_BODY: usize = 16 * 1024 * 1024;
+use crate::translate::{SseBody, SseTranslate};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum CallState {
@@ -63,7 +60,7 @@ struct Call {
 /// The translator for one upstream response.
 #[derive(Debug)]
 pub struct ChatStreamTranslator {
-    decoder: SseDecoder,
+    body: SseBody,
     writer: AnthropicWriter,
     /// `finish_reason` seen: blocks are closed, waiting for usage and `[DONE]`.
     finishing: bool,
@@ -73,9 +70,7 @@ pub struct ChatStreamTranslator {
     deferred: Vec<(BlockKind, String)>,
     finish_reason: Option<String>,
     usage: Option<ChatUsage>,
-    frames_seen: usize,
     unreadable: usize,
-    raw: Vec<u8>,
 }
 
 impl ChatStreamTranslator {
@@ -84,7 +79,7 @@ impl ChatStreamTranslator {
     #[must_use]
     pub fn new(model: String, input_estimate: u32, id_seed: u64) -> Self {
         Self {
-            decoder: SseDecoder::new(),
+            body: SseBody::default(),
             writer: AnthropicWriter::new(model, input_estimate, id_seed),
             finishing: false,
             open_call: None,
@@ -92,29 +87,14 @@ impl ChatStreamTranslator {
             deferred: Vec::new(),
             finish_reason: None,
             usage: None,
-            frames_seen: 0,
             unreadable: 0,
-            raw: Vec::new(),
         }
     }
 
     /// Feed upstream bytes; returns the events they complete. The first call always returns
     /// `message_start`, even for empty input, so a host can send it before the model speaks.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
-        if self.writer.is_done() {
-            return Vec::new();
-        }
-        self.writer.start();
-        if self.frames_seen == 0 && self.raw.len() < MAX_RAW_BODY {
-            self.raw.extend_from_slice(chunk);
-        }
-        for frame in self.decoder.feed(chunk) {
-            self.frame(&frame);
-            if self.writer.is_done() {
-                break;
-            }
-        }
-        self.writer.take()
+        self.feed_body(chunk)
     }
 
     /// The upstream failed: end with an `error` event.
@@ -125,41 +105,7 @@ impl ChatStreamTranslator {
 
     /// The upstream body ended: complete the message, or end with an error if it was cut short.
     pub fn finish(&mut self) -> Vec<StreamEvent> {
-        if self.writer.is_done() {
-            return Vec::new();
-        }
-        self.writer.start();
-        for frame in self.decoder.finish() {
-            self.frame(&frame);
-            if self.writer.is_done() {
-                return self.writer.take();
-            }
-        }
-        if self.frames_seen == 0 && !self.raw.is_empty() {
-            let raw = std::mem::take(&mut self.raw);
-            self.plain_body(&raw);
-            if self.writer.is_done() {
-                return self.writer.take();
-            }
-        }
-        if !self.finishing {
-            let message = if self.unreadable > 0 && !self.produced_anything() {
-                format!(
-                    "the upstream's response was not an OpenAI Chat Completions stream ({} unreadable events)",
-                    self.unreadable
-                )
-            } else if self.frames_seen == 0 {
-                String::from("the upstream closed the connection without sending a response")
-            } else {
-                String::from(
-                    "the upstream stream ended before the model finished (no finish_reason)",
-                )
-            };
-            self.writer.fail(ApiError::new(ErrorKind::Api, message));
-            return self.writer.take();
-        }
-        self.complete();
-        self.writer.take()
+        self.finish_body()
     }
 
     fn produced_anything(&self) -> bool {
@@ -169,49 +115,6 @@ impl ChatStreamTranslator {
     /// Still reading content (not yet finishing, not done).
     fn streaming(&self) -> bool {
         !self.finishing && !self.writer.is_done()
-    }
-
-    fn frame(&mut self, frame: &SseFrame) {
-        self.frames_seen += 1;
-        let data = frame.data.trim();
-        if data.is_empty() {
-            return;
-        }
-        if data == "[DONE]" {
-            self.done();
-            return;
-        }
-        match serde_json::from_str::<ChatChunk>(data) {
-            Ok(chunk) => self.chunk(chunk),
-            Err(_) => {
-                // An `event: error` frame with a non-chunk body is still an error.
-                if frame.event.as_deref() == Some("error") {
-                    self.writer
-                        .fail(upstream_error(&Value::String(data.to_owned())));
-                } else {
-                    self.unreadable += 1;
-                }
-            }
-        }
-    }
-
-    /// A body that is not SSE: a plain Chat Completions JSON answer or an error object.
-    fn plain_body(&mut self, raw: &[u8]) {
-        match serde_json::from_slice::<ChatChunk>(raw) {
-            Ok(chunk) if chunk.error.is_some() || !chunk.choices.is_empty() => {
-                self.chunk(chunk);
-                if !self.writer.is_done() {
-                    self.done();
-                }
-            }
-            _ => {
-                let shown: String = String::from_utf8_lossy(raw).chars().take(200).collect();
-                self.writer.fail(ApiError::new(
-                    ErrorKind::Api,
-                    format!("the upstream's response was not an OpenAI Chat Completions stream: {shown:?}"),
-                ));
-            }
-        }
     }
 
     fn chunk(&mut self, chunk: ChatChunk) {
@@ -460,6 +363,70 @@ impl ChatStreamTranslator {
             });
         let usage = self.writer.usage(&upstream);
         self.writer.finish(stop_reason, usage);
+    }
+}
+
+impl SseTranslate for ChatStreamTranslator {
+    fn writer(&mut self) -> &mut AnthropicWriter {
+        &mut self.writer
+    }
+
+    fn body(&mut self) -> &mut SseBody {
+        &mut self.body
+    }
+
+    fn frame(&mut self, event: Option<&str>, data: &str) {
+        match serde_json::from_str::<ChatChunk>(data) {
+            Ok(chunk) => self.chunk(chunk),
+            // An `event: error` frame with a non-chunk body is still an error.
+            Err(_) if event == Some("error") => {
+                self.writer
+                    .fail(upstream_error(&Value::String(data.to_owned())));
+            }
+            Err(_) => self.unreadable += 1,
+        }
+    }
+
+    fn done_marker(&mut self) {
+        self.done();
+    }
+
+    /// A body that is not SSE: a plain Chat Completions JSON answer or an error object.
+    fn plain_body(&mut self, raw: &[u8]) {
+        match serde_json::from_slice::<ChatChunk>(raw) {
+            Ok(chunk) if chunk.error.is_some() || !chunk.choices.is_empty() => {
+                self.chunk(chunk);
+                if !self.writer.is_done() {
+                    self.done();
+                }
+            }
+            _ => {
+                let shown: String = String::from_utf8_lossy(raw).chars().take(200).collect();
+                self.writer.fail(ApiError::new(
+                    ErrorKind::Api,
+                    format!("the upstream's response was not an OpenAI Chat Completions stream: {shown:?}"),
+                ));
+            }
+        }
+    }
+
+    /// The body ended: complete the message, or fail if it was cut short.
+    fn body_ended(&mut self) {
+        if self.finishing {
+            self.complete();
+            return;
+        }
+        let message = if self.unreadable > 0 && !self.produced_anything() {
+            format!(
+                "the upstream's response was not an OpenAI Chat Completions stream ({} unreadable events)",
+                self.unreadable
+            )
+        } else if self.body.frames() == 0 {
+            String::from("the upstream closed the connection without sending a response")
+        } else {
+            String::from("the upstream stream ended before the model finished (no finish_reason)")
+        };
+        self.writer.fail(ApiError::new(ErrorKind::Api, message));
     }
 }
 

@@ -1,0 +1,640 @@
+//! Anthropic Messages request → OpenAI Responses request (`POST /v1/responses`).
+//!
+//! The mapping, in the order of the request:
+//! - `system` (a string or text blocks) → `instructions`; mid-conversation `role:"system"`
+//!   messages → `developer` messages where they stand.
+//! - user text / images / documents → a `user` message of `input_text` / `input_image` (a URL or
+//!   a `data:` URL) / `input_file` (a PDF as a `data:` URL, or a URL) parts; `tool_result` →
+//!   `function_call_output` {call_id, output text, `Error: ` before a failed result's text}, the
+//!   results' images following as one `user` message.
+//! - assistant text → an `assistant` message of `output_text`; `tool_use` → `function_call`
+//!   {call_id = the tool_use id, name, arguments as a JSON text}; `thinking` whose signature is a
+//!   [`reasoning_signature`](crate::openai::responses::reasoning_signature) (one the bridge made
+//!   from a reasoning item) → a `reasoning` item with that `encrypted_content` and the thinking
+//!   text as its summary; all in the order of the blocks.
+//! - tools → flat function tools `{type:"function",name,description,parameters,strict:false}`
+//!   (schemas cleaned by [`clean_schema`]); `tool_choice` auto/any/tool/none →
+//!   `"auto"`/`"required"`/`{type:"function",name}`/`"none"`; `disable_parallel_tool_use` →
+//!   `parallel_tool_calls:false`.
+//! - `max_tokens` → `max_output_tokens` (capped by the options, raised to the API's minimum of 16);
+//!   `temperature`, `top_p`; `output_config.format` json_schema → `text.format` json_schema.
+//! - reasoning: `thinking` enabled → effort by budget (< 4096 tokens `low`, < 16384 `medium`,
+//!   else `high`); adaptive (or no `thinking` but `output_config.effort`) → the effort (`low`,
+//!   `medium`, `high`; `xhigh`/`max` → `high`; unset → `medium`); disabled → none. The option
+//!   [`ResponsesOptions::reasoning_effort`] overrides it. With reasoning on, the request carries
+//!   `reasoning:{effort,summary:"auto"}` and `include:["reasoning.encrypted_content"]`.
+//! - always `store:false` (the bridge is stateless: the whole conversation goes each time) and
+//!   `stream:true` (non-streaming clients get the stream folded).
+//!
+//! Dropped, deliberately and only here, with a warning for the host's log where the client
+//! asked for something: `stop_sequences` (Responses has none), `top_k`, `temperature`/`top_p`
+//! when reasoning is on (reasoning models reject them), thinking without a bridge signature
+//! (Responses cannot take plain-text reasoning back), `redacted_thinking`, server tools without
+//! an input schema, documents and images whose source cannot be sent (a placeholder text stays),
+//! unknown block types; silently: `cache_control`, `metadata`, `context_management`,
+//! `service_tier`, the `x-anthropic-billing-header` system block Claude Code sends first.
+//!
+//! ```
+//! use bridge_core::translate::responses_request::{convert, ResponsesOptions};
+//! let req = br#"{"model":"claude-x","max_tokens":64000,"system":"Be brief.",
+//!   "thinking":{"type":"enabled","budget_tokens":2000},
+//!   "messages":[{"role":"user","content":"hi"}]}"#;
+//! let options = ResponsesOptions { model: Some("gpt-5".into()), max_tokens_cap: Some(32000), ..Default::default() };
+//! let out = convert(req, &options).unwrap();
+//! let body: serde_json::Value = serde_json::from_str(&out.body).unwrap();
+//! assert_eq!(body["instructions"], "Be brief.");
+//! assert_eq!(body["max_output_tokens"], 32000);
+//! assert_eq!(body["reasoning"], serde_json::json!({"effort":"low","summary":"auto"}));
+//! assert_eq!(body["input"][0], serde_json::json!({"type":"message","role":"user","content":[{"type":"input_text","text":"hi"}]}));
+//! assert_eq!((body["store"].as_bool(), body["stream"].as_bool()), (Some(false), Some(true)));
+//! ```
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::anthropic::request::{Block, Content, ImageSource, KnownBlock, MessagesRequest, Role};
+use crate::error::RequestError;
+use crate::openai::responses::{
+    ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText,
+    encrypted_reasoning,
+};
+use crate::translate::chat_request::{ConvertedRequest, parse_request, system_text};
+use crate::translate::schema::clean_schema;
+
+/// The Responses API refuses a smaller `max_output_tokens`.
+const MIN_OUTPUT_TOKENS: u64 = 16;
+
+/// Efforts the Responses API takes.
+const EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
+
+/// How to shape the upstream request (set by the host from flags and routes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ResponsesOptions {
+    /// Upstream model; `None` forwards the client's model name.
+    pub model: Option<String>,
+    /// Upper bound for `max_output_tokens` (Claude Code asks for 32k–128k).
+    pub max_tokens_cap: Option<u64>,
+    /// Clean tool schemas for strict validators.
+    pub strict_schemas: bool,
+    /// `None`: reasoning as the client asks (`thinking`, `output_config.effort`). `"off"`: never
+    /// send `reasoning` (for models that reject the parameter). Any Responses effort (`none`,
+    /// `minimal`, `low`, `medium`, `high`, `xhigh`): sent on every request, whatever the client
+    /// asked.
+    pub reasoning_effort: Option<String>,
+    /// Send neither `tool_choice` nor `parallel_tool_calls` (set by the host when an upstream
+    /// rejected them: the request is retried once with the model choosing freely).
+    pub drop_tool_choice: bool,
+    /// Require `max_tokens` as `/v1/messages` does (`false` for `count_tokens`).
+    pub require_max_tokens: bool,
+}
+
+impl Default for ResponsesOptions {
+    fn default() -> Self {
+        Self {
+            model: None,
+            max_tokens_cap: None,
+            strict_schemas: false,
+            reasoning_effort: None,
+            drop_tool_choice: false,
+            require_max_tokens: true,
+        }
+    }
+}
+
+/// The converted request (its `body` is the Responses JSON) and what the stream translator
+/// needs to know about it: the same shape as a Chat conversion's.
+pub type ConvertedResponses = ConvertedRequest;
+
+/// Convert an Anthropic request to a Responses request.
+///
+/// # Errors
+/// [`RequestError`] when the request lacks what the Messages API requires, or the options name
+/// an unknown reasoning effort.
+pub fn convert(
+    request: &[u8],
+    options: &ResponsesOptions,
+) -> Result<ConvertedResponses, RequestError> {
+    if let Some(effort) = options.reasoning_effort.as_deref()
+        && effort != "off"
+        && !EFFORTS.contains(&effort)
+    {
+        return Err(RequestError::Options(format!(
+            "reasoning_effort {effort:?}: expected off, {}",
+            EFFORTS.join(", ")
+        )));
+    }
+    let req = parse_request(request)?;
+    if options.require_max_tokens && req.max_tokens.is_none() {
+        return Err(RequestError::field("max_tokens", "Field required"));
+    }
+    let mut warnings = Warnings::default();
+    let instructions = req
+        .system
+        .as_ref()
+        .map(|s| system_text(s, &mut warnings.0))
+        .filter(|text| !text.is_empty());
+    let mut input = Vec::with_capacity(req.messages.len());
+    for (position, message) in req.messages.iter().enumerate() {
+        match &message.role {
+            Role::System => developer_message(&message.content, &mut input, &mut warnings),
+            Role::Assistant => assistant_items(&message.content, &mut input, &mut warnings),
+            Role::User => user_items(&message.content, &mut input, &mut warnings),
+            Role::Other(role) => {
+                warnings.add(format!(
+                    "messages.{position}: unknown role {role:?} sent as user"
+                ));
+                user_items(&message.content, &mut input, &mut warnings);
+            }
+        }
+    }
+    let tools = function_tools(&req, options.strict_schemas, &mut warnings);
+    let (tool_choice, parallel_tool_calls) = if tools.is_none() {
+        (None, None)
+    } else if options.drop_tool_choice {
+        if req.tool_choice.is_some() {
+            warnings
+                .add("tool_choice dropped: the upstream rejected it, so the model chooses (auto)");
+        }
+        (None, None)
+    } else {
+        tool_choice(req.tool_choice.as_ref(), &mut warnings)
+    };
+    let reasoning = reasoning(&req, options.reasoning_effort.as_deref());
+    let (temperature, top_p) = if reasoning.is_some() {
+        if req.temperature.is_some() || req.top_p.is_some() {
+            warnings.add("temperature/top_p dropped: reasoning models reject sampling parameters");
+        }
+        (None, None)
+    } else {
+        (req.temperature, req.top_p)
+    };
+    if req.top_k.is_some() {
+        warnings.add("top_k dropped: the Responses API has no top_k");
+    }
+    if req.stop_sequences.as_ref().is_some_and(|s| !s.is_empty()) {
+        warnings.add("stop_sequences dropped: the Responses API has no stop sequences");
+    }
+    let max_output_tokens = req.max_tokens.map(|requested| {
+        let capped = options
+            .max_tokens_cap
+            .map_or(requested, |cap| requested.min(cap));
+        if capped < MIN_OUTPUT_TOKENS {
+            warnings.add(format!(
+                "max_tokens {capped} raised to {MIN_OUTPUT_TOKENS}, the Responses API's minimum"
+            ));
+        }
+        capped.max(MIN_OUTPUT_TOKENS)
+    });
+    let include = if reasoning.is_some() {
+        vec![String::from("reasoning.encrypted_content")]
+    } else {
+        Vec::new()
+    };
+    let upstream_model = options.model.clone().unwrap_or_else(|| req.model.clone());
+    let body = ResponsesRequest {
+        model: upstream_model.clone(),
+        instructions,
+        input,
+        tools,
+        tool_choice,
+        parallel_tool_calls,
+        max_output_tokens,
+        temperature,
+        top_p,
+        reasoning,
+        text: text_format(req.output_config.as_ref()),
+        store: false,
+        include,
+        stream: true,
+    };
+    let body = serde_json::to_string(&body).map_err(|e| RequestError::Json(e.to_string()))?;
+    Ok(ConvertedResponses {
+        body,
+        upstream_model,
+        client_model: req.model.clone(),
+        client_stream: req.stream.unwrap_or(false),
+        input_tokens_estimate: crate::tokens::estimate_request(&req),
+        warnings: warnings.0,
+    })
+}
+
+/// Warnings for the host's log, each said once.
+#[derive(Default)]
+struct Warnings(Vec<String>);
+
+impl Warnings {
+    fn add(&mut self, warning: impl Into<String>) {
+        let warning = warning.into();
+        if !self.0.contains(&warning) {
+            self.0.push(warning);
+        }
+    }
+}
+
+fn text(text: impl Into<String>) -> ContentPart {
+    ContentPart::InputText { text: text.into() }
+}
+
+fn message(role: &'static str, content: Vec<ContentPart>) -> InputItem {
+    InputItem::Message { role, content }
+}
+
+/// Mid-conversation system text, kept where it stands as a `developer` message.
+fn developer_message(content: &Content, out: &mut Vec<InputItem>, warnings: &mut Warnings) {
+    let mut parts = Vec::new();
+    for block in content.blocks() {
+        match block {
+            Block::Known(KnownBlock::Text { text: t, .. }) if !t.is_empty() => parts.push(text(t)),
+            Block::Known(KnownBlock::Text { .. }) => {}
+            _ => warnings.add("non-text block in a system message dropped"),
+        }
+    }
+    if !parts.is_empty() {
+        out.push(message("developer", parts));
+    }
+}
+
+fn user_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut Warnings) {
+    let mut parts = Vec::new();
+    let mut result_images = Vec::new();
+    for block in content.blocks() {
+        match block {
+            Block::Known(KnownBlock::Text { text: t, .. }) => {
+                if !t.is_empty() {
+                    parts.push(text(t));
+                }
+            }
+            Block::Known(KnownBlock::Image { source, .. }) => {
+                parts.push(image_part(&source).unwrap_or_else(|| {
+                    warnings.add("image with an unsupported source dropped");
+                    text("[image omitted: its source type cannot be sent to this backend]")
+                }));
+            }
+            Block::Known(KnownBlock::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+                ..
+            }) => {
+                let output = result_text(content.as_ref(), &mut result_images, warnings);
+                let output = if is_error.unwrap_or(false) {
+                    format!("Error: {output}")
+                } else {
+                    output
+                };
+                out.push(InputItem::FunctionCallOutput {
+                    call_id: tool_use_id,
+                    output,
+                });
+            }
+            Block::Known(KnownBlock::Document { source, extra }) => {
+                parts.push(document_part(&source, extra.get("title"), warnings));
+            }
+            Block::Known(
+                KnownBlock::Thinking { .. }
+                | KnownBlock::RedactedThinking { .. }
+                | KnownBlock::ToolUse { .. },
+            ) => warnings.add("assistant-only block in a user turn dropped"),
+            Block::Other(value) => warnings.add(format!(
+                "{} block dropped: no Responses equivalent",
+                value
+                    .get("type")
+                    .and_then(Value::as_str)
+                    .unwrap_or("unknown")
+            )),
+        }
+    }
+    if !result_images.is_empty() {
+        out.push(message("user", result_images));
+    }
+    if !parts.is_empty() {
+        out.push(message("user", parts));
+    }
+}
+
+fn image_part(source: &ImageSource) -> Option<ContentPart> {
+    let image_url = match source {
+        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
+        ImageSource::Url { url } => url.clone(),
+        ImageSource::Other(_) => return None,
+    };
+    Some(ContentPart::InputImage {
+        image_url,
+        detail: "auto",
+    })
+}
+
+/// A document: text sources as text, PDFs (base64 or URL) as `input_file`.
+fn document_part(source: &Value, title: Option<&Value>, warnings: &mut Warnings) -> ContentPart {
+    let field = |name: &str| source.get(name).and_then(Value::as_str);
+    let media = field("media_type").unwrap_or("application/pdf");
+    match field("type") {
+        Some("text") => text(field("data").unwrap_or_default()),
+        Some("content") => match source.get("content") {
+            Some(Value::String(s)) => text(s.as_str()),
+            Some(Value::Array(items)) => text(
+                items
+                    .iter()
+                    .filter_map(|item| item.get("text").and_then(Value::as_str))
+                    .collect::<Vec<_>>()
+                    .join("\n"),
+            ),
+            _ => text(""),
+        },
+        Some("base64") => ContentPart::InputFile {
+            filename: Some(title.and_then(Value::as_str).map_or_else(
+                || {
+                    String::from(if media == "application/pdf" {
+                        "document.pdf"
+                    } else {
+                        "document"
+                    })
+                },
+                str::to_owned,
+            )),
+            file_data: Some(format!(
+                "data:{media};base64,{}",
+                field("data").unwrap_or_default()
+            )),
+            file_url: None,
+        },
+        Some("url") => ContentPart::InputFile {
+            filename: None,
+            file_data: None,
+            file_url: field("url").map(str::to_owned),
+        },
+        other => {
+            warnings.add(format!(
+                "document source {} cannot be sent to a Responses backend",
+                other.unwrap_or("unknown")
+            ));
+            text("[document omitted: its source is not supported by this backend]")
+        }
+    }
+}
+
+/// A tool result's text; its images go to `images` (sent after the results as a user message).
+fn result_text(
+    content: Option<&Content>,
+    images: &mut Vec<ContentPart>,
+    warnings: &mut Warnings,
+) -> String {
+    let Some(content) = content else {
+        return String::new();
+    };
+    let mut texts = Vec::new();
+    for block in content.blocks() {
+        match block {
+            Block::Known(KnownBlock::Text { text: t, .. }) => texts.push(t),
+            Block::Known(KnownBlock::Image { source, .. }) => match image_part(&source) {
+                Some(image) => {
+                    images.push(image);
+                    texts.push(String::from("[image attached below]"));
+                }
+                None => warnings.add("image with an unsupported source dropped"),
+            },
+            Block::Known(KnownBlock::Document { source, .. }) => {
+                if let Some(t) = source.get("data").and_then(Value::as_str) {
+                    texts.push(t.to_owned());
+                }
+            }
+            Block::Other(value) => {
+                if let Some(t) = value.get("text").and_then(Value::as_str) {
+                    texts.push(t.to_owned());
+                }
+            }
+            Block::Known(_) => warnings.add("non-text block in a tool result dropped"),
+        }
+    }
+    texts.join("\n")
+}
+
+/// Assistant blocks in order: text runs → `assistant` messages, tool_use → `function_call`,
+/// bridge-signed thinking → `reasoning`.
+fn assistant_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut Warnings) {
+    let mut texts = Vec::new();
+    let flush = |texts: &mut Vec<ContentPart>, out: &mut Vec<InputItem>| {
+        if !texts.is_empty() {
+            out.push(message("assistant", std::mem::take(texts)));
+        }
+    };
+    for block in content.blocks() {
+        match block {
+            Block::Known(KnownBlock::Text { text, .. }) if !text.is_empty() => {
+                texts.push(ContentPart::OutputText { text });
+            }
+            Block::Known(KnownBlock::Text { .. }) => {}
+            Block::Known(KnownBlock::Thinking {
+                thinking,
+                signature,
+                ..
+            }) => match signature.as_deref().and_then(encrypted_reasoning) {
+                Some(encrypted) => {
+                    flush(&mut texts, out);
+                    let summary = if thinking.is_empty() {
+                        Vec::new()
+                    } else {
+                        vec![SummaryText {
+                            kind: "summary_text",
+                            text: thinking,
+                        }]
+                    };
+                    out.push(InputItem::Reasoning {
+                        summary,
+                        encrypted_content: encrypted.to_owned(),
+                    });
+                }
+                None => warnings.add(
+                    "thinking without a Responses reasoning signature dropped: \
+                     the Responses API cannot take plain-text reasoning back",
+                ),
+            },
+            Block::Known(KnownBlock::ToolUse {
+                id, name, input, ..
+            }) => {
+                flush(&mut texts, out);
+                let arguments = if input.is_null() {
+                    String::from("{}")
+                } else {
+                    input.to_string()
+                };
+                out.push(InputItem::FunctionCall {
+                    call_id: id,
+                    name,
+                    arguments,
+                });
+            }
+            Block::Known(KnownBlock::RedactedThinking { .. }) => {
+                warnings.add("redacted_thinking dropped: no Responses equivalent");
+            }
+            Block::Known(_) | Block::Other(_) => {
+                warnings.add("non-text block in an assistant turn dropped");
+            }
+        }
+    }
+    flush(&mut texts, out);
+}
+
+fn function_tools(
+    req: &MessagesRequest,
+    strict: bool,
+    warnings: &mut Warnings,
+) -> Option<Vec<FunctionTool>> {
+    let mut out = Vec::new();
+    for tool in req.tools.as_deref()? {
+        let Some(schema) = &tool.input_schema else {
+            warnings.add(format!(
+                "tool {:?} ({}) dropped: server tools have no Responses function equivalent",
+                tool.name,
+                tool.kind.as_deref().unwrap_or("no input_schema")
+            ));
+            continue;
+        };
+        out.push(FunctionTool {
+            kind: "function",
+            name: tool.name.clone(),
+            description: tool.description.clone(),
+            parameters: clean_schema(schema, strict),
+            strict: false,
+        });
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// `tool_choice` and `parallel_tool_calls`.
+fn tool_choice(choice: Option<&Value>, warnings: &mut Warnings) -> (Option<Value>, Option<bool>) {
+    let Some(choice) = choice else {
+        return (None, None);
+    };
+    let parallel =
+        (choice.get("disable_parallel_tool_use") == Some(&Value::Bool(true))).then_some(false);
+    let mapped = match (
+        choice.get("type").and_then(Value::as_str),
+        choice.get("name").and_then(Value::as_str),
+    ) {
+        (Some("auto"), _) => json!("auto"),
+        (Some("any"), _) => json!("required"),
+        (Some("none"), _) => json!("none"),
+        (Some("tool"), Some(name)) => json!({"type": "function", "name": name}),
+        (kind, _) => {
+            warnings.add(format!("tool_choice {kind:?} not understood: using auto"));
+            json!("auto")
+        }
+    };
+    (Some(mapped), parallel)
+}
+
+/// `reasoning` from the options' override or the client's `thinking` / `output_config.effort`.
+fn reasoning(req: &MessagesRequest, effort_override: Option<&str>) -> Option<ReasoningConfig> {
+    let effort = match effort_override {
+        Some("off") => return None,
+        Some(effort) => effort,
+        None => client_effort(req)?,
+    };
+    Some(ReasoningConfig {
+        effort: effort.to_owned(),
+        summary: String::from("auto"),
+    })
+}
+
+fn client_effort(req: &MessagesRequest) -> Option<&'static str> {
+    let effort = req
+        .output_config
+        .as_ref()
+        .and_then(|c| c.get("effort"))
+        .and_then(Value::as_str);
+    let by_effort = |effort: Option<&str>| match effort {
+        Some("low") => "low",
+        Some("high" | "xhigh" | "max") => "high",
+        _ => "medium",
+    };
+    let Some(thinking) = &req.thinking else {
+        return effort.map(|e| by_effort(Some(e)));
+    };
+    match thinking.get("type").and_then(Value::as_str) {
+        Some("disabled") => None,
+        Some("enabled") => Some(
+            match thinking
+                .get("budget_tokens")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+            {
+                0..4096 => "low",
+                4096..16384 => "medium",
+                _ => "high",
+            },
+        ),
+        _ => Some(by_effort(effort)),
+    }
+}
+
+/// `output_config.format` json_schema → `text: {format: {type: "json_schema", …}}`.
+fn text_format(output_config: Option<&Value>) -> Option<Value> {
+    let format = output_config?.get("format")?;
+    if format.get("type").and_then(Value::as_str) != Some("json_schema") {
+        return None;
+    }
+    let schema = clean_schema(format.get("schema")?, false);
+    Some(json!({
+        "format": {"type": "json_schema", "name": "response", "schema": schema, "strict": false}
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn body(request: &str, options: &ResponsesOptions) -> (Value, Vec<String>) {
+        let out = convert(request.as_bytes(), options).unwrap();
+        (serde_json::from_str(&out.body).unwrap(), out.warnings)
+    }
+
+    #[test]
+    fn effort_override_and_off() {
+        let req = r#"{"model":"m","max_tokens":1,"temperature":0.2,"messages":[{"role":"user","content":"q"}]}"#;
+        let high = ResponsesOptions {
+            reasoning_effort: Some("high".into()),
+            ..ResponsesOptions::default()
+        };
+        let (b, warnings) = body(req, &high);
+        assert_eq!(b["reasoning"]["effort"], "high");
+        assert_eq!(b["include"], json!(["reasoning.encrypted_content"]));
+        assert_eq!(b["max_output_tokens"], 16);
+        assert!(b.get("temperature").is_none());
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        let off = ResponsesOptions {
+            reasoning_effort: Some("off".into()),
+            ..ResponsesOptions::default()
+        };
+        let (b, _) = body(
+            r#"{"model":"m","max_tokens":99,"thinking":{"type":"adaptive"},"messages":[]}"#,
+            &off,
+        );
+        assert!(b.get("reasoning").is_none() && b.get("include").is_none());
+        let bad = ResponsesOptions {
+            reasoning_effort: Some("huge".into()),
+            ..ResponsesOptions::default()
+        };
+        assert!(matches!(
+            convert(req.as_bytes(), &bad),
+            Err(RequestError::Options(_))
+        ));
+    }
+
+    #[test]
+    fn effort_from_the_client() {
+        let effort = |extra: &str| {
+            let req = format!(r#"{{"model":"m","max_tokens":9,"messages":[]{extra}}}"#);
+            body(&req, &ResponsesOptions::default()).0["reasoning"]["effort"].clone()
+        };
+        assert_eq!(effort(""), Value::Null);
+        assert_eq!(effort(r#","thinking":{"type":"disabled"}"#), Value::Null);
+        assert_eq!(
+            effort(r#","thinking":{"type":"enabled","budget_tokens":20000}"#),
+            "high"
+        );
+        assert_eq!(effort(r#","thinking":{"type":"adaptive"}"#), "medium");
+        assert_eq!(effort(r#","output_config":{"effort":"max"}"#), "high");
+    }
+}
