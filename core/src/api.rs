@@ -310,22 +310,63 @@ pub fn validate_sse(sse: &[u8]) -> Result<Vec<StreamEvent>, Violation> {
 /// ```
 #[must_use]
 pub fn fold_sse(sse: &[u8]) -> Finished {
-    let mut decoder = SseDecoder::new();
-    let mut frames = decoder.feed(sse);
-    frames.extend(decoder.finish());
-    let mut acc = Accumulator::default();
-    for (position, frame) in frames.iter().enumerate() {
-        match serde_json::from_str::<StreamEvent>(&frame.data) {
-            Ok(event) => acc.push(&event),
-            Err(e) => {
-                let error = ApiError::new(
-                    ErrorKind::Api,
-                    format!("SSE frame #{position} is not an Anthropic stream event: {e}"),
-                );
-                acc.push(&StreamEvent::Error { error });
-                break;
+    let mut folder = SseFolder::default();
+    folder.feed(sse);
+    folder.finish()
+}
+
+/// [`fold_sse`] a piece at a time: the host folds a translated stream for a non-streaming client
+/// as it arrives, keeping only the message so far (not the SSE text).
+///
+/// ```
+/// let mut folder = bridge_core::api::SseFolder::default();
+/// folder.feed(b"event: error\ndata: {\"type\":\"error\",\"error\":");
+/// folder.feed(b"{\"type\":\"overloaded_error\",\"message\":\"busy\"}}\n\n");
+/// assert_eq!(folder.finish().status, 529);
+/// ```
+#[derive(Debug, Default)]
+pub struct SseFolder {
+    decoder: SseDecoder,
+    acc: Accumulator,
+    frames: usize,
+    broken: bool,
+}
+
+impl SseFolder {
+    /// Feed SSE bytes (any split).
+    pub fn feed(&mut self, sse: &[u8]) {
+        let frames = self.decoder.feed(sse);
+        self.push(frames);
+    }
+
+    /// The stream ended: the `Message` JSON (200), or the error envelope with its status.
+    #[must_use]
+    pub fn finish(mut self) -> Finished {
+        let frames = self.decoder.finish();
+        self.push(frames);
+        self.acc.result()
+    }
+
+    fn push(&mut self, frames: Vec<SseFrame>) {
+        for frame in frames {
+            if self.broken {
+                return;
             }
+            match serde_json::from_str::<StreamEvent>(&frame.data) {
+                Ok(event) => self.acc.push(&event),
+                Err(e) => {
+                    let error = ApiError::new(
+                        ErrorKind::Api,
+                        format!(
+                            "SSE frame #{} is not an Anthropic stream event: {e}",
+                            self.frames
+                        ),
+                    );
+                    self.acc.push(&StreamEvent::Error { error });
+                    self.broken = true;
+                }
+            }
+            self.frames += 1;
         }
     }
-    acc.result()
 }

@@ -96,10 +96,6 @@ pub struct AguiArgs {
     /// Seconds a control request to Claude Code (interrupt, set_model, …) may take.
     #[arg(long, env = "CLAUDE_BRIDGE_CONTROL_TIMEOUT", default_value_t = 30)]
     pub control_timeout: u64,
-    /// Browser origins (besides loopback ones such as `http://localhost:3000`) allowed to call
-    /// the AG-UI server, e.g. `https://app.example.com`; `*` allows any (only with --client-key).
-    #[arg(long, env = "CLAUDE_BRIDGE_ALLOWED_ORIGINS", value_delimiter = ',')]
-    pub allowed_origin: Vec<String>,
     /// Append every line Claude Code writes to `DIR/<thread>.ndjson` (for debugging, and how the
     /// golden transcripts in `tests/fixtures/agui` were captured).
     #[arg(long, env = "CLAUDE_BRIDGE_TRANSCRIPT_DIR")]
@@ -126,6 +122,10 @@ pub enum Provider {
     /// OpenAI Chat Completions (`/v1/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM,
     /// llama.cpp, LM Studio, DeepSeek, Groq, …
     Openai,
+    /// The Anthropic Messages API (`{base}/v1/messages`), passed through: real Claude with an
+    /// API key (`--api-key`) or, without one, the client's own credentials (a Claude
+    /// subscription's OAuth token included).
+    Anthropic,
     /// A Fabstir host node: an end-to-end encrypted WebSocket session paid on-chain. Chain mode
     /// discovers hosts for `--model` and pays jobs (`--rpc-url`, `--deposit`, `--max-spend`);
     /// direct mode uses one host (`--host-url`, `--host-pubkey`) and an existing job (`--job-id`).
@@ -235,6 +235,10 @@ pub struct ServeArgs {
     /// the adjacent user message (for upstreams whose chat templates accept a system message anywhere).
     #[arg(long, env = "CLAUDE_BRIDGE_KEEP_MID_CONVERSATION_SYSTEM")]
     pub keep_mid_conversation_system: bool,
+    /// Browser origins (besides loopback pages such as `http://localhost:3000`) allowed to call
+    /// the bridge, e.g. `https://app.example.com`; `*` allows any (only with --client-key).
+    #[arg(long, env = "CLAUDE_BRIDGE_ALLOWED_ORIGINS", value_delimiter = ',')]
+    pub allowed_origin: Vec<String>,
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,

@@ -39,6 +39,9 @@ pub enum BridgeError {
         /// Path.
         path: String,
     },
+    /// Refused before routing (a foreign browser origin, a rebound `Host`, a POST that is not JSON).
+    #[error("{0}")]
+    Refused(#[from] crate::server::guard::Refusal),
     /// Missing or wrong client key.
     #[error(
         "invalid x-api-key: this bridge requires the key set with --client-key / CLAUDE_BRIDGE_CLIENT_KEY"
@@ -103,6 +106,10 @@ impl BridgeError {
         match self {
             Self::Engine(e) => e.kind(),
             Self::NotFound { .. } => ErrorKind::NotFound,
+            Self::Refused(refusal) if refusal.status() == StatusCode::FORBIDDEN => {
+                ErrorKind::Permission
+            }
+            Self::Refused(_) => ErrorKind::InvalidRequest,
             Self::Unauthorized => ErrorKind::Authentication,
             Self::TooLarge { .. } => ErrorKind::RequestTooLarge,
             Self::ClientBody(_) => ErrorKind::InvalidRequest,
@@ -118,6 +125,7 @@ impl BridgeError {
         let code = match self {
             // Unreachable upstream: a gateway error, retried by Anthropic clients (≥ 500).
             Self::UpstreamConnect { .. } => 502,
+            Self::Refused(refusal) => refusal.status().as_u16(),
             // A host that failed is a bad gateway, not the bridge's own 500.
             Self::Host {
                 kind: ErrorKind::Api,
@@ -138,6 +146,7 @@ impl BridgeError {
             }
             Self::Engine(_)
             | Self::NotFound { .. }
+            | Self::Refused(_)
             | Self::Unauthorized
             | Self::TooLarge { .. }
             | Self::ClientBody(_)
@@ -149,6 +158,21 @@ impl BridgeError {
             | Self::Host { .. }
             | Self::UpstreamConnect { .. }
             | Self::UpstreamTimeout { .. } => Fault::Upstream,
+        }
+    }
+
+    /// Whether another target may be tried (a router's fallback): the upstream could not be
+    /// reached or answered in time, or refused for a reason another upstream may not have
+    /// (401/403/404/408/429/5xx/529) — never a request that is wrong in itself.
+    #[must_use]
+    pub fn retryable(&self) -> bool {
+        match self {
+            Self::UpstreamConnect { .. } | Self::UpstreamTimeout { .. } => true,
+            Self::UpstreamStatus { status, .. } => {
+                matches!(status, 401 | 403 | 404 | 408 | 429) || *status >= 500
+            }
+            Self::Host { kind, .. } => *kind != ErrorKind::InvalidRequest,
+            _ => false,
         }
     }
 

@@ -4,9 +4,10 @@
 //!
 //! - [`cli`]: flags and environment (the stable CLI contract).
 //! - [`server`]: the Anthropic front (hyper).
-//! - [`upstream`]: the OpenAI Chat Completions client.
+//! - [`provider`]: the upstream APIs (OpenAI Chat, Anthropic pass-through, Fabstir) behind one
+//!   trait; the front relays what they answer.
 //! - [`error`]: the one place failures become HTTP responses.
-//! - [`fabstir`]: the Fabstir backend's host side (encryption, sessions, the chain, the ledger).
+//! - [`fabstir`]: the Fabstir provider's host side (encryption, sessions, the chain, the ledger).
 //! - [`agui`]: `claude-bridge agui`, AG-UI / CopilotKit front ends driving Claude Code.
 //! - [`run`]: wiring them together.
 
@@ -14,9 +15,10 @@ pub mod agui;
 pub mod cli;
 pub mod engine;
 pub mod error;
-pub mod fabstir;
 pub mod ids;
 pub mod launch;
+pub mod provider;
 pub mod run;
 pub mod server;
-pub mod upstream;
+
+pub use provider::{fabstir, upstream};

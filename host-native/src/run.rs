@@ -8,8 +8,8 @@ use tracing::{info, warn};
 
 use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs};
 use crate::engine::{self, Engine};
+use crate::provider::upstream::Upstream;
 use crate::server::{self, AppState};
-use crate::upstream::Upstream;
 
 /// Set up logging (stderr). Secrets never reach it: keys are not logged anywhere.
 pub fn init_tracing(args: &ServeArgs) {
@@ -41,38 +41,60 @@ pub fn build_engine(args: &ServeArgs) -> Result<Arc<dyn Engine>, String> {
     }
 }
 
+/// The provider the arguments describe.
+///
+/// # Errors
+/// Bad upstream configuration.
+pub async fn build_provider(
+    args: &ServeArgs,
+    engine: &Arc<dyn Engine>,
+) -> Result<Arc<dyn crate::provider::Provider>, String> {
+    let upstream = |endpoint: &str, bearer: bool| {
+        Upstream::new(
+            &args.base_url,
+            endpoint,
+            args.api_key.as_deref().filter(|_| bearer),
+            args.ca_cert.as_deref(),
+            Duration::from_secs(args.connect_timeout),
+            Duration::from_secs(args.first_byte_timeout),
+        )
+    };
+    Ok(match args.provider {
+        Provider::Openai => Arc::new(crate::provider::openai_chat::OpenAiChat {
+            engine: Arc::clone(engine),
+            upstream: upstream("chat/completions", true)?,
+            convert: args.convert_options(),
+        }),
+        Provider::Anthropic => Arc::new(crate::provider::anthropic::AnthropicPassThrough::new(
+            upstream("v1/messages", false)?,
+            args.api_key.as_deref(),
+            args.model.clone(),
+        )?),
+        Provider::Fabstir => {
+            Arc::new(crate::provider::fabstir::setup::backend(args, engine).await?)
+        }
+    })
+}
+
 /// The shared state of a server.
 ///
 /// # Errors
 /// Bad upstream configuration or engine set-up failure.
 pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
-    let upstream = Upstream::new(
-        &args.base_url,
-        args.api_key.as_deref(),
-        args.ca_cert.as_deref(),
-        Duration::from_secs(args.connect_timeout),
-        Duration::from_secs(args.first_byte_timeout),
-    )?;
-    let fabstir = match args.provider {
-        Provider::Openai => None,
-        Provider::Fabstir => Some(Arc::new(
-            crate::fabstir::setup::backend(args, &engine).await?,
-        )),
-    };
+    let provider = build_provider(args, &engine).await?;
+    let client_key = args.client_key.clone().filter(|k| !k.is_empty());
+    let guard = server::guard::Guard::new(&args.allowed_origin, client_key.is_some())?;
     Ok(Arc::new(AppState {
         engine,
-        upstream,
-        convert: args.convert_options(),
-        client_key: args.client_key.clone().filter(|k| !k.is_empty()),
+        provider,
+        client_key,
         max_body_bytes: args.max_body_bytes,
-        ping_interval: Duration::from_secs(args.ping_interval.max(1)),
-        idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
-        provider: match args.provider {
-            Provider::Openai => "openai",
-            Provider::Fabstir => "fabstir",
+        guard,
+        relay: server::relay::Relay {
+            ping_interval: Duration::from_secs(args.ping_interval.max(1)),
+            idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
         },
-        fabstir,
     }))
 }
 
@@ -117,11 +139,8 @@ pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr)
 pub fn announce_front(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr) {
     info!(
         listen = %local,
-        provider = state.provider,
-        upstream = %match state.fabstir {
-            Some(_) => String::from("Fabstir host network (see the Fabstir line above)"),
-            None => state.upstream.url().to_string(),
-        },
+        provider = state.provider.kind(),
+        upstream = %state.provider.endpoint(),
         model = args.model.as_deref().unwrap_or("(client's model name)"),
         engine = state.engine.name(),
         client_key = if state.client_key.is_some() { "required" } else { "none" },

@@ -15,6 +15,7 @@
 //!
 //! The README beside this crate (`tests/README.md`) says how to run the suite.
 
+pub mod anthropic_upstream;
 pub mod bench_stream;
 pub mod bridge;
 pub mod chunks;

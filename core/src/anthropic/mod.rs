@@ -3,5 +3,6 @@
 
 pub mod accumulate;
 pub mod events;
+pub mod repair;
 pub mod request;
 pub mod stream;

@@ -27,7 +27,7 @@ use crate::anthropic::request::{
 use crate::chatml::tool_calls::ToolHint;
 use crate::error::RequestError;
 use crate::tokens::estimate_text;
-use crate::translate::chat_request::{parse_request, system_text};
+use crate::translate::chat_request::system_text;
 
 /// The call format the system turn asks the model for (the parser reads every format anyway).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -104,7 +104,8 @@ pub struct ChatmlPrompt {
 /// # Errors
 /// [`RequestError`] when the request lacks what the Messages API requires.
 pub fn render(request: &[u8], options: &ChatmlOptions) -> Result<ChatmlPrompt, RequestError> {
-    let req = parse_request(request)?;
+    let parsed = crate::anthropic::repair::parse_and_repair(request)?;
+    let req = parsed.request;
     if options.require_max_tokens && req.max_tokens.is_none() {
         return Err(RequestError::field("max_tokens", "Field required"));
     }
@@ -112,7 +113,7 @@ pub fn render(request: &[u8], options: &ChatmlOptions) -> Result<ChatmlPrompt, R
         format: options.tool_format,
         prompt: String::new(),
         images: Vec::new(),
-        warnings: Vec::new(),
+        warnings: crate::translate::chat_request::repair_warnings(&parsed.repairs),
         dropped_thinking: false,
     };
 
@@ -480,7 +481,24 @@ mod tests {
         let out = render_json(&req, &ChatmlOptions::default());
         assert_eq!(
             out.prompt,
-            "<|im_start|>user\nq<|im_end|>\n<|im_start|>system\nbe terse<|im_end|>\n<|im_start|>user\n<tool_response>\nError: boom\n</tool_response><|im_end|>\n<|im_start|>assistant\nThe answer is"
+            "<|im_start|>user\nq<|im_end|>\n<|im_start|>system\nbe terse<|im_end|>\n<|im_start|>user\n(result of tool call t, which is not in this conversation)\nboom<|im_end|>\n<|im_start|>assistant\nThe answer is",
+            "a result whose call is not in the conversation is repaired into text"
+        );
+        assert!(
+            out.warnings.iter().any(|w| w.contains("tool_result t")),
+            "{:?}",
+            out.warnings
+        );
+        let answered = json!({"model": "m", "max_tokens": 5, "messages": [
+            {"role": "user", "content": "q"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t", "name": "Bash", "input": {"command": "x"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t", "is_error": true, "content": [{"type": "text", "text": "boom"}]}]}
+        ]});
+        let out = render_json(&answered, &ChatmlOptions::default());
+        assert!(
+            out.prompt.ends_with("<|im_start|>user\n<tool_response>\nError: boom\n</tool_response><|im_end|>\n<|im_start|>assistant\n"),
+            "{}",
+            out.prompt
         );
         assert!(render(br#"{"model":"m","messages":[]}"#, &ChatmlOptions::default()).is_err());
     }

@@ -88,7 +88,18 @@ pub struct ConvertedRequest {
     pub warnings: Vec<String>,
 }
 
-/// Parse an Anthropic request, with field-level messages for what the Messages API requires.
+/// The history repairs as conversion warnings; the host logs these at `warn`
+/// (they begin with [`REPAIRED`]).
+#[must_use]
+pub fn repair_warnings(repairs: &[String]) -> Vec<String> {
+    repairs.iter().map(|r| format!("{REPAIRED}{r}")).collect()
+}
+
+/// How a warning about a repaired history begins.
+pub const REPAIRED: &str = "repaired history: ";
+
+/// Parse an Anthropic request, with field-level messages for what the Messages API requires
+/// (no repair: see [`crate::anthropic::repair::parse_and_repair`]).
 ///
 /// # Errors
 /// [`RequestError`] naming the field and what to send instead.
@@ -147,11 +158,12 @@ fn explain(request: &[u8], first: &serde_json::Error) -> RequestError {
 /// # Errors
 /// [`RequestError`] when the request lacks what the Messages API requires.
 pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequest, RequestError> {
-    let req = parse_request(request)?;
+    let parsed = crate::anthropic::repair::parse_and_repair(request)?;
+    let req = parsed.request;
     if options.require_max_tokens && req.max_tokens.is_none() {
         return Err(RequestError::field("max_tokens", "Field required"));
     }
-    let mut warnings = Vec::new();
+    let mut warnings = repair_warnings(&parsed.repairs);
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
 
     if let Some(system) = &req.system {

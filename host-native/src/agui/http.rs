@@ -57,7 +57,7 @@ pub struct AguiState {
     /// Largest accepted body.
     pub max_body_bytes: usize,
     /// `--allowed-origin`: browser origins allowed besides loopback ones (`*`: any).
-    pub allowed_origins: Vec<String>,
+    pub guard: crate::server::guard::Guard,
 }
 
 /// One request.
@@ -77,7 +77,7 @@ pub async fn handle(
     if origin
         .as_ref()
         .and_then(|o| o.to_str().ok())
-        .is_some_and(|o| origin_allowed(&state, o))
+        .is_some_and(|o| state.guard.origin_allowed(o))
     {
         cors(response.headers_mut(), origin.as_ref());
     }
@@ -103,76 +103,15 @@ fn error(status: StatusCode, message: &str) -> Response<ResponseBody> {
     )
 }
 
-/// Whether a browser origin may call: loopback pages (a local dev server), or `--allowed-origin`.
-fn origin_allowed(state: &AguiState, origin: &str) -> bool {
-    let origin = origin.trim_end_matches('/');
-    let host = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-        .unwrap_or("");
-    let name = host
-        .rsplit_once(':')
-        .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-        .map_or(host, |(name, _)| name);
-    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
-        || state
-            .allowed_origins
-            .iter()
-            .any(|o| o == "*" || o == origin)
-}
-
-/// Refuse what a hostile web page or a DNS-rebinding attack would send, before routing: a
-/// browser origin that is not allowed, a `Host` that is not an address of this machine (when no
-/// `--client-key` protects the server), a POST that is not JSON (a "simple" cross-site request),
-/// and the MCP route from anywhere but this machine.
+/// Refuse what a hostile web page or a DNS-rebinding attack would send (the shared
+/// [`crate::server::guard`]), and the MCP route from anywhere but this machine.
 fn refusal(
     state: &AguiState,
     peer: SocketAddr,
     req: &Request<Incoming>,
 ) -> Option<Response<ResponseBody>> {
-    let headers = req.headers();
-    if let Some(origin) = headers
-        .get(http::header::ORIGIN)
-        .and_then(|o| o.to_str().ok())
-        && !origin_allowed(state, origin)
-    {
-        return Some(error(
-            StatusCode::FORBIDDEN,
-            &format!(
-                "the origin {origin} may not call this bridge; start it with --allowed-origin {origin}"
-            ),
-        ));
-    }
-    if state.client_key.is_none() {
-        let host = headers
-            .get(http::header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        let name = host
-            .rsplit_once(':')
-            .filter(|(_, port)| port.bytes().all(|b| b.is_ascii_digit()))
-            .map_or(host, |(name, _)| name);
-        let literal = name.trim_start_matches('[').trim_end_matches(']');
-        if name != "localhost" && literal.parse::<std::net::IpAddr>().is_err() {
-            return Some(error(
-                StatusCode::FORBIDDEN,
-                &format!(
-                    "Host {host} is not an address of this bridge; set --client-key to serve it under a name"
-                ),
-            ));
-        }
-    }
-    if req.method() == Method::POST {
-        let json = headers
-            .get(http::header::CONTENT_TYPE)
-            .and_then(|c| c.to_str().ok())
-            .is_some_and(|c| c.trim_start().starts_with("application/json"));
-        if !json {
-            return Some(error(
-                StatusCode::UNSUPPORTED_MEDIA_TYPE,
-                "send JSON with `Content-Type: application/json`",
-            ));
-        }
+    if let Err(refusal) = state.guard.check(req) {
+        return Some(error(refusal.status(), &refusal.to_string()));
     }
     if req.uri().path().starts_with("/mcp/") && !peer.ip().is_loopback() {
         return Some(error(

@@ -82,18 +82,11 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         supervisor: Supervisor::new(config, Arc::new(Approvals::new(rules)), agent.max_sessions),
         client_key: args.client_key.clone().filter(|k| !k.is_empty()),
         max_body_bytes: args.max_body_bytes,
-        allowed_origins: agent
-            .allowed_origin
-            .iter()
-            .map(|o| o.trim().trim_end_matches('/').to_owned())
-            .filter(|o| !o.is_empty())
-            .collect(),
+        guard: crate::server::guard::Guard::new(
+            &args.allowed_origin,
+            args.client_key.as_deref().is_some_and(|k| !k.is_empty()),
+        )?,
     });
-    if state.client_key.is_none() && state.allowed_origins.iter().any(|o| o == "*") {
-        return Err(String::from(
-            "--allowed-origin '*' lets any web page drive Claude Code: it needs --client-key",
-        ));
-    }
     info!(
         listen = %local,
         claude = %agent.claude_path,

@@ -5,8 +5,10 @@
 //! `GET /health`, and CORS preflights. Every response carries a `request-id`.
 
 pub mod body;
+pub mod guard;
 pub(crate) mod messages;
 mod models;
+pub mod relay;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -23,41 +25,34 @@ use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
 use tracing::{Instrument, info, warn};
 
-use bridge_core::api::ConvertOptions;
-
 use self::body::{ResponseBody, empty, full};
 use crate::engine::Engine;
 use crate::error::BridgeError;
-use crate::upstream::Upstream;
+use crate::provider::Provider;
 
 /// Everything a request handler needs, shared by all connections.
 #[derive(Clone)]
 pub struct AppState {
-    /// The translation engine.
+    /// The translation engine (token estimates; providers hold their own handle).
     pub engine: Arc<dyn Engine>,
-    /// The upstream.
-    pub upstream: Upstream,
-    /// Request conversion options.
-    pub convert: ConvertOptions,
+    /// Where requests go.
+    pub provider: Arc<dyn Provider>,
     /// Key clients must present.
     pub client_key: Option<String>,
     /// Largest request body.
     pub max_body_bytes: usize,
-    /// Upstream silence before a `ping`.
-    pub ping_interval: Duration,
-    /// Upstream silence before giving up.
-    pub idle_timeout: Duration,
-    /// Provider name (for `/health` and logs).
-    pub provider: &'static str,
-    /// The Fabstir backend, when `--provider fabstir`.
-    pub fabstir: Option<Arc<crate::fabstir::provider::FabstirBackend>>,
+    /// How answers are relayed (pings, idle timeout).
+    pub relay: relay::Relay,
+    /// What browsers and rebinding pages may not send.
+    pub guard: guard::Guard,
 }
 
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("engine", &self.engine.name())
-            .field("upstream", &self.upstream.url())
+            .field("provider", &self.provider.kind())
+            .field("endpoint", &self.provider.endpoint())
             .field("client_key", &self.client_key.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
     }
@@ -144,14 +139,30 @@ async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
-    let mut response = route(&state, req, &request_id)
-        .instrument(span.clone())
-        .await;
+    let mut response = match state.guard.check(&req) {
+        Ok(()) => {
+            route(&state, req, &request_id)
+                .instrument(span.clone())
+                .await
+        }
+        Err(refusal) => {
+            let error = BridgeError::Refused(refusal);
+            span.in_scope(|| warn!(%error, %peer, "request refused"));
+            error.into_response(&request_id)
+        }
+    };
     let headers = response.headers_mut();
     if let Ok(value) = HeaderValue::from_str(&request_id) {
         headers.insert("request-id", value);
     }
-    cors(headers, origin.as_ref());
+    // CORS headers only for origins that may call (the browser then refuses the others).
+    let allowed = origin
+        .as_ref()
+        .and_then(|o| o.to_str().ok())
+        .is_none_or(|o| state.guard.origin_allowed(o));
+    if allowed {
+        cors(headers, origin.as_ref());
+    }
     let status = response.status();
     span.in_scope(|| {
         if path != "/health" && method != Method::HEAD {
@@ -175,23 +186,23 @@ async fn route(
             StatusCode::OK,
             serde_json::json!({
                 "status": "ok",
-                "provider": state.provider,
+                "provider": state.provider.kind(),
                 "engine": state.engine.name(),
-                "upstream": state.upstream.url(),
+                "upstream": state.provider.endpoint(),
                 "version": env!("CARGO_PKG_VERSION"),
             })
             .to_string(),
         )),
         (&Method::POST, "/v1/messages") => match authorize(state, req.headers()) {
-            Ok(()) => match read_body(state, req).await {
-                Ok(body) => messages::create(state, body).await,
+            Ok(()) => match read_call(state, req).await {
+                Ok(call) => messages::create(state, call).await,
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
         },
         (&Method::POST, "/v1/messages/count_tokens") => match authorize(state, req.headers()) {
-            Ok(()) => match read_body(state, req).await {
-                Ok(body) => messages::count_tokens(state, &body),
+            Ok(()) => match read_call(state, req).await {
+                Ok(call) => messages::count_tokens(state, call).await,
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
@@ -237,6 +248,21 @@ pub(crate) fn presents_key(headers: &HeaderMap, expected: &str) -> bool {
         })
         .unwrap_or("");
     bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
+}
+
+/// The request as a provider takes it: body, headers, query string.
+async fn read_call(
+    state: &AppState,
+    req: Request<Incoming>,
+) -> Result<crate::provider::Call, BridgeError> {
+    let headers = req.headers().clone();
+    let query = req.uri().query().map(String::from);
+    let body = read_body(state, req).await?;
+    Ok(crate::provider::Call {
+        body,
+        headers,
+        query,
+    })
 }
 
 async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, BridgeError> {

@@ -14,11 +14,11 @@ const MODELS: &[(&str, &str)] = &[
 ];
 
 fn info(state: &AppState, id: &str, display: &str) -> serde_json::Value {
-    let target = state.convert.model.as_deref().unwrap_or(id);
+    let target = state.provider.model().unwrap_or(id);
     serde_json::json!({
         "type": "model",
         "id": id,
-        "display_name": format!("{display} → {target} ({})", state.provider),
+        "display_name": format!("{display} → {target} ({})", state.provider.kind()),
         "created_at": "2025-01-01T00:00:00Z",
     })
 }

@@ -7,15 +7,15 @@
 //! - [`jobs`]: where jobs come from (direct: the given one; chain: discovered, scored, paid).
 //! - [`ledger`]: the job ledger file and the spending it remembers.
 //! - [`setup`]: flags to backend; the `hosts` listing.
-//! - [`provider`]: `POST /v1/messages` through a Fabstir host.
+//! - [`source`]: the [`crate::provider::Provider`] for Fabstir hosts.
 
 pub mod chain;
 pub mod crypto;
 pub mod driver;
 pub mod jobs;
 pub mod ledger;
-pub mod provider;
 pub mod setup;
+pub mod source;
 
 /// The operating system's randomness (session keys, ephemeral keys, nonces).
 #[derive(Debug, Clone, Copy)]

@@ -20,7 +20,7 @@ use super::crypto;
 use super::driver::{Fabstir, SessionConfig};
 use super::jobs::{ChainJobs, JobSource, Target, payment_name};
 use super::ledger::Ledger;
-use super::provider::FabstirBackend;
+use super::source::FabstirProvider;
 use crate::cli::{PaymentChoice, SelectionChoice, ServeArgs, ToolFormatChoice};
 
 fn missing(flag: &str) -> String {
@@ -39,7 +39,7 @@ fn missing(flag: &str) -> String {
 pub async fn backend(
     args: &ServeArgs,
     engine: &std::sync::Arc<dyn crate::engine::Engine>,
-) -> Result<FabstirBackend, String> {
+) -> Result<FabstirProvider, String> {
     let model = args.model.clone().ok_or_else(|| missing("--model"))?;
     let model_id = ModelId::parse(&model).map_err(|e| format!("--model: {e}"))?;
     let wallet = wallet_key(args)?;
@@ -127,9 +127,13 @@ pub async fn backend(
         connect_timeout: Duration::from_secs(args.connect_timeout.max(1)),
         tls,
         limits,
-        engine: std::sync::Arc::clone(engine),
+        engine: Arc::clone(engine),
     };
-    Ok(FabstirBackend {
+    let endpoint = match (&args.job_id, &args.host_url) {
+        (Some(_), Some(url)) => url.clone(),
+        _ => format!("Fabstir hosts on chain {}", args.chain_id),
+    };
+    Ok(FabstirProvider {
         client: Fabstir::start(config, jobs, Box::new(super::OsRandomness)),
         options: ChatmlOptions {
             model: Some(model.clone()),
@@ -141,7 +145,8 @@ pub async fn backend(
             require_max_tokens: true,
         },
         model,
-        ping_interval: Duration::from_secs(args.ping_interval.max(1)),
+        engine: Arc::clone(engine),
+        endpoint,
     })
 }
 

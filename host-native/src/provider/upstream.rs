@@ -1,10 +1,10 @@
-//! The OpenAI Chat Completions upstream: one pooled HTTP(S) client, timeouts, and upstream
+//! The HTTP(S) client every HTTP provider shares: one pool per provider, timeouts, and upstream
 //! error statuses mapped to Anthropic errors (with `retry-after` kept).
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::{HeaderValue, Request, Response};
+use http::{HeaderMap, HeaderName, HeaderValue, Request, Response};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use hyper_util::client::legacy::Client;
@@ -21,44 +21,64 @@ const MAX_ERROR_BODY: usize = 64 * 1024;
 
 type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 
-/// A configured upstream.
+/// A configured upstream endpoint.
 #[derive(Debug, Clone)]
 pub struct Upstream {
     client: Client<Connector, Full<Bytes>>,
     url: String,
-    authorization: Option<HeaderValue>,
+    /// Sent with every request (e.g. the provider's key); marked sensitive.
+    headers: HeaderMap,
     first_byte_timeout: Duration,
 }
 
+/// `base` with `endpoint` joined to its path (unless the path already ends with it), its query
+/// string kept: `…/deployments/d1?api-version=1` + `chat/completions` →
+/// `…/deployments/d1/chat/completions?api-version=1`.
+///
+/// # Errors
+/// Not an `http://` or `https://` URL.
+pub fn join_url(base: &str, endpoint: &str) -> Result<String, String> {
+    let (path, query) = match base.split_once('?') {
+        Some((path, query)) => (path, Some(query)),
+        None => (base, None),
+    };
+    let path = path.trim_end_matches('/');
+    let endpoint = endpoint.trim_start_matches('/');
+    let mut url = if path.ends_with(&format!("/{endpoint}")) {
+        path.to_owned()
+    } else {
+        format!("{path}/{endpoint}")
+    };
+    if let Some(query) = query.filter(|q| !q.is_empty()) {
+        url.push('?');
+        url.push_str(query);
+    }
+    let uri: http::Uri = url
+        .parse()
+        .map_err(|e| format!("invalid --base-url {base:?}: {e}"))?;
+    match uri.scheme_str() {
+        Some("http" | "https") => Ok(url),
+        _ => Err(format!(
+            "invalid --base-url {base:?}: use http:// or https://"
+        )),
+    }
+}
+
 impl Upstream {
-    /// An upstream at `base_url` (`…/v1`; `/chat/completions` is appended unless present).
+    /// An upstream at `base_url` joined with `endpoint` (see [`join_url`]), authorised with
+    /// `Authorization: Bearer api_key` when a key is given (see [`Upstream::with_header`]).
     ///
     /// # Errors
     /// The URL or the API key cannot be used.
     pub fn new(
         base_url: &str,
+        endpoint: &str,
         api_key: Option<&str>,
         ca_cert: Option<&std::path::Path>,
         connect_timeout: Duration,
         first_byte_timeout: Duration,
     ) -> Result<Self, String> {
-        let trimmed = base_url.trim_end_matches('/');
-        let url = if trimmed.ends_with("/chat/completions") {
-            trimmed.to_owned()
-        } else {
-            format!("{trimmed}/chat/completions")
-        };
-        let uri: http::Uri = url
-            .parse()
-            .map_err(|e| format!("invalid --base-url {base_url:?}: {e}"))?;
-        match uri.scheme_str() {
-            Some("http" | "https") => {}
-            _ => {
-                return Err(format!(
-                    "invalid --base-url {base_url:?}: use http:// or https://"
-                ));
-            }
-        }
+        let url = join_url(base_url, endpoint)?;
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(connect_timeout));
         http.set_nodelay(true);
@@ -72,44 +92,83 @@ impl Upstream {
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(1024)
             .build(connector);
-        let authorization = match api_key.filter(|k| !k.is_empty()) {
-            Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    String::from("the API key contains characters not allowed in a header")
-                })?;
-                value.set_sensitive(true);
-                Some(value)
-            }
-            None => None,
-        };
-        Ok(Self {
+        let upstream = Self {
             client,
             url,
-            authorization,
+            headers: HeaderMap::new(),
             first_byte_timeout,
-        })
+        };
+        match api_key.filter(|k| !k.is_empty()) {
+            Some(key) => {
+                upstream.with_header(http::header::AUTHORIZATION, &format!("Bearer {key}"))
+            }
+            None => Ok(upstream),
+        }
     }
 
-    /// The full chat completions URL.
+    /// Send `name: value` with every request (marked sensitive: never logged).
+    ///
+    /// # Errors
+    /// The value has characters a header cannot carry.
+    pub fn with_header(mut self, name: HeaderName, value: &str) -> Result<Self, String> {
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            format!("the value for {name} contains characters not allowed in a header")
+        })?;
+        value.set_sensitive(true);
+        self.headers.insert(name, value);
+        Ok(self)
+    }
+
+    /// The same client and headers for another URL (a pass-through's `count_tokens`).
+    #[must_use]
+    pub fn at(&self, url: String) -> Self {
+        Self {
+            url,
+            ..self.clone()
+        }
+    }
+
+    /// The full URL requests go to.
     #[must_use]
     pub fn url(&self) -> &str {
         &self.url
     }
 
-    /// Send a Chat Completions request; a 2xx response's body is returned unread.
+    /// POST a JSON body with the configured headers; a 2xx response's body is returned unread.
     ///
     /// # Errors
     /// [`BridgeError`] for connection failures, timeouts and non-2xx answers.
-    pub async fn chat(&self, body: String) -> Result<Response<Incoming>, BridgeError> {
-        let mut request = Request::post(&self.url)
+    pub async fn post_json(&self, body: String) -> Result<Response<Incoming>, BridgeError> {
+        self.post(Bytes::from(body), None, &HeaderMap::new()).await
+    }
+
+    /// POST `body` to this upstream's URL (with `query` appended when given), with `extra`
+    /// headers and then the configured ones (which win).
+    ///
+    /// # Errors
+    /// As [`Upstream::post_json`].
+    pub async fn post(
+        &self,
+        body: Bytes,
+        query: Option<&str>,
+        extra: &HeaderMap,
+    ) -> Result<Response<Incoming>, BridgeError> {
+        let url = match query.filter(|q| !q.is_empty()) {
+            Some(q) if self.url.contains('?') => format!("{}&{q}", self.url),
+            Some(q) => format!("{}?{q}", self.url),
+            None => self.url.clone(),
+        };
+        let mut request = Request::post(&url)
             .header(http::header::CONTENT_TYPE, "application/json")
             .header(http::header::ACCEPT, "text/event-stream, application/json")
-            .body(Full::new(Bytes::from(body)))
+            .body(Full::new(body))
             .map_err(|e| BridgeError::Internal(e.to_string()))?;
-        if let Some(auth) = &self.authorization {
-            request
-                .headers_mut()
-                .insert(http::header::AUTHORIZATION, auth.clone());
+        let headers = request.headers_mut();
+        for (name, value) in extra {
+            headers.insert(name, value.clone());
+        }
+        for (name, value) in &self.headers {
+            headers.insert(name, value.clone());
         }
         let response =
             match tokio::time::timeout(self.first_byte_timeout, self.client.request(request)).await
@@ -241,8 +300,25 @@ mod tests {
 
     #[test]
     fn url_building() {
+        assert_eq!(
+            join_url(
+                "https://x.openai.azure.com/openai/deployments/d1?api-version=2024-10-21",
+                "chat/completions"
+            )
+            .unwrap(),
+            "https://x.openai.azure.com/openai/deployments/d1/chat/completions?api-version=2024-10-21"
+        );
+        assert_eq!(
+            join_url("http://h/v1/chat/completions/", "chat/completions").unwrap(),
+            "http://h/v1/chat/completions"
+        );
+        assert_eq!(
+            join_url("https://api.anthropic.com", "v1/messages").unwrap(),
+            "https://api.anthropic.com/v1/messages"
+        );
         let u = Upstream::new(
             "http://127.0.0.1:1/v1/",
+            "chat/completions",
             None,
             None,
             Duration::from_secs(1),
@@ -253,6 +329,7 @@ mod tests {
         assert!(
             Upstream::new(
                 "ftp://x",
+                "chat/completions",
                 None,
                 None,
                 Duration::from_secs(1),
