@@ -16,6 +16,7 @@
 //!     model: converted.client_model.clone(),
 //!     input_tokens_estimate: converted.input_tokens_estimate,
 //!     id_seed: 7,
+//!     dialect: Default::default(),
 //! });
 //! let mut sse = stream.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n");
 //! sse.push_str(&stream.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
@@ -31,6 +32,7 @@ use crate::anthropic::accumulate::Accumulator;
 use crate::anthropic::events::ApiError;
 use crate::error::RequestError;
 use crate::translate::chat_stream::ChatStreamTranslator;
+use crate::translate::responses_stream::ResponsesStreamTranslator;
 use crate::translate::token_stream::TokenStreamTranslator;
 
 pub use crate::anthropic::events::{ErrorKind, StreamEvent};
@@ -40,6 +42,7 @@ pub use crate::chatml::tool_calls::ToolHint;
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
 pub use crate::sse::encoder::EncodeError;
 pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
+pub use crate::translate::responses_request::ResponsesOptions;
 pub use crate::translate::token_stream::StreamEnd;
 
 /// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
@@ -61,6 +64,62 @@ pub fn count_tokens(request: &[u8]) -> Result<u32, RequestError> {
     crate::tokens::count_request_tokens(request)
 }
 
+/// The upstream API a request is prepared for and a stream is read from. The facade is keyed by
+/// it ([`prepare`], [`StreamOptions::dialect`]), so another dialect is a change to the core only:
+/// the component, the npm package and the host pass the name through.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// OpenAI Chat Completions (`/chat/completions`), options: [`ConvertOptions`].
+    #[default]
+    OpenaiChat,
+    /// The OpenAI Responses API (`/responses`), options: [`ResponsesOptions`].
+    OpenaiResponses,
+}
+
+impl Dialect {
+    /// Read a dialect name (`openai_chat`, `openai_responses`).
+    ///
+    /// # Errors
+    /// [`RequestError::Options`] naming the dialects there are.
+    pub fn parse(name: &str) -> Result<Self, RequestError> {
+        serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
+            RequestError::Options(format!(
+                "unknown dialect {name:?}: expected openai_chat or openai_responses"
+            ))
+        })
+    }
+}
+
+/// Anthropic Messages request → the upstream request of `dialect`. `options_json` is that
+/// dialect's options object (`{}` for the defaults): [`ConvertOptions`] or [`ResponsesOptions`].
+///
+/// ```
+/// use bridge_core::api::{prepare, Dialect};
+/// let req = br#"{"model":"claude-x","max_tokens":64,"system":"be brief","messages":[{"role":"user","content":"hi"}]}"#;
+/// let converted = prepare(Dialect::OpenaiResponses, req, r#"{"model":"gpt-5"}"#).unwrap();
+/// assert!(converted.body.contains(r#""instructions":"be brief""#));
+/// ```
+///
+/// # Errors
+/// [`RequestError`] when the body is not a Messages request, or the options do not parse.
+pub fn prepare(
+    dialect: Dialect,
+    request: &[u8],
+    options_json: &str,
+) -> Result<ConvertedRequest, RequestError> {
+    fn options<T: serde::de::DeserializeOwned>(json: &str) -> Result<T, RequestError> {
+        let json = if json.trim().is_empty() { "{}" } else { json };
+        serde_json::from_str(json).map_err(|e| RequestError::Options(e.to_string()))
+    }
+    match dialect {
+        Dialect::OpenaiChat => convert_request(request, &options(options_json)?),
+        Dialect::OpenaiResponses => {
+            crate::translate::responses_request::convert(request, &options(options_json)?)
+        }
+    }
+}
+
 /// How a [`ChatStream`] presents its output.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StreamOptions {
@@ -73,6 +132,9 @@ pub struct StreamOptions {
     pub input_tokens_estimate: u32,
     /// Seed for the ids the bridge must invent (`msg_…`, `toolu_…`, signatures).
     pub id_seed: u64,
+    /// The upstream's stream format (default: OpenAI Chat Completions).
+    #[serde(default)]
+    pub dialect: Dialect,
 }
 
 /// What [`ChatStream::finish`] returns.
@@ -91,8 +153,38 @@ pub struct Finished {
 /// [`Accumulator`] the tests use, so the two can never disagree.
 #[derive(Debug)]
 pub struct ChatStream {
-    translator: ChatStreamTranslator,
+    translator: StreamTranslator,
     sink: Sink,
+}
+
+/// The translator of each [`Dialect`].
+#[derive(Debug)]
+enum StreamTranslator {
+    Chat(Box<ChatStreamTranslator>),
+    Responses(Box<ResponsesStreamTranslator>),
+}
+
+impl StreamTranslator {
+    fn feed(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
+        match self {
+            Self::Chat(t) => t.feed(chunk),
+            Self::Responses(t) => t.feed(chunk),
+        }
+    }
+
+    fn fail(&mut self, error: ApiError) -> Vec<StreamEvent> {
+        match self {
+            Self::Chat(t) => t.fail(error),
+            Self::Responses(t) => t.fail(error),
+        }
+    }
+
+    fn finish(&mut self) -> Vec<StreamEvent> {
+        match self {
+            Self::Chat(t) => t.finish(),
+            Self::Responses(t) => t.finish(),
+        }
+    }
 }
 
 /// Where a translator's events go: SSE text now, or folded into one message at the end.
@@ -145,12 +237,21 @@ impl ChatStream {
     /// A translator for one upstream response.
     #[must_use]
     pub fn new(options: StreamOptions) -> Self {
+        let (model, estimate, seed) = (
+            options.model,
+            options.input_tokens_estimate,
+            options.id_seed,
+        );
+        let translator = match options.dialect {
+            Dialect::OpenaiChat => {
+                StreamTranslator::Chat(Box::new(ChatStreamTranslator::new(model, estimate, seed)))
+            }
+            Dialect::OpenaiResponses => StreamTranslator::Responses(Box::new(
+                ResponsesStreamTranslator::new(model, estimate, seed),
+            )),
+        };
         Self {
-            translator: ChatStreamTranslator::new(
-                options.model,
-                options.input_tokens_estimate,
-                options.id_seed,
-            ),
+            translator,
             sink: Sink::new(options.stream),
         }
     }

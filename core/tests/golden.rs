@@ -48,6 +48,7 @@ fn run(case: &Path, chunk_size: usize, stream: bool) -> (String, Finished) {
         model: converted.client_model,
         input_tokens_estimate: converted.input_tokens_estimate,
         id_seed: SEED,
+        dialect: Default::default(),
     });
     let mut out = String::new();
     for piece in upstream.chunks(chunk_size.max(1)) {

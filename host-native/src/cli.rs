@@ -122,6 +122,9 @@ pub enum Provider {
     /// OpenAI Chat Completions (`/v1/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM,
     /// llama.cpp, LM Studio, DeepSeek, Groq, …
     Openai,
+    /// The OpenAI Responses API (`{base}/responses`): OpenAI's reasoning and codex models, with
+    /// their reasoning carried across turns (encrypted, stateless: `store: false`).
+    Responses,
     /// The Anthropic Messages API (`{base}/v1/messages`), passed through: real Claude with an
     /// API key (`--api-key`) or, without one, the client's own credentials (a Claude
     /// subscription's OAuth token included).
@@ -326,7 +329,19 @@ pub struct ServeArgs {
 }
 
 impl ServeArgs {
-    /// The options the request translator gets.
+    /// The Responses request options these flags describe (reasoning follows the client's
+    /// `thinking` / `output_config.effort`).
+    #[must_use]
+    pub fn responses_options(&self) -> bridge_core::api::ResponsesOptions {
+        bridge_core::api::ResponsesOptions {
+            model: self.model.clone(),
+            max_tokens_cap: (self.max_tokens_cap > 0).then_some(self.max_tokens_cap),
+            strict_schemas: self.strict_schemas,
+            ..bridge_core::api::ResponsesOptions::default()
+        }
+    }
+
+    /// The options the Chat request translator gets.
     #[must_use]
     pub fn convert_options(&self) -> bridge_core::api::ConvertOptions {
         bridge_core::api::ConvertOptions {

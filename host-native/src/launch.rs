@@ -86,6 +86,7 @@ pub fn translate(
             model: converted.client_model,
             input_tokens_estimate: converted.input_tokens_estimate,
             id_seed: crate::ids::seed(),
+            dialect: Default::default(),
         })
         .map_err(|e| e.to_string())?;
     let head = session.feed(&bytes).map_err(|e| e.to_string())?;

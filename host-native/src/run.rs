@@ -7,7 +7,7 @@ use tokio::net::TcpListener;
 use tracing::{info, warn};
 
 use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs};
-use crate::engine::{self, Engine};
+use crate::engine::{self, Dialect, Engine};
 use crate::provider::upstream::Upstream;
 use crate::server::{self, AppState};
 
@@ -60,10 +60,17 @@ pub async fn build_provider(
         )
     };
     Ok(match args.provider {
-        Provider::Openai => Arc::new(crate::provider::openai_chat::OpenAiChat {
+        Provider::Openai => Arc::new(crate::provider::openai::OpenAi {
             engine: Arc::clone(engine),
             upstream: upstream("chat/completions", true)?,
-            convert: args.convert_options(),
+            dialect: Dialect::OpenaiChat,
+            options: serde_json::to_value(args.convert_options()).map_err(|e| e.to_string())?,
+        }),
+        Provider::Responses => Arc::new(crate::provider::openai::OpenAi {
+            engine: Arc::clone(engine),
+            upstream: upstream("responses", true)?,
+            dialect: Dialect::OpenaiResponses,
+            options: serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
         }),
         Provider::Anthropic => Arc::new(crate::provider::anthropic::AnthropicPassThrough::new(
             upstream("v1/messages", false)?,

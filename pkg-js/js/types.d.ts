@@ -16,6 +16,25 @@ export type ErrorKind =
   | "timeout_error"
   | "overloaded_error";
 
+/** The upstream API `prepare` writes for and `ChatStream` reads from. */
+export type Dialect = "openai_chat" | "openai_responses";
+
+/** How `prepare("openai_responses", …)` shapes a Responses request. Every field is optional. */
+export interface ResponsesOptions {
+  /** Upstream model for every request; absent: the client's model name is forwarded. */
+  model?: string | null;
+  /** Upper bound for `max_output_tokens`. */
+  max_tokens_cap?: number | null;
+  /** Clean tool schemas for strict validators. */
+  strict_schemas?: boolean;
+  /** absent: as the client asks; "off": never; or an effort sent on every request. */
+  reasoning_effort?: "off" | "none" | "minimal" | "low" | "medium" | "high" | "xhigh" | null;
+  /** Send neither `tool_choice` nor `parallel_tool_calls`. */
+  drop_tool_choice?: boolean;
+  /** Require `max_tokens` as `/v1/messages` does (default true). */
+  require_max_tokens?: boolean;
+}
+
 /** How `convertRequest` shapes the upstream request. Every field is optional. */
 export interface ConvertOptions {
   /** Upstream model for every request; absent: the client's model name is forwarded. */
@@ -64,6 +83,8 @@ export interface StreamOptions {
   input_tokens_estimate: number;
   /** Seed for the ids the bridge invents (`msg_…`, `toolu_…`): same seed, same bytes. */
   id_seed: number | bigint;
+  /** The upstream's stream format (default "openai_chat"). */
+  dialect?: Dialect;
 }
 
 /** What `ChatStream.finish` and `foldSse` return. */

@@ -97,6 +97,31 @@ pub fn convert_request(
     to_js(&converted)
 }
 
+/// Anthropic Messages request → the upstream request of `dialect` (`"openai_chat"`,
+/// `"openai_responses"`), with that dialect's options.
+///
+/// # Errors
+/// `BridgeCoreError` (`invalid_request_error`) naming the field to fix; `api_error` for an
+/// unknown dialect or options that do not parse.
+#[wasm_bindgen(js_name = prepare, unchecked_return_type = "ConvertedRequest")]
+pub fn prepare(
+    #[wasm_bindgen(unchecked_param_type = "Dialect")] dialect: &str,
+    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] request: JsValue,
+    #[wasm_bindgen(unchecked_optional_param_type = "ConvertOptions | ResponsesOptions")]
+    options: Option<JsValue>,
+) -> Result<JsValue, JsValue> {
+    let request = bytes(&request, "the request")?;
+    let options: serde_json::Value = options_or_default(options, "prepare options")?;
+    let dialect = api::Dialect::parse(dialect).map_err(|e| request_error(&e))?;
+    let options = if options.is_null() {
+        String::from("{}")
+    } else {
+        options.to_string()
+    };
+    let converted = api::prepare(dialect, &request, &options).map_err(|e| request_error(&e))?;
+    to_js(&converted)
+}
+
 /// Estimated input tokens of an Anthropic request (`/v1/messages/count_tokens`).
 ///
 /// # Errors

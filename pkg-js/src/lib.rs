@@ -8,6 +8,7 @@
 //! | JS | core |
 //! |---|---|
 //! | `convertRequest(request, options?)` | [`bridge_core::api::convert_request`] |
+//! | `prepare(dialect, request, options?)` | [`bridge_core::api::prepare`] |
 //! | `countTokens(request)` | [`bridge_core::api::count_tokens`] |
 //! | `new ChatStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::ChatStream`] |
 //! | `new SseDecoder()` `.feed` `.finish` | [`bridge_core::api::SseDecoder`] |

@@ -19,6 +19,7 @@ pub fn selftest() -> usize {
                 model: converted.client_model.clone(),
                 input_tokens_estimate: converted.input_tokens_estimate,
                 id_seed: 1,
+                dialect: Default::default(),
             });
             let mut sse = translator.feed(UPSTREAM);
             sse.push_str(&translator.finish().body);

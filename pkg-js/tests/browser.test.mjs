@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { compareParts } from "./harness.mjs";
-import { launchChromium, loadFabstirFixtures, loadFixtures, loadNativeDump, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
+import { launchChromium, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
 
 requireBuilt();
-const fixtures = loadFixtures();
+const fixtures = [...loadFixtures(), ...loadResponsesFixtures()];
 const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 const testsDir = fileURLToPath(new URL(".", import.meta.url));
@@ -36,7 +36,7 @@ test("Chromium gives the native bytes for every fixture", async () => {
     const bytes = (b64) => (b64 === undefined || b64 === null ? undefined : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
     const decode = (files) => Object.fromEntries(Object.entries(files).map(([k, v]) => [k, bytes(v)]));
     const out = {};
-    for (const c of cases.openai) out[c.name] = runCase(core, decode(c.files));
+    for (const c of cases.openai) out[c.name] = runCase(core, decode(c.files), c.name.startsWith("responses/") ? "openai_responses" : "openai_chat");
     for (const c of cases.fabstir) out[c.name] = runFabstirCase(core, decode(c.files));
     return { out, userAgent: navigator.userAgent };
   }, input);

@@ -1,17 +1,18 @@
 // The shared golden fixtures through the npm package in Node: byte-identical to the native core
 // (same fixed id seed), every streamed answer valid, and folding the streamed SSE gives the
-// non-streaming answer. The raw-text (Fabstir) fixtures too: ChatML prompts and token replies.
+// non-streaming answer; for OpenAI Chat and Responses upstreams. The raw-text (Fabstir) fixtures
+// too: ChatML prompts and token replies.
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { compareParts, runCase, runFabstirCase } from "./harness.mjs";
-import { loadFabstirFixtures, loadFixtures, loadNativeDump, packageDir, requireBuilt } from "./support.mjs";
+import { dialectOf, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, packageDir, requireBuilt } from "./support.mjs";
 
 requireBuilt();
 const core = await import(pathToFileURL(join(packageDir, "node.js")).href);
-const fixtures = loadFixtures();
+const fixtures = [...loadFixtures(), ...loadResponsesFixtures()];
 const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 
@@ -28,7 +29,7 @@ for (const { name, files } of fabstir) {
 
 for (const { name, files } of fixtures) {
   test(`${name}: Node gives the native bytes`, () => {
-    const got = runCase(core, files);
+    const got = runCase(core, files, dialectOf(name));
     const failures = compareParts(name, native[name], got);
     assert.equal(failures.length, 0, failures.join("\n"));
   });

@@ -35,7 +35,8 @@ export function runStream(core, options, upstream, chunk, failAt) {
   }
 }
 
-export function runCase(core, files) {
+/** One golden case as tests/src/conformance.rs `run_case_in` renders it; `dialect` is the upstream's. */
+export function runCase(core, files, dialect = "openai_chat") {
   const parts = [];
   const decoder = new TextDecoder();
   const options = files.options ? JSON.parse(decoder.decode(files.options)) : undefined;
@@ -43,7 +44,7 @@ export function runCase(core, files) {
   let estimate = 0;
   if (files.request) {
     try {
-      const c = core.convertRequest(files.request, options);
+      const c = core.prepare(dialect, files.request, options);
       model = c.client_model;
       estimate = c.input_tokens_estimate;
       const meta = {
@@ -67,7 +68,7 @@ export function runCase(core, files) {
   }
   if (files.upstream) {
     for (const stream of [true, false]) {
-      const streamOptions = { stream, model, input_tokens_estimate: estimate, id_seed: SEED };
+      const streamOptions = { stream, model, input_tokens_estimate: estimate, id_seed: SEED, dialect };
       const mode = stream ? "stream" : "folded";
       for (const [label, chunk] of CHUNKINGS) {
         parts.push([`${mode} chunk=${label}`, runStream(core, streamOptions, files.upstream, chunk)]);

@@ -43,6 +43,16 @@ export function loadFixtures() {
   return loadCases(fixturesDir, ["request.json", "upstream.sse"], { request: "request.json", options: "options.json", upstream: "upstream.sse" });
 }
 
+/** The OpenAI Responses cases: [{ name: "responses/<case>", files: { request, options, upstream } }]. */
+export function loadResponsesFixtures() {
+  return loadCases(join(fixturesDir, "responses"), ["request.json", "upstream.sse"], { request: "request.json", options: "options.json", upstream: "upstream.sse" }, "responses/");
+}
+
+/** The upstream dialect of a case, from its name. */
+export function dialectOf(name) {
+  return name.startsWith("responses/") ? "openai_responses" : "openai_chat";
+}
+
 /** The raw-text (Fabstir) cases: [{ name: "fabstir/<case>", files: { request, options, tokens, end, fail } }]. */
 export function loadFabstirFixtures() {
   const files = Object.fromEntries(["request", "options", "tokens", "end", "fail", "session_init"].map((f) => [f, `${f}.json`]));

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use serde_json::{Value, json};
 
-use crate::upstream::{RecordedRequest, ScriptedResponse, StreamEnd, StreamResponse};
+use crate::upstream::{RecordedRequest, ScriptedResponse, StreamEnd};
 
 /// Who may call: the keys the stand-in accepts.
 #[derive(Debug, Clone, Default)]
@@ -172,26 +172,8 @@ impl Message {
     /// The stream, cut (connection dropped) after `events` events when `end` is a disconnect.
     #[must_use]
     pub fn stream(&self, model: &str, end: StreamEnd, events: usize) -> ScriptedResponse {
-        let parts = self
-            .events(model)
-            .into_iter()
-            .take(events)
-            .map(|e| {
-                let kind = e["type"].as_str().unwrap_or_default().to_owned();
-                Bytes::from(format!("event: {kind}\ndata: {e}\n\n"))
-            })
-            .collect();
-        ScriptedResponse::Stream(StreamResponse {
-            status: 200,
-            parts,
-            delay: std::time::Duration::from_millis(2),
-            pauses: Vec::new(),
-            end,
-            headers: vec![(
-                "content-type".into(),
-                "text/event-stream; charset=utf-8".into(),
-            )],
-        })
+        let events = self.events(model).into_iter().take(events).collect();
+        ScriptedResponse::sse_events(events, end)
     }
 }
 

@@ -11,7 +11,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-use claude_bridge::engine::{ConvertOptions, Engine, EngineError, ErrorKind, StreamOptions};
+use claude_bridge::engine::{Dialect, Engine, EngineError, ErrorKind, StreamOptions};
 
 /// The id seed every run uses, as in the core's golden test.
 pub const SEED: u64 = 42;
@@ -116,18 +116,25 @@ pub fn run_stream(
 /// # Errors
 /// A fixture file is unreadable or the engine trapped.
 pub fn run_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outputs> {
+    run_case_in(engine, case, Dialect::OpenaiChat)
+}
+
+/// [`run_case`] for an upstream of another dialect (the case's `options.json` is that
+/// dialect's options).
+///
+/// # Errors
+/// As [`run_case`].
+pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate::Result<Outputs> {
     let mut out = Outputs::default();
     let request = std::fs::read(case.join("request.json")).ok();
-    let options: ConvertOptions = match std::fs::read(case.join("options.json")) {
-        Ok(bytes) => serde_json::from_slice(&bytes)?,
-        Err(_) => ConvertOptions::default(),
-    };
+    let options =
+        std::fs::read_to_string(case.join("options.json")).unwrap_or_else(|_| "{}".into());
     let upstream = std::fs::read(case.join("upstream.sse")).ok();
 
     let mut model = "claude-conformance".to_owned();
     let mut estimate = 0;
     if let Some(request) = &request {
-        match engine.convert_request(request, &options) {
+        match engine.prepare(dialect, request, &options) {
             Ok(c) => {
                 model.clone_from(&c.client_model);
                 estimate = c.input_tokens_estimate;
@@ -157,6 +164,7 @@ pub fn run_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outputs> {
                 model: model.clone(),
                 input_tokens_estimate: estimate,
                 id_seed: SEED,
+                dialect,
             };
             let mode = if stream { "stream" } else { "folded" };
             for (label, chunk) in CHUNKINGS {

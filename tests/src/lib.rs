@@ -24,6 +24,7 @@ pub mod conformance;
 pub mod evm_world;
 pub mod fabstir_node;
 pub mod http;
+pub mod responses_upstream;
 pub mod sse;
 pub mod tempdir;
 pub mod tls;

@@ -322,6 +322,30 @@ pub enum ScriptedResponse {
 }
 
 impl ScriptedResponse {
+    /// An SSE stream of JSON events (`event: <type>` from each event's `type`), one event per
+    /// write, a few ms apart, ending with `end`.
+    #[must_use]
+    pub fn sse_events(events: Vec<Value>, end: StreamEnd) -> Self {
+        let parts = events
+            .into_iter()
+            .map(|e| {
+                let kind = e["type"].as_str().unwrap_or_default().to_owned();
+                Bytes::from(format!("event: {kind}\ndata: {e}\n\n"))
+            })
+            .collect();
+        Self::Stream(StreamResponse {
+            status: 200,
+            parts,
+            delay: Duration::from_millis(2),
+            pauses: Vec::new(),
+            end,
+            headers: vec![(
+                "content-type".into(),
+                "text/event-stream; charset=utf-8".into(),
+            )],
+        })
+    }
+
     /// An OpenAI-style error: `{"error":{"message","type","code"}}` with the given status.
     pub fn openai_error(status: u16, message: &str, kind: &str, code: Option<&str>) -> Self {
         let body =

@@ -17,7 +17,7 @@ use std::sync::{Arc, Barrier};
 use bridge_tests::conformance::{
     Outputs, cases, first_difference, fixtures_dir, request_view, run_case, run_stream,
 };
-use claude_bridge::engine::{self, ConvertOptions, EngineError, Finished, StreamOptions};
+use claude_bridge::engine::{self, ConvertOptions, Dialect, EngineError, Finished, StreamOptions};
 
 fn show_finished(f: &Finished) -> String {
     format!("status: {}\n{}", f.status, f.body)
@@ -167,6 +167,32 @@ fn raw_text_cases_give_identical_bytes_through_wasmtime() {
 }
 
 #[test]
+fn responses_cases_give_identical_bytes_through_wasmtime() {
+    let dir = fixtures_dir().join("responses");
+    let native = engine::native();
+    let wasm = engine::wasm(None).unwrap();
+    let cases = cases(&dir).unwrap();
+    assert!(
+        cases.len() >= 10,
+        "Responses fixtures missing under {}",
+        dir.display()
+    );
+    let mut failures = Vec::new();
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().into_owned();
+        let reference =
+            bridge_tests::conformance::run_case_in(native.as_ref(), case, Dialect::OpenaiResponses)
+                .unwrap();
+        assert!(reference.parts.len() >= 4, "{name}: nothing to compare");
+        let got =
+            bridge_tests::conformance::run_case_in(wasm.as_ref(), case, Dialect::OpenaiResponses)
+                .unwrap();
+        compare(&name, &reference, "wasm vs native", &got, &mut failures);
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn bad_requests_get_the_same_answer_from_both_engines() {
     let native = engine::native();
     let wasm = engine::wasm(None).unwrap();
@@ -231,6 +257,7 @@ fn wasm_engine_serves_200_concurrent_sessions() {
                         model: format!("claude-{i}"),
                         input_tokens_estimate: 9,
                         id_seed: i as u64,
+                        dialect: Default::default(),
                     };
                     let upstream = text_upstream(&format!("session {i} says hello to you"));
                     let mut session = wasm.chat_stream(&options).unwrap();

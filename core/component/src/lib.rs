@@ -57,18 +57,33 @@ impl wit::Guest for Component {
         let options: ConvertOptions = serde_json::from_str(&options_json)
             .map_err(|e| options_error("convert options", &e))?;
         let converted = api::convert_request(&request, &options).map_err(|e| request_error(&e))?;
-        Ok(Converted {
-            body: converted.body,
-            upstream_model: converted.upstream_model,
-            client_model: converted.client_model,
-            client_stream: converted.client_stream,
-            input_tokens_estimate: converted.input_tokens_estimate,
-            warnings: converted.warnings,
-        })
+        Ok(converted_record(converted))
+    }
+
+    fn prepare(
+        dialect: String,
+        request: Vec<u8>,
+        options_json: String,
+    ) -> Result<Converted, CoreError> {
+        let dialect = api::Dialect::parse(&dialect).map_err(|e| request_error(&e))?;
+        api::prepare(dialect, &request, &options_json)
+            .map(converted_record)
+            .map_err(|e| request_error(&e))
     }
 
     fn count_tokens(request: Vec<u8>) -> Result<u32, CoreError> {
         api::count_tokens(&request).map_err(|e| request_error(&e))
+    }
+}
+
+fn converted_record(converted: api::ConvertedRequest) -> Converted {
+    Converted {
+        body: converted.body,
+        upstream_model: converted.upstream_model,
+        client_model: converted.client_model,
+        client_stream: converted.client_stream,
+        input_tokens_estimate: converted.input_tokens_estimate,
+        warnings: converted.warnings,
     }
 }
 

@@ -58,7 +58,7 @@ use crate::openai::responses::{
     ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText,
     encrypted_reasoning,
 };
-use crate::translate::chat_request::{ConvertedRequest, parse_request, system_text};
+use crate::translate::chat_request::{ConvertedRequest, repair_warnings, system_text};
 use crate::translate::schema::clean_schema;
 
 /// The Responses API refuses a smaller `max_output_tokens`.
@@ -124,11 +124,12 @@ pub fn convert(
             EFFORTS.join(", ")
         )));
     }
-    let req = parse_request(request)?;
+    let parsed = crate::anthropic::repair::parse_and_repair(request)?;
+    let req = parsed.request;
     if options.require_max_tokens && req.max_tokens.is_none() {
         return Err(RequestError::field("max_tokens", "Field required"));
     }
-    let mut warnings = Warnings::default();
+    let mut warnings = Warnings(repair_warnings(&parsed.repairs));
     let instructions = req
         .system
         .as_ref()

@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 pub use bridge_core::anthropic::events::ErrorKind;
 pub use bridge_core::api::{
-    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Finished, StreamEnd,
+    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Finished, StreamEnd,
     StreamOptions, TokenStreamOptions,
 };
 
@@ -38,6 +38,18 @@ pub trait Engine: Send + Sync + 'static {
         &self,
         request: &[u8],
         options: &ConvertOptions,
+    ) -> Result<ConvertedRequest, EngineError>;
+
+    /// Anthropic Messages request → the upstream request of `dialect`; `options_json` is that
+    /// dialect's options object.
+    ///
+    /// # Errors
+    /// As [`Engine::convert_request`].
+    fn prepare(
+        &self,
+        dialect: Dialect,
+        request: &[u8],
+        options_json: &str,
     ) -> Result<ConvertedRequest, EngineError>;
 
     /// Estimated input tokens of an Anthropic request.

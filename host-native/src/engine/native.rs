@@ -4,8 +4,8 @@ use bridge_core::api::{self, ChatStream, TokenStream};
 use bridge_core::error::RequestError;
 
 use super::{
-    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Engine, EngineError, ErrorKind,
-    Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
+    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Engine, EngineError,
+    ErrorKind, Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
 };
 
 /// [`Engine`] over the core compiled into this binary.
@@ -30,6 +30,15 @@ impl Engine for NativeEngine {
         options: &ConvertOptions,
     ) -> Result<ConvertedRequest, EngineError> {
         api::convert_request(request, options).map_err(|e| request_error(&e))
+    }
+
+    fn prepare(
+        &self,
+        dialect: Dialect,
+        request: &[u8],
+        options_json: &str,
+    ) -> Result<ConvertedRequest, EngineError> {
+        api::prepare(dialect, request, options_json).map_err(|e| request_error(&e))
     }
 
     fn count_tokens(&self, request: &[u8]) -> Result<u32, EngineError> {

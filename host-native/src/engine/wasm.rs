@@ -24,8 +24,8 @@ use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::{
-    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Engine, EngineError, ErrorKind,
-    Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
+    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Engine, EngineError,
+    ErrorKind, Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
 };
 
 /// Host-side bindings of `wit/bridge-core.wit` (exports only; the world imports nothing but
@@ -364,6 +364,17 @@ fn core_error(error: wit::CoreError) -> EngineError {
     }
 }
 
+fn converted(c: wit::Converted) -> ConvertedRequest {
+    ConvertedRequest {
+        body: c.body,
+        upstream_model: c.upstream_model,
+        client_model: c.client_model,
+        client_stream: c.client_stream,
+        input_tokens_estimate: c.input_tokens_estimate,
+        warnings: c.warnings,
+    }
+}
+
 fn options_json<T: serde::Serialize>(options: &T) -> Result<String, EngineError> {
     serde_json::to_string(options)
         .map_err(|e| EngineError::Trap(format!("cannot encode the core options: {e}")))
@@ -386,16 +397,30 @@ impl Engine for WasmEngine {
             .fabstir_bridge_core_translate()
             .call_convert_request(&mut instance.store, request, &options);
         match result {
-            Ok(Ok(c)) => Ok(ConvertedRequest {
-                body: c.body,
-                upstream_model: c.upstream_model,
-                client_model: c.client_model,
-                client_stream: c.client_stream,
-                input_tokens_estimate: c.input_tokens_estimate,
-                warnings: c.warnings,
-            }),
+            Ok(Ok(c)) => Ok(converted(c)),
             Ok(Err(e)) => Err(core_error(e)),
             Err(e) => Err(instance.trap("convert-request", &e)),
+        }
+    }
+
+    fn prepare(
+        &self,
+        dialect: Dialect,
+        request: &[u8],
+        options_json: &str,
+    ) -> Result<ConvertedRequest, EngineError> {
+        let name = serde_json::to_string(&dialect)
+            .map_err(|e| EngineError::Trap(format!("cannot encode the dialect: {e}")))?;
+        let name = name.trim_matches('"');
+        let mut instance = self.instantiate()?;
+        let result = instance
+            .bindings
+            .fabstir_bridge_core_translate()
+            .call_prepare(&mut instance.store, name, request, options_json);
+        match result {
+            Ok(Ok(c)) => Ok(converted(c)),
+            Ok(Err(e)) => Err(core_error(e)),
+            Err(e) => Err(instance.trap("prepare", &e)),
         }
     }
 
@@ -697,6 +722,7 @@ mod tests {
                 model: "claude-x".into(),
                 input_tokens_estimate: 3,
                 id_seed: 1,
+                dialect: Default::default(),
             })
             .unwrap();
         let chunk = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n";
@@ -823,6 +849,7 @@ mod tests {
                 model: "claude-x".into(),
                 input_tokens_estimate: 3,
                 id_seed: 1,
+                dialect: Default::default(),
             };
             let start = Instant::now();
             let mut session = engine.chat_stream(&options).unwrap();

@@ -8,7 +8,8 @@
 //! owns the only relay (`server::relay`): pings, the idle timeout, client disconnect (dropping
 //! the source cancels the upstream), folding for non-streaming clients, the mid-stream `error`.
 //!
-//! - [`openai_chat`]: OpenAI Chat Completions (`{base}/chat/completions`).
+//! - [`openai`]: OpenAI Chat Completions (`{base}/chat/completions`) and the OpenAI Responses
+//!   API (`{base}/responses`): one provider, keyed by the core's `Dialect`.
 //! - [`anthropic`]: the Anthropic Messages API, passed through (`{base}/v1/messages`).
 //! - [`fabstir`]: Fabstir host nodes (encrypted WebSocket sessions, paid on-chain).
 //! - [`upstream`]: the pooled HTTP(S) client they share, and upstream errors as Anthropic errors.
@@ -21,7 +22,7 @@
 
 pub mod anthropic;
 pub mod fabstir;
-pub mod openai_chat;
+pub mod openai;
 pub mod upstream;
 
 use std::future::Future;
@@ -105,7 +106,7 @@ pub trait EventSource: Send {
 
 /// An upstream API.
 pub trait Provider: Send + Sync + 'static {
-    /// `openai`, `anthropic` or `fabstir`.
+    /// `openai`, `responses`, `anthropic` or `fabstir`.
     fn kind(&self) -> &'static str;
 
     /// Where it sends requests (for `/health` and logs; never a secret).

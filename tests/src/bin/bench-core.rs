@@ -76,6 +76,7 @@ fn main() -> bridge_tests::Result<()> {
         model: converted.client_model,
         input_tokens_estimate: converted.input_tokens_estimate,
         id_seed: 42,
+        dialect: Default::default(),
     };
     let wasm = engine::wasm(None)?;
     // Same bytes out of both before anything is timed.

@@ -8,7 +8,10 @@
 
 use std::path::{Path, PathBuf};
 
-use bridge_tests::conformance::{cases, fabstir_cases, fixtures_dir, run_case, run_fabstir_case};
+use bridge_tests::conformance::{
+    cases, fabstir_cases, fixtures_dir, run_case, run_case_in, run_fabstir_case,
+};
+use claude_bridge::engine::Dialect;
 
 fn main() -> bridge_tests::Result<()> {
     let mut args = std::env::args_os().skip(1);
@@ -29,6 +32,17 @@ fn main() -> bridge_tests::Result<()> {
     for case in cases(&dir)? {
         let outputs = run_case(native.as_ref(), &case)?;
         dump.insert(name(&case)?, serde_json::to_value(&outputs.parts)?);
+    }
+    // The OpenAI Responses cases, keyed `responses/<case>`.
+    let responses_dir = dir.join("responses");
+    if responses_dir.is_dir() {
+        for case in cases(&responses_dir)? {
+            let outputs = run_case_in(native.as_ref(), &case, Dialect::OpenaiResponses)?;
+            dump.insert(
+                format!("responses/{}", name(&case)?),
+                serde_json::to_value(&outputs.parts)?,
+            );
+        }
     }
     // The raw-text (Fabstir) cases, keyed `fabstir/<case>`.
     let fabstir_dir = dir.join("fabstir");

@@ -19,7 +19,7 @@ use bridge_core::fabstir::protocol::PromptPlain;
 use super::driver::{Fabstir, PromptHandle, Reply};
 use crate::engine::{Engine, EngineError, TokenSession};
 use crate::error::BridgeError;
-use crate::provider::openai_chat::engine_failure_event;
+use crate::provider::openai::engine_failure_event;
 use crate::provider::{Answer, BoxFuture, Call, EventSource, Next, Provider};
 
 /// Fabstir host nodes, through one session driver.
@@ -61,7 +61,7 @@ impl Provider for FabstirProvider {
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
             let rendered = self.engine.render_chatml(&call.body, &self.options)?;
-            crate::provider::openai_chat::log_warnings(&rendered.warnings);
+            crate::provider::openai::log_warnings(&rendered.warnings);
             info!(
                 model = %rendered.client_model,
                 host_model = %self.model,

@@ -1,10 +1,10 @@
-//! The OpenAI Chat Completions provider (`{base}/chat/completions`): OpenAI, OpenRouter, Ollama,
-//! vLLM, llama.cpp, LM Studio, DeepSeek, Groq…
-//!
-//! The request goes through the core (`Engine::convert_request`), the upstream's bytes through
-//! the core's Chat stream translator, one upstream chunk at a time. An upstream that rejects
-//! `tool_choice` / `parallel_tool_calls` (pitfall 11) gets the request once more without them,
-//! so the model chooses freely; the degradation is logged.
+//! The OpenAI providers: Chat Completions (`{base}/chat/completions`: OpenAI, OpenRouter,
+//! Ollama, vLLM, llama.cpp, LM Studio, DeepSeek, Groq…) and the Responses API
+//! (`{base}/responses`: OpenAI's gpt-5-codex-class models). One provider keyed by the core's
+//! [`Dialect`]: the request goes through the core (`Engine::prepare`), the upstream's bytes
+//! through the core's stream translator of that dialect, one upstream chunk at a time. An
+//! upstream that rejects `tool_choice` / `parallel_tool_calls` (pitfall 11) gets the request once
+//! more without them, so the model chooses freely; the degradation is logged.
 
 use std::sync::Arc;
 
@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use tracing::{debug, info, warn};
 
 use bridge_core::anthropic::events::ErrorKind;
-use bridge_core::api::{ConvertOptions, StreamOptions};
+use bridge_core::api::{Dialect, StreamOptions};
 use http_body_util::BodyExt;
 
 use super::upstream::Upstream;
@@ -20,28 +20,44 @@ use super::{Answer, BoxFuture, Call, EventSource, Next, Provider};
 use crate::engine::{Engine, EngineError, StreamSession};
 use crate::error::BridgeError;
 
-/// An OpenAI-compatible Chat Completions server.
-pub struct OpenAiChat {
+/// An OpenAI-compatible server speaking `dialect`.
+pub struct OpenAi {
     /// The translation engine.
     pub engine: Arc<dyn Engine>,
     /// The HTTP client and URL.
     pub upstream: Upstream,
-    /// How requests are converted (model, caps, schemas, reasoning effort).
-    pub convert: ConvertOptions,
+    /// Chat Completions or Responses.
+    pub dialect: Dialect,
+    /// How requests are converted: the dialect's options object (`ConvertOptions` or
+    /// `ResponsesOptions`).
+    pub options: serde_json::Value,
 }
 
-impl std::fmt::Debug for OpenAiChat {
+impl OpenAi {
+    /// The upstream model of every request, if the options name one.
+    fn target_model(&self) -> Option<&str> {
+        self.options
+            .get("model")
+            .and_then(serde_json::Value::as_str)
+    }
+}
+
+impl std::fmt::Debug for OpenAi {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiChat")
+        f.debug_struct("OpenAi")
+            .field("dialect", &self.dialect)
             .field("engine", &self.engine.name())
             .field("upstream", &self.upstream.url())
             .finish_non_exhaustive()
     }
 }
 
-impl Provider for OpenAiChat {
+impl Provider for OpenAi {
     fn kind(&self) -> &'static str {
-        "openai"
+        match self.dialect {
+            Dialect::OpenaiChat => "openai",
+            Dialect::OpenaiResponses => "responses",
+        }
     }
 
     fn endpoint(&self) -> String {
@@ -49,12 +65,13 @@ impl Provider for OpenAiChat {
     }
 
     fn model(&self) -> Option<&str> {
-        self.convert.model.as_deref()
+        self.target_model()
     }
 
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
-            let converted = self.engine.convert_request(&call.body, &self.convert)?;
+            let options = self.options.to_string();
+            let converted = self.engine.prepare(self.dialect, &call.body, &options)?;
             log_warnings(&converted.warnings);
             info!(
                 model = %converted.client_model,
@@ -69,6 +86,7 @@ impl Provider for OpenAiChat {
                 model: converted.client_model,
                 input_tokens_estimate: converted.input_tokens_estimate,
                 id_seed: crate::ids::seed(),
+                dialect: self.dialect,
             })?;
             Ok(Answer::Stream {
                 client_stream: converted.client_stream,
@@ -83,7 +101,7 @@ impl Provider for OpenAiChat {
     }
 }
 
-impl OpenAiChat {
+impl OpenAi {
     /// Send the converted request; once more without `tool_choice` when the upstream rejects it.
     async fn send(
         &self,
@@ -99,9 +117,11 @@ impl OpenAiChat {
                 ..
             }) if has_choice && rejects_tool_choice(&message) => {
                 warn!(%message, "upstream rejected tool_choice; retrying once with the model choosing (auto)");
-                let mut options = self.convert.clone();
-                options.drop_tool_choice = true;
-                let converted = self.engine.convert_request(client_body, &options)?;
+                let mut options = self.options.clone();
+                options["drop_tool_choice"] = serde_json::Value::Bool(true);
+                let converted =
+                    self.engine
+                        .prepare(self.dialect, client_body, &options.to_string())?;
                 self.upstream.post_json(converted.body).await
             }
             other => other,

@@ -1,0 +1,687 @@
+//! The OpenAI Responses and Anthropic providers end to end: the real bridge binary in front of
+//! scripted upstreams as strict as the real APIs (`tests/src/responses_upstream.rs`,
+//! `tests/src/anthropic_upstream.rs`: they refuse what the real ones refuse), driven by the real
+//! Claude Code CLI (tool loops that really run) and by raw HTTP (credentials and headers in each
+//! auth mode, the fault matrix, the history repair, the browser guard, `count_tokens`), and by the
+//! official Anthropic SDKs (stream accumulators equal the non-streamed answers).
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+
+use std::time::Duration;
+
+use bridge_tests::anthropic_upstream::{self as anthropic, Credentials, Message};
+use bridge_tests::bridge::{Bridge, BridgeOptions};
+use bridge_tests::chunks::split_fragments;
+use bridge_tests::clients::{ClaudeRun, Sdk, run_claude_code_with, run_sdk};
+use bridge_tests::http::{self, HttpResponse};
+use bridge_tests::responses_upstream::{self as responses, Item, Response};
+use bridge_tests::sse;
+use bridge_tests::upstream::{RecordedRequest, StreamEnd, Upstream};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(30);
+const CLI_TIMEOUT: Duration = Duration::from_secs(90);
+const OPENAI_KEY: &str = "sk-openai-upstream";
+const ANTHROPIC_KEY: &str = "sk-ant-api03-provider";
+const OAUTH_TOKEN: &str = "sk-ant-oat01-subscription";
+const BASH: &[&str] = &["--allowedTools", "Bash"];
+
+fn bash_fragments(command: &str) -> Vec<String> {
+    let args = json!({"command": command, "description": "Create a file"}).to_string();
+    split_fragments(&args, 4)
+}
+
+fn opts(provider: &str, model: Option<&str>, key: Option<&str>) -> BridgeOptions {
+    BridgeOptions {
+        provider: provider.into(),
+        model: model.map(String::from),
+        api_key: key.map(String::from),
+        ..BridgeOptions::default()
+    }
+}
+
+fn context(upstream: &Upstream, bridge: &Bridge) -> String {
+    format!(
+        "--- upstream requests:\n{}\n--- bridge log {}:\n{}",
+        upstream.dump(),
+        bridge.log_path().display(),
+        bridge.log()
+    )
+}
+
+/// Claude Code asked to create `file`: it exits 0, the Bash tool really made the file, and the
+/// final text arrived.
+async fn run_tool_loop(upstream: &Upstream, bridge: &Bridge, file: &str) -> ClaudeRun {
+    let prompt = format!("Create {file}.");
+    let run = run_claude_code_with(&bridge.base_url(), &prompt, BASH, &[], CLI_TIMEOUT)
+        .await
+        .unwrap();
+    let ctx = || format!("{}\n{}", run.describe(), context(upstream, bridge));
+    assert_eq!(run.output.code, Some(0), "{}", ctx());
+    assert!(
+        run.cwd.path().join(file).is_file(),
+        "the Bash tool did not run\n{}",
+        ctx()
+    );
+    assert!(
+        run.result_text().unwrap_or_default().contains("All done."),
+        "{}",
+        ctx()
+    );
+    run
+}
+
+async fn post(bridge: &Bridge, path: &str, headers: &[(&str, &str)], body: &Value) -> HttpResponse {
+    let url = format!("{}{path}", bridge.base_url());
+    http::send(
+        "POST",
+        &url,
+        headers,
+        Some(body.to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap()
+}
+
+// ---------------------------------------------------------------- OpenAI Responses
+
+/// The Responses stand-in for a Claude Code run: background requests (no tools) get a title, the
+/// first turn reasons and calls Bash, a turn carrying the call's output gets the final text.
+async fn responses_upstream() -> Upstream {
+    Upstream::start(|req: &RecordedRequest| {
+        if let Some(refused) = responses::refusal(req, OPENAI_KEY) {
+            return refused;
+        }
+        let input = req.body["input"].as_array().cloned().unwrap_or_default();
+        if req.body["tools"].as_array().is_none_or(Vec::is_empty) {
+            Response::text(&["{\"title\":\"Files\"}"]).answer(req)
+        } else if input.iter().any(|i| i["type"] == "function_call_output") {
+            Response::text(&["All ", "done."]).answer(req)
+        } else {
+            Response {
+                items: vec![
+                    Item::Reasoning(
+                        vec!["The user wants ".into(), "a file.".into()],
+                        "enc-secret-1".into(),
+                    ),
+                    Item::Call(
+                        "call_1".into(),
+                        "Bash".into(),
+                        bash_fragments("echo hi > made-by-responses.txt"),
+                    ),
+                ],
+                usage: (900, 512, 60, 20),
+            }
+            .answer(req)
+        }
+    })
+    .await
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_tool_over_responses_and_its_reasoning_goes_back() {
+    let upstream = responses_upstream().await;
+    let bridge = Bridge::start_with(
+        &upstream.base_url(),
+        "responses-claude-code",
+        opts("responses", Some("gpt-5-codex"), Some(OPENAI_KEY)),
+    )
+    .await
+    .unwrap();
+    let run = run_tool_loop(&upstream, &bridge, "made-by-responses.txt").await;
+    let ctx = || format!("{}\n{}", run.describe(), context(&upstream, &bridge));
+
+    let turns: Vec<RecordedRequest> = upstream
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["tools"].as_array().is_some_and(|t| !t.is_empty()))
+        .collect();
+    assert!(turns.len() >= 2, "{}", ctx());
+    let first = &turns[0].body;
+    assert_eq!(first["model"], "gpt-5-codex");
+    assert_eq!(
+        (first["stream"].as_bool(), first["store"].as_bool()),
+        (Some(true), Some(false)),
+        "{}",
+        ctx()
+    );
+    assert!(
+        first["instructions"]
+            .as_str()
+            .is_some_and(|i| !i.is_empty()),
+        "the system prompt is the instructions"
+    );
+    assert!(
+        first["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["type"] == "function" && t["name"] == "Bash")
+    );
+    let second = turns.last().unwrap().body["input"]
+        .as_array()
+        .cloned()
+        .unwrap();
+    let position = |kind: &str| second.iter().position(|i| i["type"] == kind);
+    let reasoning = position("reasoning").map(|p| &second[p]);
+    assert_eq!(
+        reasoning.and_then(|r| r["encrypted_content"].as_str()),
+        Some("enc-secret-1"),
+        "the encrypted reasoning goes back on the next turn\n{}",
+        ctx()
+    );
+    assert!(
+        position("reasoning") < position("function_call"),
+        "reasoning before its call"
+    );
+    let call = &second[position("function_call").unwrap()];
+    let output = &second[position("function_call_output").unwrap()];
+    assert_eq!(
+        (call["call_id"].as_str(), output["call_id"].as_str()),
+        (Some("call_1"), Some("call_1"))
+    );
+    assert!(
+        !bridge.log().contains(OPENAI_KEY),
+        "the key is never logged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_faults_become_anthropic_errors() {
+    let answer = Response {
+        items: vec![Item::Text(vec!["Hello".into(), " there".into()])],
+        usage: (10, 0, 2, 0),
+    };
+    let script = answer.clone();
+    let upstream = Upstream::start(move |req: &RecordedRequest| {
+        if let Some(refused) = responses::refusal(req, OPENAI_KEY) {
+            return refused;
+        }
+        match req.body["input"][0]["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+        {
+            "429" => responses::error(
+                429,
+                "rate_limit_exceeded",
+                "Rate limit reached",
+                Some("rate_limit_exceeded"),
+            )
+            .with_header("retry-after", "7"),
+            "500" => responses::error(500, "server_error", "The server had an error", None),
+            "cut" => script.stream("gpt-x", StreamEnd::Disconnect, 5),
+            _ => script.answer(req),
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start_with(
+        &upstream.base_url(),
+        "responses-faults",
+        opts("responses", Some("gpt-x"), Some(OPENAI_KEY)),
+    )
+    .await
+    .unwrap();
+    let ask = |text: &str, stream: bool| {
+        json!({"model": "claude-sonnet-4-6", "max_tokens": 100, "stream": stream,
+            "messages": [{"role": "user", "content": [{"type": "text", "text": text}]}]})
+    };
+    let r = http::post_messages(&bridge.base_url(), &ask("429", true), T)
+        .await
+        .unwrap();
+    r.anthropic_error(&[429], "rate_limit_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    assert_eq!(r.header("retry-after"), Some("7"));
+    let r = http::post_messages(&bridge.base_url(), &ask("500", true), T)
+        .await
+        .unwrap();
+    r.anthropic_error(&[500], "api_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+
+    let r = http::post_messages(&bridge.base_url(), &ask("cut", true), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+    assert!(
+        sse::error_event(&events).is_some(),
+        "a cut stream ends with an error event:\n{}",
+        r.text()
+    );
+
+    // Streamed and folded answers agree.
+    let streamed = http::post_messages(&bridge.base_url(), &ask("hi", true), T)
+        .await
+        .unwrap();
+    let events = sse::parse(&streamed.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", streamed.text()));
+    let folded = http::post_messages(&bridge.base_url(), &ask("hi", false), T)
+        .await
+        .unwrap();
+    assert_eq!(folded.status, 200, "{}", folded.text());
+    let message = folded.json().unwrap();
+    assert_eq!(message["content"][0]["text"], "Hello there");
+    assert_eq!(message["stop_reason"], "end_turn");
+    assert_eq!(message["usage"]["output_tokens"], 2);
+    assert!(streamed.text().contains(r#""text":" there""#));
+}
+
+// ---------------------------------------------------------------- Anthropic pass-through
+
+/// The Anthropic stand-in for a Claude Code run (the same three kinds of turn as above).
+async fn anthropic_upstream(credentials: Credentials) -> Upstream {
+    Upstream::start(move |req: &RecordedRequest| {
+        if let Some(refused) = anthropic::refusal(req, &credentials) {
+            return refused;
+        }
+        if req.path.starts_with("/v1/messages/count_tokens") {
+            return anthropic::count(req);
+        }
+        let messages = req.body["messages"].as_array().cloned().unwrap_or_default();
+        let answered = messages.last().is_some_and(|m| {
+            m["content"]
+                .as_array()
+                .is_some_and(|c| c.iter().any(|b| b["type"] == "tool_result"))
+        });
+        if req.body["tools"].as_array().is_none_or(Vec::is_empty) {
+            Message::text(&["{\"title\":\"Files\"}"]).answer(req)
+        } else if answered {
+            Message::text(&["All ", "done."]).answer(req)
+        } else {
+            Message::tool_call(
+                "Creating it.",
+                "toolu_01X",
+                "Bash",
+                &bash_fragments("echo hi > made-by-claude.txt"),
+            )
+            .answer(req)
+        }
+    })
+    .await
+    .unwrap()
+}
+
+fn upstream_base(upstream: &Upstream) -> String {
+    format!("http://{}", upstream.addr())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_tool_over_the_anthropic_pass_through_with_the_providers_key() {
+    let upstream = anthropic_upstream(Credentials {
+        api_keys: vec![ANTHROPIC_KEY.into()],
+        ..Credentials::default()
+    })
+    .await;
+    let bridge = Bridge::start_with(
+        &upstream_base(&upstream),
+        "anthropic-claude-code",
+        opts("anthropic", None, Some(ANTHROPIC_KEY)),
+    )
+    .await
+    .unwrap();
+    let run = run_tool_loop(&upstream, &bridge, "made-by-claude.txt").await;
+    let ctx = || format!("{}\n{}", run.describe(), context(&upstream, &bridge));
+    let requests = upstream.requests();
+    assert!(requests.len() >= 2, "{}", ctx());
+    for r in &requests {
+        assert_eq!(
+            r.header("x-api-key"),
+            Some(ANTHROPIC_KEY),
+            "the provider's key, never the client's\n{}",
+            ctx()
+        );
+        assert!(r.header("authorization").is_none());
+        assert!(
+            r.header("anthropic-version").is_some(),
+            "anthropic-version forwarded"
+        );
+        assert!(r.path.starts_with("/v1/messages"), "{}", r.path);
+    }
+    assert!(
+        requests.iter().any(|r| r.path.contains("beta=true")),
+        "the client's query string is kept\n{}",
+        ctx()
+    );
+    assert!(
+        !bridge.log().contains(ANTHROPIC_KEY),
+        "the key is never logged"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_provider_key_the_clients_credentials_go_through_and_oauth_gets_its_beta() {
+    let upstream = anthropic_upstream(Credentials {
+        api_keys: vec!["sk-ant-client".into()],
+        oauth_tokens: vec![OAUTH_TOKEN.into()],
+    })
+    .await;
+    let bridge = Bridge::start_with(
+        &upstream_base(&upstream),
+        "anthropic-auth",
+        opts("anthropic", None, None),
+    )
+    .await
+    .unwrap();
+    let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 50,
+        "messages": [{"role": "user", "content": "hi"}]});
+    let json_type = ("content-type", "application/json");
+    let version = ("anthropic-version", "2023-06-01");
+
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        &[json_type, version, ("x-api-key", "sk-ant-client")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        r.json().unwrap()["content"][0]["text"],
+        "{\"title\":\"Files\"}"
+    );
+    let bearer = format!("Bearer {OAUTH_TOKEN}");
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        &[
+            json_type,
+            version,
+            ("authorization", &bearer),
+            ("anthropic-beta", "claude-code-20250219"),
+        ],
+        &body,
+    )
+    .await;
+    assert_eq!(
+        r.status,
+        200,
+        "{}\n{}",
+        r.text(),
+        context(&upstream, &bridge)
+    );
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        &[json_type, version, ("x-api-key", "sk-ant-wrong")],
+        &body,
+    )
+    .await;
+    let error = r
+        .anthropic_error(&[401], "authentication_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("invalid x-api-key"),
+        "{error}"
+    );
+
+    let seen = upstream.requests();
+    assert_eq!(seen[0].header("x-api-key"), Some("sk-ant-client"));
+    assert_eq!(seen[1].header("authorization"), Some(bearer.as_str()));
+    assert_eq!(
+        seen[1].header("anthropic-beta"),
+        Some("claude-code-20250219,oauth-2025-04-20")
+    );
+    let log = bridge.log();
+    for secret in ["sk-ant-client", OAUTH_TOKEN, "sk-ant-wrong"] {
+        assert!(!log.contains(secret), "{secret} logged");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_cleanly() {
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        let credentials = Credentials {
+            api_keys: vec![ANTHROPIC_KEY.into()],
+            ..Credentials::default()
+        };
+        if let Some(refused) = anthropic::refusal(req, &credentials) {
+            return refused;
+        }
+        if req.path.starts_with("/v1/messages/count_tokens") {
+            return anthropic::count(req);
+        }
+        let text = req.body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let message = Message::text(&["Hello", " world"]);
+        match text.as_str() {
+            "cut" => message.stream("claude-x", StreamEnd::Disconnect, 4),
+            "busy" => anthropic::error(529, "overloaded_error", "Overloaded"),
+            _ => message.answer(req),
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start_with(
+        &upstream_base(&upstream),
+        "anthropic-faults",
+        opts("anthropic", Some("claude-opus-4-1"), Some(ANTHROPIC_KEY)),
+    )
+    .await
+    .unwrap();
+    let ask = |text: &str| {
+        json!({"model": "claude-sonnet-4-6", "max_tokens": 50, "stream": true,
+        "messages": [{"role": "user", "content": text}]})
+    };
+
+    // A stream cut mid-way ends with a well-formed error event.
+    let r = http::post_messages(&bridge.base_url(), &ask("cut"), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200);
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+    assert!(sse::error_event(&events).is_some(), "{}", r.text());
+    let r = http::post_messages(&bridge.base_url(), &ask("busy"), T)
+        .await
+        .unwrap();
+    r.anthropic_error(&[529], "overloaded_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    // --model replaces the model; a whole stream relays intact.
+    let r = http::post_messages(&bridge.base_url(), &ask("hi"), T)
+        .await
+        .unwrap();
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+    assert!(r.text().contains(r#""text":" world""#));
+    assert_eq!(
+        upstream.requests().last().unwrap().body["model"],
+        "claude-opus-4-1"
+    );
+
+    // Claude Code's history after an interrupt: the strict upstream would refuse it unrepaired.
+    let interrupted = json!({"model": "claude-sonnet-4-6", "max_tokens": 50, "messages": [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_9", "name": "Bash", "input": {"command": "sleep 100"}}]},
+        {"role": "user", "content": [{"type": "text", "text": "[Request interrupted by user for tool use]"}]}]});
+    let r = http::post_messages(&bridge.base_url(), &interrupted, T)
+        .await
+        .unwrap();
+    assert_eq!(
+        r.status,
+        200,
+        "{}\n{}",
+        r.text(),
+        context(&upstream, &bridge)
+    );
+    let sent = upstream.requests().last().unwrap().body.clone();
+    assert_eq!(sent["messages"][2]["content"][0]["tool_use_id"], "toolu_9");
+    assert_eq!(sent["messages"][2]["content"][0]["is_error"], true);
+    assert!(
+        bridge.log().contains("toolu_9"),
+        "the repair is logged with the ids"
+    );
+
+    // count_tokens is the upstream's count, not the bridge's estimate.
+    let count_body = json!({"model": "claude-sonnet-4-6", "messages": [{"role": "user", "content": "count me"}]});
+    let r = post(
+        &bridge,
+        "/v1/messages/count_tokens",
+        http::MESSAGES_HEADERS,
+        &count_body,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let counted = upstream.requests().last().unwrap().clone();
+    assert!(counted.path.starts_with("/v1/messages/count_tokens"));
+    assert_eq!(
+        r.json().unwrap()["input_tokens"],
+        json!(counted.raw_body.len() / 3)
+    );
+
+    // A web page may not call the bridge.
+    let before = upstream.requests().len();
+    let evil = [
+        ("content-type", "application/json"),
+        ("anthropic-version", "2023-06-01"),
+        ("origin", "https://evil.example"),
+    ];
+    let r = post(&bridge, "/v1/messages", &evil, &ask("hi")).await;
+    let error = r
+        .anthropic_error(&[403], "permission_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--allowed-origin")
+    );
+    assert!(
+        r.header("access-control-allow-origin").is_none(),
+        "no CORS grant for a foreign origin"
+    );
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        &[
+            ("content-type", "text/plain"),
+            ("anthropic-version", "2023-06-01"),
+        ],
+        &ask("hi"),
+    )
+    .await;
+    r.anthropic_error(&[415], "invalid_request_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        &[
+            ("content-type", "application/json"),
+            ("anthropic-version", "2023-06-01"),
+            ("origin", "http://localhost:3000"),
+        ],
+        &ask("hi"),
+    )
+    .await;
+    assert_eq!(r.status, 200, "a loopback page may call: {}", r.text());
+    assert_eq!(
+        r.header("access-control-allow-origin"),
+        Some("http://localhost:3000")
+    );
+    assert_eq!(
+        upstream.requests().len(),
+        before + 1,
+        "refused requests never reach the upstream"
+    );
+}
+
+/// Both official SDKs, streaming and not, against `bridge`: their accumulated streams equal the
+/// non-streamed answers, which hold `expect_tools` tool calls.
+async fn sdks_agree(bridge: &Bridge, upstream: &Upstream, scenario: &str, expect_tools: usize) {
+    let base = bridge.base_url();
+    let (py, ts) = tokio::join!(
+        run_sdk(Sdk::Python, &base, scenario, "both", CLI_TIMEOUT),
+        run_sdk(Sdk::TypeScript, &base, scenario, "both", CLI_TIMEOUT)
+    );
+    for (sdk, report) in [(Sdk::Python, py), (Sdk::TypeScript, ts)] {
+        let report = report.unwrap();
+        let ctx = || {
+            format!(
+                "{} SDK: {report:#}\n{}",
+                sdk.name(),
+                context(upstream, bridge)
+            )
+        };
+        assert_eq!(report["stream"]["ok"], json!(true), "{}", ctx());
+        assert_eq!(report["create"]["ok"], json!(true), "{}", ctx());
+        let created = &report["create"]["message"];
+        assert_eq!(
+            sse::comparable(&report["stream"]["message"]),
+            sse::comparable(created),
+            "streamed and non-streamed answers differ\n{}",
+            ctx()
+        );
+        let tools = created["content"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["type"] == "tool_use")
+            .count();
+        assert_eq!(tools, expect_tools, "{}", ctx());
+        assert_eq!(created["stop_reason"], "tool_use", "{}", ctx());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sdks_stream_accumulators_equal_the_folded_answers_on_both_providers() {
+    let weather = |city: &str| split_fragments(&json!({"city": city, "unit": "c"}).to_string(), 3);
+    let script = Response {
+        items: vec![
+            Item::Reasoning(vec!["Two ".into(), "tools.".into()], "enc-sdk".into()),
+            Item::Call("call_w".into(), "get_weather".into(), weather("Paris")),
+            Item::Call(
+                "call_t".into(),
+                "get_time".into(),
+                split_fragments(r#"{"city":"Paris"}"#, 2),
+            ),
+        ],
+        usage: (400, 100, 50, 10),
+    };
+    let upstream = Upstream::start(move |req: &RecordedRequest| {
+        responses::refusal(req, OPENAI_KEY).unwrap_or_else(|| script.answer(req))
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start_with(
+        &upstream.base_url(),
+        "responses-sdks",
+        opts("responses", Some("o4-mini"), Some(OPENAI_KEY)),
+    )
+    .await
+    .unwrap();
+    sdks_agree(&bridge, &upstream, "thinking", 2).await;
+
+    let message = Message {
+        blocks: vec![
+            anthropic::Block::Thinking("Paris, then.".into(), "sig-upstream".into()),
+            anthropic::Block::Text(vec!["Checking.".into()]),
+            anthropic::Block::ToolUse("toolu_w".into(), "get_weather".into(), weather("Paris")),
+        ],
+        stop_reason: "tool_use".into(),
+        usage: (300, 40),
+    };
+    let credentials = Credentials {
+        api_keys: vec![ANTHROPIC_KEY.into()],
+        ..Credentials::default()
+    };
+    let upstream = Upstream::start(move |req: &RecordedRequest| {
+        anthropic::refusal(req, &credentials).unwrap_or_else(|| message.answer(req))
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start_with(
+        &upstream_base(&upstream),
+        "anthropic-sdks",
+        opts("anthropic", None, Some(ANTHROPIC_KEY)),
+    )
+    .await
+    .unwrap();
+    sdks_agree(&bridge, &upstream, "thinking", 1).await;
+}
