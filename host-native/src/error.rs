@@ -1,4 +1,4 @@
-//! Every way a request can fail, and the one place that turns a failure into an HTTP response.
+//! Every way a request can fail (`server::error_response` turns one into an HTTP response).
 //!
 //! Each variant knows whose fault it was ([`Fault`]), so logs and metrics can tell a client's
 //! bad request from an upstream outage from a bridge bug (linkerd's error rescue, pingora's
@@ -6,13 +6,11 @@
 //! `{"type":"error","error":{"type":…,"message":…},"request_id":…}`, with a message that says
 //! what to fix.
 
-use bytes::Bytes;
-use http::{HeaderValue, Response, StatusCode};
+use http::{HeaderValue, StatusCode};
 
-use bridge_core::anthropic::events::{ApiError, ErrorKind};
+use bridge_core::anthropic::events::ErrorKind;
 
 use crate::engine::EngineError;
-use crate::server::body::{ResponseBody, full};
 
 /// Whose fault a failure was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -41,7 +39,7 @@ pub enum BridgeError {
     },
     /// Refused before routing (a foreign browser origin, a rebound `Host`, a POST that is not JSON).
     #[error("{0}")]
-    Refused(#[from] crate::server::guard::Refusal),
+    Refused(#[from] crate::guard::Refusal),
     /// Missing or wrong client key.
     #[error(
         "invalid x-api-key: this bridge requires the key set with --client-key / CLAUDE_BRIDGE_CLIENT_KEY"
@@ -175,40 +173,4 @@ impl BridgeError {
             _ => false,
         }
     }
-
-    /// The Anthropic-style error response.
-    #[must_use]
-    pub fn into_response(self, request_id: &str) -> Response<ResponseBody> {
-        let status = self.status();
-        let retry_after = match &self {
-            Self::UpstreamStatus { retry_after, .. } => retry_after.clone(),
-            _ => None,
-        };
-        let body = error_body(&ApiError::new(self.kind(), self.to_string()), request_id);
-        let mut response = Response::new(full(Bytes::from(body)));
-        *response.status_mut() = status;
-        let headers = response.headers_mut();
-        headers.insert(
-            http::header::CONTENT_TYPE,
-            HeaderValue::from_static("application/json"),
-        );
-        if let Some(value) = retry_after {
-            headers.insert(http::header::RETRY_AFTER, value);
-        }
-        if matches!(self.fault(), Fault::Client) {
-            headers.insert("x-should-retry", HeaderValue::from_static("false"));
-        }
-        response
-    }
-}
-
-/// `{"type":"error","error":{…},"request_id":"req_…"}`
-#[must_use]
-pub fn error_body(error: &ApiError, request_id: &str) -> String {
-    serde_json::json!({
-        "type": "error",
-        "error": error,
-        "request_id": request_id,
-    })
-    .to_string()
 }

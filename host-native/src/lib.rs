@@ -6,7 +6,8 @@
 //! - [`server`]: the Anthropic front (hyper).
 //! - [`provider`]: the upstream APIs (OpenAI Chat, Anthropic pass-through, Fabstir) behind one
 //!   trait; the front relays what they answer.
-//! - [`error`]: the one place failures become HTTP responses.
+//! - [`error`]: every way a request can fail, whose fault it was, whether to try elsewhere.
+//! - [`guard`]: what browsers and rebinding pages may not send, for every front.
 //! - [`fabstir`]: the Fabstir provider's host side (encryption, sessions, the chain, the ledger).
 //! - [`agui`]: `claude-bridge agui`, AG-UI / CopilotKit front ends driving Claude Code.
 //! - [`run`]: wiring them together.
@@ -15,6 +16,7 @@ pub mod agui;
 pub mod cli;
 pub mod engine;
 pub mod error;
+pub mod guard;
 pub mod ids;
 pub mod launch;
 pub mod provider;

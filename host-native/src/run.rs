@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::net::TcpListener;
-use tracing::{info, warn};
+use tracing::info;
 
 use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs};
 use crate::engine::{self, Dialect, Engine};
@@ -91,7 +91,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
     let provider = build_provider(args, &engine).await?;
     let client_key = args.client_key.clone().filter(|k| !k.is_empty());
-    let guard = server::guard::Guard::new(&args.allowed_origin, client_key.is_some())?;
+    let guard = crate::guard::Guard::new(&args.allowed_origin, client_key.is_some())?;
     Ok(Arc::new(AppState {
         engine,
         provider,
@@ -111,20 +111,37 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
 /// The address cannot be bound, or set-up failed.
 pub async fn serve(args: &ServeArgs) -> Result<(), String> {
     let state = build_state(args).await?;
-    let (listener, local) = bind_listen(args.listen).await?;
+    let (listener, local) = bind_listen(args).await?;
     announce(args, &state, local);
     server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
         .await
         .map_err(|e| e.to_string())
 }
 
-/// Bind `--listen`; the error says what to try.
+/// Bind `--listen`; the error says what to try. A server that anyone on the network could reach
+/// (a non-loopback address) must have a client key: it spends the upstream key, Fabstir
+/// deposits, or (`agui`) runs commands on this machine. An empty key is refused too, rather than
+/// silently turning authentication off.
 ///
 /// # Errors
-/// The address cannot be bound.
-pub async fn bind_listen(
-    addr: std::net::SocketAddr,
-) -> Result<(TcpListener, std::net::SocketAddr), String> {
+/// The address cannot be bound, or it is not loopback and there is no client key.
+pub async fn bind_listen(args: &ServeArgs) -> Result<(TcpListener, std::net::SocketAddr), String> {
+    let addr = args.listen;
+    match args.client_key.as_deref() {
+        Some(key) if key.trim().is_empty() => {
+            return Err(String::from(
+                "--client-key is empty: give the key clients must send, or leave the flag (and CLAUDE_BRIDGE_CLIENT_KEY) out",
+            ));
+        }
+        None if !addr.ip().is_loopback() => {
+            return Err(format!(
+                "refusing to listen on {addr} without --client-key: anyone who can reach it could use \
+                 your upstream (and, with `agui`, run commands on this machine); set --client-key, or \
+                 listen on 127.0.0.1"
+            ));
+        }
+        _ => {}
+    }
     let listener = TcpListener::bind(addr).await.map_err(|e| {
         format!(
             "cannot listen on {addr}: {e} (is another bridge running? try --listen 127.0.0.1:0)"
@@ -153,11 +170,6 @@ pub fn announce_front(args: &ServeArgs, state: &AppState, local: std::net::Socke
         client_key = if state.client_key.is_some() { "required" } else { "none" },
         "claude-bridge serving the Anthropic Messages API"
     );
-    if !local.ip().is_loopback() && state.client_key.is_none() {
-        warn!(
-            "listening on a non-loopback address without --client-key: anyone who can reach it can use your upstream"
-        );
-    }
 }
 
 /// Resolves on SIGINT or SIGTERM.

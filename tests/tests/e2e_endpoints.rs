@@ -197,12 +197,15 @@ async fn client_key_is_required_when_set() {
         ("content-type", "application/json"),
         ("anthropic-version", "2023-06-01"),
     ];
-    let cases: [(&[(&str, &str)], u16); 5] = [
+    let cases: [(&[(&str, &str)], u16); 7] = [
         (&[], 401),
         (&[("x-api-key", "wrong")], 401),
         (&[("x-api-key", "ck-secret-12")], 401),
+        (&[("authorization", "Basic ck-secret-123")], 401),
         (&[("x-api-key", "ck-secret-123")], 200),
         (&[("authorization", "Bearer ck-secret-123")], 200),
+        // Authentication schemes are case-insensitive.
+        (&[("authorization", "bearer ck-secret-123")], 200),
     ];
     for (extra, want) in cases {
         let mut h = base.to_vec();
@@ -220,7 +223,7 @@ async fn client_key_is_required_when_set() {
     }
     assert_eq!(
         upstream.model_requests().len(),
-        2,
+        3,
         "only authorised requests reach the upstream"
     );
     // The bridge's own key is not the upstream key: the upstream gets --api-key.
@@ -238,4 +241,28 @@ async fn client_key_is_required_when_set() {
     .await
     .unwrap();
     assert_eq!(r.status, 200);
+}
+
+#[test]
+fn a_reachable_bridge_needs_a_client_key_and_an_empty_key_is_refused() {
+    let bin = bridge_tests::bridge::binary_path().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (&["serve", "--listen", "0.0.0.0:0"], "without --client-key"),
+        (&["agui", "--listen", "0.0.0.0:0"], "without --client-key"),
+        (
+            &["serve", "--listen", "127.0.0.1:0", "--client-key", ""],
+            "--client-key is empty",
+        ),
+    ];
+    for (args, words) in cases {
+        let out = std::process::Command::new(&bin)
+            .args(args)
+            .env_remove("CLAUDE_BRIDGE_CLIENT_KEY")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{args:?} started: {stderr}");
+        assert!(stderr.contains(words), "{args:?}: {stderr}");
+    }
 }

@@ -16,7 +16,7 @@ use bridge_tests::clients::{ClaudeRun, Sdk, run_claude_code_with, run_sdk};
 use bridge_tests::http::{self, HttpResponse};
 use bridge_tests::responses_upstream::{self as responses, Item, Response};
 use bridge_tests::sse;
-use bridge_tests::upstream::{RecordedRequest, StreamEnd, Upstream};
+use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, StreamEnd, Upstream};
 use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(30);
@@ -454,6 +454,13 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
         match text.as_str() {
             "cut" => message.stream("claude-x", StreamEnd::Disconnect, 4),
             "busy" => anthropic::error(529, "overloaded_error", "Overloaded"),
+            "stall" => match message.stream("claude-x", StreamEnd::Clean, usize::MAX) {
+                ScriptedResponse::Stream(mut s) => {
+                    s.pauses = vec![(4, Duration::from_secs(4))];
+                    ScriptedResponse::Stream(s)
+                }
+                other => other,
+            },
             _ => message.answer(req),
         }
     })
@@ -462,7 +469,10 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
     let bridge = Bridge::start_with(
         &upstream_base(&upstream),
         "anthropic-faults",
-        opts("anthropic", Some("claude-opus-4-1"), Some(ANTHROPIC_KEY)),
+        BridgeOptions {
+            extra_args: vec!["--idle-timeout".into(), "2".into()],
+            ..opts("anthropic", Some("claude-opus-4-1"), Some(ANTHROPIC_KEY))
+        },
     )
     .await
     .unwrap();
@@ -484,6 +494,15 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
         .unwrap();
     r.anthropic_error(&[529], "overloaded_error")
         .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    // An upstream that stalls mid-stream: the relay's idle timeout ends it well-formed.
+    let r = http::post_messages(&bridge.base_url(), &ask("stall"), T)
+        .await
+        .unwrap();
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+    let error =
+        sse::error_event(&events).unwrap_or_else(|| panic!("no error event:\n{}", r.text()));
+    assert_eq!(error["error"]["type"], "timeout_error", "{error}");
     // --model replaces the model; a whole stream relays intact.
     let r = http::post_messages(&bridge.base_url(), &ask("hi"), T)
         .await

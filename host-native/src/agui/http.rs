@@ -57,7 +57,7 @@ pub struct AguiState {
     /// Largest accepted body.
     pub max_body_bytes: usize,
     /// `--allowed-origin`: browser origins allowed besides loopback ones (`*`: any).
-    pub guard: crate::server::guard::Guard,
+    pub guard: crate::guard::Guard,
 }
 
 /// One request.

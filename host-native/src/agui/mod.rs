@@ -37,7 +37,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         .filter(|r| !r.trim().is_empty())
         .map(|r| Rule::parse(r))
         .collect::<Result<Vec<_>, _>>()?;
-    let (listener, local) = crate::run::bind_listen(args.listen).await?;
+    let (listener, local) = crate::run::bind_listen(args).await?;
 
     let (stop_front, front_stopped) = tokio::sync::oneshot::channel::<()>();
     let mut env = Vec::new();
@@ -82,7 +82,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         supervisor: Supervisor::new(config, Arc::new(Approvals::new(rules)), agent.max_sessions),
         client_key: args.client_key.clone().filter(|k| !k.is_empty()),
         max_body_bytes: args.max_body_bytes,
-        guard: crate::server::guard::Guard::new(
+        guard: crate::guard::Guard::new(
             &args.allowed_origin,
             args.client_key.as_deref().is_some_and(|k| !k.is_empty()),
         )?,

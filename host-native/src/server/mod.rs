@@ -5,7 +5,7 @@
 //! `GET /health`, and CORS preflights. Every response carries a `request-id`.
 
 pub mod body;
-pub mod guard;
+mod error_response;
 pub(crate) mod messages;
 mod models;
 pub mod relay;
@@ -44,7 +44,7 @@ pub struct AppState {
     /// How answers are relayed (pings, idle timeout).
     pub relay: relay::Relay,
     /// What browsers and rebinding pages may not send.
-    pub guard: guard::Guard,
+    pub guard: crate::guard::Guard,
 }
 
 impl std::fmt::Debug for AppState {
@@ -148,7 +148,7 @@ async fn handle(
         Err(refusal) => {
             let error = BridgeError::Refused(refusal);
             span.in_scope(|| warn!(%error, %peer, "request refused"));
-            error.into_response(&request_id)
+            error_response::error_response(error, &request_id)
         }
     };
     let headers = response.headers_mut();
@@ -222,7 +222,7 @@ async fn route(
         Err(error) => {
             let fault = error.fault();
             warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
-            error.into_response(request_id)
+            error_response::error_response(error, request_id)
         }
     }
 }
@@ -244,7 +244,13 @@ pub(crate) fn presents_key(headers: &HeaderMap, expected: &str) -> bool {
             headers
                 .get(http::header::AUTHORIZATION)
                 .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
+                .and_then(|v| {
+                    // The scheme is case-insensitive (RFC 9110 §11.1).
+                    let (scheme, token) = v.split_once(' ')?;
+                    scheme
+                        .eq_ignore_ascii_case("bearer")
+                        .then(|| token.trim_start())
+                })
         })
         .unwrap_or("");
     bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))

@@ -10,7 +10,7 @@
 //!   requests (`text/plain`, forms) without a preflight.
 //!
 //! ```
-//! use claude_bridge::server::guard::{Guard, Refusal};
+//! use claude_bridge::guard::{Guard, Refusal};
 //! let guard = Guard::new(&["https://app.example.com".into()], false).unwrap();
 //! let ok = http::Request::post("/v1/messages").header("host", "127.0.0.1:3456")
 //!     .header("content-type", "application/json").body(()).unwrap();
