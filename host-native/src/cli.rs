@@ -188,7 +188,7 @@ pub enum LogFormat {
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on (keep it on loopback unless you set --client-key).
-    #[arg(long, env = "CLAUDE_BRIDGE_LISTEN", default_value = "127.0.0.1:3456")]
+    #[arg(long, env = "CLAUDE_BRIDGE_LISTEN", default_value = "127.0.0.1:3456", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Upstream protocol.
     #[arg(long, env = "CLAUDE_BRIDGE_PROVIDER", value_enum, default_value_t = Provider::Openai)]
@@ -427,4 +427,43 @@ fn parse_price_per_token(value: &str) -> Result<u64, String> {
              price (e.g. 2000), and host nodes refuse a fraction"
         )
     })
+}
+
+/// `--listen`: an address, or a host name with a port (`localhost:3456`), resolved (IPv4 first).
+fn parse_listen(value: &str) -> Result<SocketAddr, String> {
+    if let Ok(addr) = value.parse::<SocketAddr>() {
+        return Ok(addr);
+    }
+    let resolved: Vec<SocketAddr> = std::net::ToSocketAddrs::to_socket_addrs(value)
+        .map_err(|e| {
+            format!("`{value}` is not ADDRESS:PORT or HOST:PORT ({e}); e.g. 127.0.0.1:3456")
+        })?
+        .collect();
+    resolved
+        .iter()
+        .find(|a| a.is_ipv4())
+        .or_else(|| resolved.first())
+        .copied()
+        .ok_or_else(|| format!("`{value}` resolves to no address"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn listen_takes_host_names_and_says_what_it_wants() {
+        assert_eq!(
+            parse_listen("localhost:3456").map(|a| (a.ip().is_loopback(), a.port())),
+            Ok((true, 3456))
+        );
+        assert_eq!(parse_listen("[::1]:9").map(|a| a.port()), Ok(9));
+        assert!(parse_listen("localhost").is_err_and(|e| e.contains("HOST:PORT")));
+    }
+
+    #[test]
+    fn a_fractional_price_is_refused_with_a_reason() {
+        assert_eq!(parse_price_per_token("2000"), Ok(2000));
+        assert!(parse_price_per_token("1.5").is_err_and(|e| e.contains("whole number")));
+    }
 }

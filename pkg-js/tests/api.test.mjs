@@ -156,7 +156,7 @@ test("renderChatml and TokenStream: a raw-text host's reply with an inline tool 
   assert.match(prompt.prompt, /<tools>\n\{"name":"Bash"/);
   assert.ok(prompt.prompt.endsWith("<|im_start|>assistant\n"));
   assert.deepEqual(prompt.tools, [{ name: "Bash", string_params: ["command"] }]);
-  assert.throws(() => core.renderChatml('{"model":"m","messages":[]}'), { name: "BridgeCoreError", kind: "invalid_request_error", message: /max_tokens/ });
+  assert.throws(() => core.renderChatml('{"model":"m","messages":[{"role":"user","content":"hi"}]}'), { name: "BridgeCoreError", kind: "invalid_request_error", message: /max_tokens/ });
 
   const reply = new core.TokenStream({ stream: false, model: prompt.client_model, input_tokens_estimate: prompt.input_tokens_estimate, id_seed: 1, tools: prompt.tools });
   for (const token of ["On it.", "<tool_", "call>Bash<arg_key>command</arg_key><arg_value>", "42</arg_value></tool_call>"]) assert.equal(reply.feed(token), "");

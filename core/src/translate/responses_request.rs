@@ -609,7 +609,7 @@ mod tests {
             ..ResponsesOptions::default()
         };
         let (b, _) = body(
-            r#"{"model":"m","max_tokens":99,"thinking":{"type":"adaptive"},"messages":[]}"#,
+            r#"{"model":"m","max_tokens":99,"thinking":{"type":"adaptive"},"messages":[{"role":"user","content":"q"}]}"#,
             &off,
         );
         assert!(b.get("reasoning").is_none() && b.get("include").is_none());
@@ -626,7 +626,9 @@ mod tests {
     #[test]
     fn effort_from_the_client() {
         let effort = |extra: &str| {
-            let req = format!(r#"{{"model":"m","max_tokens":9,"messages":[]{extra}}}"#);
+            let req = format!(
+                r#"{{"model":"m","max_tokens":9,"messages":[{{"role":"user","content":"q"}}]{extra}}}"#
+            );
             body(&req, &ResponsesOptions::default()).0["reasoning"]["effort"].clone()
         };
         assert_eq!(effort(""), Value::Null);
