@@ -78,6 +78,15 @@ pub enum Dialect {
 }
 
 impl Dialect {
+    /// The dialect's name, as the facades take it.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::OpenaiChat => "openai_chat",
+            Self::OpenaiResponses => "openai_responses",
+        }
+    }
+
     /// Read a dialect name (`openai_chat`, `openai_responses`).
     ///
     /// # Errors

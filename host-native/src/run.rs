@@ -60,18 +60,18 @@ pub async fn build_provider(
         )
     };
     Ok(match args.provider {
-        Provider::Openai => Arc::new(crate::provider::openai::OpenAi {
-            engine: Arc::clone(engine),
-            upstream: upstream("chat/completions", true)?,
-            dialect: Dialect::OpenaiChat,
-            options: serde_json::to_value(args.convert_options()).map_err(|e| e.to_string())?,
-        }),
-        Provider::Responses => Arc::new(crate::provider::openai::OpenAi {
-            engine: Arc::clone(engine),
-            upstream: upstream("responses", true)?,
-            dialect: Dialect::OpenaiResponses,
-            options: serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
-        }),
+        Provider::Openai => Arc::new(crate::provider::openai::OpenAi::new(
+            Arc::clone(engine),
+            upstream("chat/completions", true)?,
+            Dialect::OpenaiChat,
+            serde_json::to_value(args.convert_options()).map_err(|e| e.to_string())?,
+        )),
+        Provider::Responses => Arc::new(crate::provider::openai::OpenAi::new(
+            Arc::clone(engine),
+            upstream("responses", true)?,
+            Dialect::OpenaiResponses,
+            serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
+        )),
         Provider::Anthropic => Arc::new(crate::provider::anthropic::AnthropicPassThrough::new(
             upstream("v1/messages", false)?,
             args.api_key.as_deref(),

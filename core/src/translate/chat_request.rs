@@ -493,7 +493,8 @@ impl Parts {
     }
 }
 
-fn image_url(source: &ImageSource) -> Option<String> {
+/// An image as a URL an OpenAI API takes (base64 → data URL); `None` for a file id.
+pub(crate) fn image_url(source: &ImageSource) -> Option<String> {
     match source {
         ImageSource::Base64 { media_type, data } => {
             Some(format!("data:{media_type};base64,{data}"))
@@ -756,27 +757,40 @@ fn convert_tool_choice(
 
 fn reasoning_effort(thinking: Option<&Value>, output_config: Option<&Value>) -> Option<String> {
     let thinking = thinking?;
-    let effort = match thinking.get("type").and_then(Value::as_str)? {
-        "disabled" => return None,
-        "enabled" => match thinking
-            .get("budget_tokens")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
-        {
-            0..4096 => "low",
-            4096..16384 => "medium",
-            _ => "high",
-        },
-        _ => match output_config
-            .and_then(|c| c.get("effort"))
-            .and_then(Value::as_str)
-        {
-            Some("low") => "low",
-            Some("high" | "xhigh" | "max") => "high",
-            _ => "medium",
-        },
+    effort_level(Some(thinking), output_config).map(str::to_owned)
+}
+
+/// Claude Code's thinking settings as an OpenAI effort (`low`/`medium`/`high`), shared by the
+/// Chat and Responses converters: `thinking.type` `disabled` → none; `enabled` → by
+/// `budget_tokens` (< 4096 low, < 16384 medium, else high); otherwise (adaptive, or no
+/// `thinking`) → by `output_config.effort` (`low`; `high`/`xhigh`/`max` → high; else medium).
+pub(crate) fn effort_level(
+    thinking: Option<&Value>,
+    output_config: Option<&Value>,
+) -> Option<&'static str> {
+    let by_effort = || match output_config
+        .and_then(|c| c.get("effort"))
+        .and_then(Value::as_str)
+    {
+        Some("low") => "low",
+        Some("high" | "xhigh" | "max") => "high",
+        _ => "medium",
     };
-    Some(effort.to_owned())
+    match thinking.and_then(|t| t.get("type")).and_then(Value::as_str) {
+        Some("disabled") => None,
+        Some("enabled") => Some(
+            match thinking
+                .and_then(|t| t.get("budget_tokens"))
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+            {
+                0..4096 => "low",
+                4096..16384 => "medium",
+                _ => "high",
+            },
+        ),
+        _ => Some(by_effort()),
+    }
 }
 
 fn response_format(format: &Value) -> Option<Value> {

@@ -315,13 +315,8 @@ fn user_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut Warnin
 }
 
 fn image_part(source: &ImageSource) -> Option<ContentPart> {
-    let image_url = match source {
-        ImageSource::Base64 { media_type, data } => format!("data:{media_type};base64,{data}"),
-        ImageSource::Url { url } => url.clone(),
-        ImageSource::Other(_) => return None,
-    };
     Some(ContentPart::InputImage {
-        image_url,
+        image_url: crate::translate::chat_request::image_url(source)?,
         detail: "auto",
     })
 }
@@ -539,35 +534,12 @@ fn reasoning(req: &MessagesRequest, effort_override: Option<&str>) -> Option<Rea
     })
 }
 
+/// What the client asked for: `output_config.effort` counts even without `thinking`.
 fn client_effort(req: &MessagesRequest) -> Option<&'static str> {
-    let effort = req
-        .output_config
-        .as_ref()
-        .and_then(|c| c.get("effort"))
-        .and_then(Value::as_str);
-    let by_effort = |effort: Option<&str>| match effort {
-        Some("low") => "low",
-        Some("high" | "xhigh" | "max") => "high",
-        _ => "medium",
-    };
-    let Some(thinking) = &req.thinking else {
-        return effort.map(|e| by_effort(Some(e)));
-    };
-    match thinking.get("type").and_then(Value::as_str) {
-        Some("disabled") => None,
-        Some("enabled") => Some(
-            match thinking
-                .get("budget_tokens")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-            {
-                0..4096 => "low",
-                4096..16384 => "medium",
-                _ => "high",
-            },
-        ),
-        _ => Some(by_effort(effort)),
+    if req.thinking.is_none() {
+        req.output_config.as_ref()?.get("effort")?;
     }
+    crate::translate::chat_request::effort_level(req.thinking.as_ref(), req.output_config.as_ref())
 }
 
 /// `output_config.format` json_schema → `text: {format: {type: "json_schema", …}}`.

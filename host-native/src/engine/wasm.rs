@@ -409,14 +409,11 @@ impl Engine for WasmEngine {
         request: &[u8],
         options_json: &str,
     ) -> Result<ConvertedRequest, EngineError> {
-        let name = serde_json::to_string(&dialect)
-            .map_err(|e| EngineError::Trap(format!("cannot encode the dialect: {e}")))?;
-        let name = name.trim_matches('"');
         let mut instance = self.instantiate()?;
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .call_prepare(&mut instance.store, name, request, options_json);
+            .call_prepare(&mut instance.store, dialect.as_str(), request, options_json);
         match result {
             Ok(Ok(c)) => Ok(converted(c)),
             Ok(Err(e)) => Err(core_error(e)),

@@ -30,10 +30,29 @@ pub struct OpenAi {
     pub dialect: Dialect,
     /// How requests are converted: the dialect's options object (`ConvertOptions` or
     /// `ResponsesOptions`).
-    pub options: serde_json::Value,
+    options: serde_json::Value,
+    /// The same, encoded once (every request passes it to the engine).
+    options_json: String,
 }
 
 impl OpenAi {
+    /// A provider of `dialect` at `upstream`, converting with `options` (the dialect's options).
+    #[must_use]
+    pub fn new(
+        engine: Arc<dyn Engine>,
+        upstream: Upstream,
+        dialect: Dialect,
+        options: serde_json::Value,
+    ) -> Self {
+        Self {
+            options_json: options.to_string(),
+            engine,
+            upstream,
+            dialect,
+            options,
+        }
+    }
+
     /// The upstream model of every request, if the options name one.
     fn target_model(&self) -> Option<&str> {
         self.options
@@ -70,8 +89,9 @@ impl Provider for OpenAi {
 
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
-            let options = self.options.to_string();
-            let converted = self.engine.prepare(self.dialect, &call.body, &options)?;
+            let converted = self
+                .engine
+                .prepare(self.dialect, &call.body, &self.options_json)?;
             log_warnings(&converted.warnings);
             info!(
                 model = %converted.client_model,
