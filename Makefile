@@ -76,6 +76,7 @@ lint: setup-rust
 	$(CARGO) clippy -p bridge-core -p bridge-core-js --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-js --no-default-features --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 -- -D warnings
+	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 --features fault-injection -- -D warnings
 
 ## The core is pure: built for the browser target (the facade crate without its JS bindings),
 ## it imports nothing from its host.

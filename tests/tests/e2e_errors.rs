@@ -651,3 +651,189 @@ async fn idle_timeout_ends_the_stream_with_an_error_event() {
         "{c}"
     );
 }
+
+/// A request whose user text is `text`.
+fn request_saying(text: &str, stream: bool) -> Value {
+    json!({"model": "claude-sonnet-4-6", "max_tokens": 128, "stream": stream,
+           "messages": [{"role": "user", "content": text}]})
+}
+
+/// Issue 16.2: a guest (a `--core` plug-in; here the core built with `fault-injection`) that
+/// writes to stderr goes on working, its output logged; one that panics ends the stream with a
+/// well-formed `error` event (streaming) or an error envelope (non-streaming), the panic message
+/// in it — and the server goes on serving. (wasmtime-wasi's synchronous stderr used to panic the
+/// host's worker: the client got a stream with neither `error` nor `message_stop`.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_misbehaving_guest_never_takes_a_stream_down() {
+    // The upstream says back whichever fault marker the user's message names.
+    let upstream = Upstream::start(|r| {
+        let said = r.all_text();
+        let marker = ["stderr", "flood", "panic"]
+            .into_iter()
+            .find(|m| said.contains(&format!("fault {m}")))
+            .map(|m| format!("claude-bridge-fault:{m}"))
+            .unwrap_or_default();
+        text_stream(&["Partial ", "answer ", &marker])
+    })
+    .await
+    .unwrap();
+    let opts =
+        bridge_tests::bridge::BridgeOptions::default().args(&["--core", env!("FAULTY_COMPONENT")]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-guest-faults", opts)
+        .await
+        .unwrap();
+
+    for fault in ["stderr", "flood"] {
+        for stream in [true, false] {
+            let r = http::post_messages(
+                &bridge.base_url(),
+                &request_saying(&format!("fault {fault}"), stream),
+                T,
+            )
+            .await
+            .unwrap();
+            let c = ctx(&r, &upstream, &bridge);
+            assert_eq!(r.status, 200, "{fault}: {c}");
+            if stream {
+                let events = sse::parse(&r.body);
+                sse::validate(&events).unwrap_or_else(|e| panic!("{fault}: {e}\n{c}"));
+                assert_eq!(
+                    sse::names(&events).last().map(String::as_str),
+                    Some("message_stop"),
+                    "{fault}: {c}"
+                );
+            } else {
+                let body = r.json().unwrap();
+                assert_eq!(body["type"], "message", "{fault}: {c}");
+            }
+        }
+    }
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    assert!(
+        log.contains("fault injection: a line on stderr"),
+        "a plug-in's stderr is logged (see {})",
+        bridge.log_path().display()
+    );
+
+    for round in 0..2 {
+        let r = http::post_messages(&bridge.base_url(), &request_saying("fault panic", true), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        assert_eq!(r.status, 200, "round {round}: {c}");
+        assert!(r.body_error.is_none(), "round {round}: {c}");
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("round {round}: {e}\n{c}"));
+        let error = sse::error_event(&events).unwrap_or_else(|| panic!("no error event\n{c}"));
+        assert_eq!(error["error"]["type"], "api_error", "{c}");
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("fault injection: the guest panics"),
+            "the trap report carries the guest's panic message: {message}\n{c}"
+        );
+
+        let r = http::post_messages(&bridge.base_url(), &request_saying("fault panic", false), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        assert_envelope(&r, &[500, 502], "api_error", &c);
+    }
+
+    // And it still serves.
+    let r = http::post_messages(&bridge.base_url(), &request_saying("hello", true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_eq!(
+        sse::names(&sse::parse(&r.body)).last().map(String::as_str),
+        Some("message_stop"),
+        "{c}"
+    );
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    assert!(
+        !log.contains("thread 'tokio-") && !log.contains("Cannot start a runtime"),
+        "no host thread panicked (see {})",
+        bridge.log_path().display()
+    );
+}
+
+/// An SSE response of raw `parts`, written back to back.
+fn raw_stream(parts: Vec<bytes::Bytes>) -> ScriptedResponse {
+    ScriptedResponse::Stream(bridge_tests::upstream::StreamResponse {
+        status: 200,
+        parts,
+        delay: Duration::ZERO,
+        pauses: Vec::new(),
+        end: bridge_tests::upstream::StreamEnd::Clean,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+    })
+}
+
+/// Issue 16.2: what one stream may make the bridge hold is bounded. A line that never ends
+/// (streaming client) and an answer that never ends (non-streaming client, where the bridge folds
+/// it) end with a clear error instead of growing until the engine traps or the process runs out
+/// of memory — and the server goes on serving.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runaway_upstreams_end_with_an_error_not_an_outage() {
+    const MIB: usize = 1 << 20;
+    let endless_line = {
+        let mut parts = vec![bytes::Bytes::from_static(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\ndata: ",
+        )];
+        parts.extend(std::iter::repeat_n(bytes::Bytes::from(vec![b'x'; MIB]), 80));
+        raw_stream(parts)
+    };
+    let endless_answer = {
+        let text = "y".repeat(MIB);
+        let chunk = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+        );
+        raw_stream(std::iter::repeat_n(bytes::Bytes::from(chunk), 80).collect())
+    };
+    let upstream = Upstream::start(move |r| {
+        let said = r.all_text();
+        if said.contains("endless line") {
+            endless_line.clone()
+        } else if said.contains("endless answer") {
+            endless_answer.clone()
+        } else {
+            text_stream(&["Hello."])
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-runaway")
+        .await
+        .unwrap();
+
+    let r = http::post_messages(&bridge.base_url(), &request_saying("endless line", true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    let error = sse::error_event(&events).unwrap_or_else(|| panic!("no error event\n{c}"));
+    let message = error["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("did not complete"), "{message}\n{c}");
+
+    let r = http::post_messages(
+        &bridge.base_url(),
+        &request_saying("endless answer", false),
+        T,
+    )
+    .await
+    .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    let error = assert_envelope(&r, &[500, 502], "api_error", &c);
+    let message = error["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("grew past") && message.contains("\"stream\": true"),
+        "{message}\n{c}"
+    );
+
+    let r = http::post_messages(&bridge.base_url(), &request_saying("hi", false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_eq!(r.json().unwrap()["content"][0]["text"], "Hello.", "{c}");
+}

@@ -101,6 +101,8 @@ impl wit::GuestChatStream for ChatStream {
     }
 
     fn feed(&self, chunk: Vec<u8>) -> String {
+        #[cfg(feature = "fault-injection")]
+        faults::inject(&chunk);
         self.0.borrow_mut().feed(&chunk)
     }
 
@@ -167,5 +169,48 @@ impl wit_raw::GuestTokenStream for TokenStream {
             status: finished.status,
             body: finished.body,
         })
+    }
+}
+
+/// Test-only misbehaviour, triggered by markers in an upstream chunk (feature `fault-injection`;
+/// never in the embedded core).
+#[cfg(feature = "fault-injection")]
+mod faults {
+    /// Writes a line to stderr and goes on.
+    const STDERR: &[u8] = b"claude-bridge-fault:stderr";
+    /// Writes 1 MiB to stderr and goes on.
+    const FLOOD: &[u8] = b"claude-bridge-fault:flood";
+    /// Panics (a trap, after the panic message went to stderr).
+    const PANIC: &[u8] = b"claude-bridge-fault:panic";
+    /// Never returns.
+    const LOOP: &[u8] = b"claude-bridge-fault:loop";
+
+    fn has(chunk: &[u8], marker: &[u8]) -> bool {
+        chunk.windows(marker.len()).any(|w| w == marker)
+    }
+
+    #[expect(
+        clippy::panic,
+        reason = "fault injection: a guest that panics, on purpose"
+    )]
+    pub(super) fn inject(chunk: &[u8]) {
+        if has(chunk, STDERR) {
+            eprintln!("fault injection: a line on stderr");
+        }
+        if has(chunk, FLOOD) {
+            let line = "x".repeat(1023);
+            for _ in 0..1024 {
+                eprintln!("{line}");
+            }
+        }
+        if has(chunk, PANIC) {
+            panic!("fault injection: the guest panics");
+        }
+        if has(chunk, LOOP) {
+            let mut n: u64 = 0;
+            loop {
+                n = std::hint::black_box(n.wrapping_add(1));
+            }
+        }
     }
 }

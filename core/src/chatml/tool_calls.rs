@@ -122,6 +122,12 @@ pub struct ToolCallParser {
 }
 
 impl ToolCallParser {
+    /// Bytes held back, undecided (a call body not closed yet, whitespace).
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.buf.len() + self.pending_ws.len()
+    }
+
     /// A parser at the start of a reply, with the tools the request offered.
     #[must_use]
     pub fn new(hints: Vec<ToolHint>) -> Self {

@@ -82,6 +82,15 @@ impl SseDecoder {
         frames
     }
 
+    /// Bytes held between calls: the unfinished line and the frame being built.
+    #[must_use]
+    pub fn held(&self) -> usize {
+        self.buf.len()
+            + self.pending.data.len()
+            + self.pending.event.as_ref().map_or(0, String::len)
+            + self.pending.id.as_ref().map_or(0, String::len)
+    }
+
     /// The stream ended: a last line without a line break and a frame without the closing
     /// blank line are still delivered (servers often omit them).
     pub fn finish(&mut self) -> Vec<SseFrame> {

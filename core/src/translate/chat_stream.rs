@@ -286,6 +286,8 @@ impl ChatStreamTranslator {
     fn close_open(&mut self) {
         if let Some(c) = self.open_call.take() {
             self.calls[c].state = CallState::Closed;
+            // Written; not needed any more.
+            self.calls[c].args = String::new();
         }
         self.writer.close_block();
     }
@@ -389,6 +391,27 @@ impl SseTranslate for ChatStreamTranslator {
 
     fn done_marker(&mut self) {
         self.done();
+    }
+
+    fn held(&self) -> usize {
+        let calls: usize = self
+            .calls
+            .iter()
+            .filter(|c| c.state != CallState::Closed)
+            .map(|c| c.args.len() + c.name.len())
+            .sum();
+        calls
+            + self
+                .deferred
+                .iter()
+                .map(|(_, text)| text.len())
+                .sum::<usize>()
+    }
+
+    fn clear(&mut self) {
+        self.calls.clear();
+        self.deferred.clear();
+        self.open_call = None;
     }
 
     /// A body that is not SSE: a plain Chat Completions JSON answer or an error object.

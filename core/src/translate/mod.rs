@@ -17,9 +17,28 @@ pub mod schema;
 pub mod token_stream;
 pub mod writer;
 
-use crate::anthropic::events::StreamEvent;
+use crate::anthropic::events::{ApiError, ErrorKind, StreamEvent};
 use crate::sse::decoder::{SseDecoder, SseFrame};
 use crate::translate::writer::AnthropicWriter;
+
+/// Most bytes one stream may make a translator hold that it cannot write yet: an SSE line
+/// without its end, a tool call's arguments, text waiting behind an unfinished call. Past this
+/// the stream ends with an `error` event instead of growing until the engine runs out of
+/// memory. (A single 20 MB line is fine.)
+pub const MAX_HELD_BYTES: usize = 64 << 20;
+
+/// The error a stream ends with when it crossed [`MAX_HELD_BYTES`].
+pub(crate) fn held_too_much(held: usize) -> ApiError {
+    ApiError::new(
+        ErrorKind::Api,
+        format!(
+            "the upstream sent {} MiB that did not complete (an SSE line, a tool call, or text \
+             behind an unfinished tool call); the bridge stops at {} MiB instead of holding more",
+            held >> 20,
+            MAX_HELD_BYTES >> 20
+        ),
+    )
+}
 
 /// Raw bytes kept while a body does not look like SSE (to read a plain JSON answer or error).
 const MAX_RAW_BODY: usize = 16 * 1024 * 1024;
@@ -37,6 +56,17 @@ impl SseBody {
     /// How many frames were handed to the translator so far.
     pub(crate) fn frames(&self) -> usize {
         self.frames
+    }
+
+    /// Bytes held: the decoder's unfinished line and frame, and a body not known to be SSE.
+    fn held(&self) -> usize {
+        self.decoder.held() + self.raw.len()
+    }
+
+    /// Drop what is held (the stream ended early).
+    fn clear(&mut self) {
+        self.decoder = SseDecoder::default();
+        self.raw = Vec::new();
     }
 
     fn feed(&mut self, chunk: &[u8]) -> Vec<SseFrame> {
@@ -71,6 +101,10 @@ pub(crate) trait SseTranslate {
     fn plain_body(&mut self, raw: &[u8]);
     /// The body ended and the message is not done yet.
     fn body_ended(&mut self);
+    /// Bytes the translator itself holds back (buffered calls and text).
+    fn held(&self) -> usize;
+    /// Drop what the translator holds back (the stream ended early).
+    fn clear(&mut self);
 
     /// Hand one frame over: empty data is skipped, `[DONE]` is [`Self::done_marker`].
     fn dispatch(&mut self, frame: &SseFrame) {
@@ -94,6 +128,12 @@ pub(crate) trait SseTranslate {
             if self.writer().is_done() {
                 break;
             }
+        }
+        let held = self.held() + self.body().held() + self.writer().held();
+        if held > MAX_HELD_BYTES && !self.writer().is_done() {
+            self.writer().fail(held_too_much(held));
+            self.body().clear();
+            self.clear();
         }
         self.writer().take()
     }
@@ -119,5 +159,122 @@ pub(crate) trait SseTranslate {
             self.body_ended();
         }
         self.writer().take()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chat_stream::ChatStreamTranslator;
+    use super::responses_stream::ResponsesStreamTranslator;
+    use super::token_stream::TokenStreamTranslator;
+    use super::*;
+    use crate::anthropic::events::StreamEvent;
+
+    const MIB: usize = 1 << 20;
+
+    fn ended_with_held_error(events: &[StreamEvent]) -> bool {
+        events.iter().any(|e| {
+            matches!(e, StreamEvent::Error { error } if error.message.contains("did not complete"))
+        })
+    }
+
+    /// Feeds `chunk` until the translator ends the stream; returns how many bytes it took.
+    fn feed_until_error(mut feed: impl FnMut() -> Vec<StreamEvent>, chunk_len: usize) -> usize {
+        let mut fed = 0;
+        loop {
+            let events = feed();
+            fed += chunk_len;
+            if ended_with_held_error(&events) {
+                return fed;
+            }
+            assert!(
+                events
+                    .iter()
+                    .all(|e| !matches!(e, StreamEvent::Error { .. })),
+                "{events:?}"
+            );
+            assert!(fed <= MAX_HELD_BYTES + 4 * MIB, "never stopped");
+        }
+    }
+
+    #[test]
+    fn an_endless_sse_line_ends_the_stream() {
+        let mut t = ChatStreamTranslator::new("m".into(), 1, 1);
+        // A first frame: the body is SSE, so its raw bytes are not kept as well.
+        t.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\"}}]}\n\n");
+        let chunk = vec![b'x'; MIB];
+        let mut first = true;
+        let fed = feed_until_error(
+            || {
+                let head: &[u8] = if first { b"data: " } else { b"" };
+                first = false;
+                t.feed(&[head, &chunk].concat())
+            },
+            MIB,
+        );
+        assert!(fed >= MAX_HELD_BYTES, "stopped early, at {fed}");
+        // Nothing more after the error, and the memory is given back.
+        assert!(t.feed(b"\n\n").is_empty());
+        assert!(t.finish().is_empty());
+    }
+
+    #[test]
+    fn a_large_line_that_ends_is_fine() {
+        let mut t = ChatStreamTranslator::new("m".into(), 1, 1);
+        let text = "y".repeat(20 * MIB);
+        let line = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"{text}\"}}}}]}}\n\n"
+        );
+        let mut events = t.feed(line.as_bytes());
+        events.extend(t.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
+        events.extend(t.finish());
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, StreamEvent::Error { .. }))
+        );
+        assert!(matches!(events.last(), Some(StreamEvent::MessageStop)));
+    }
+
+    #[test]
+    fn text_behind_an_unfinished_tool_call_is_bounded() {
+        let mut t = ChatStreamTranslator::new("m".into(), 1, 1);
+        // Call 0 opens with an incomplete argument; call 1 then waits behind it, and its
+        // arguments and the text after it are held until call 0 finishes — which never happens.
+        let open = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":0,\"id\":\"a\",\"function\":{\"name\":\"Bash\",\"arguments\":\"{\\\"c\"}}]}}]}\n\n";
+        let second = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"tool_calls\":[{\"index\":1,\"id\":\"b\",\"function\":{\"name\":\"Read\",\"arguments\":\"{\"}}]}}]}\n\n";
+        assert!(!ended_with_held_error(&t.feed(open)));
+        assert!(!ended_with_held_error(&t.feed(second)));
+        let text = "z".repeat(MIB);
+        let line = format!(
+            "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"tool_calls\":[{{\"index\":1,\"function\":{{\"arguments\":\"{text}\"}}}}]}}}}]}}\n\n"
+        );
+        let fed = feed_until_error(|| t.feed(line.as_bytes()), MIB);
+        assert!(fed > MAX_HELD_BYTES / 2, "{fed}");
+    }
+
+    #[test]
+    fn an_endless_responses_line_ends_the_stream() {
+        let mut t = ResponsesStreamTranslator::new("m".into(), 1, 1);
+        let chunk = vec![b'x'; MIB];
+        let mut first = true;
+        feed_until_error(
+            || {
+                let head: &[u8] = if first { b"data: " } else { b"" };
+                first = false;
+                t.feed(&[head, &chunk].concat())
+            },
+            MIB,
+        );
+    }
+
+    #[test]
+    fn an_unclosed_tool_call_in_model_text_is_bounded() {
+        let mut t = TokenStreamTranslator::new("m".into(), 1, 1, Vec::new());
+        assert!(!ended_with_held_error(&t.feed(
+            "<tool_call>\n{\"name\": \"Bash\", \"arguments\": {\"command\": \""
+        )));
+        let text = "w".repeat(MIB);
+        feed_until_error(|| t.feed(&text), MIB);
     }
 }

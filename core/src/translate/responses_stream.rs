@@ -511,6 +511,17 @@ impl SseTranslate for ResponsesStreamTranslator {
         self.body_ended();
     }
 
+    fn held(&self) -> usize {
+        self.items
+            .iter()
+            .map(|item| item.pending.len() + item.encrypted.as_ref().map_or(0, String::len))
+            .sum()
+    }
+
+    fn clear(&mut self) {
+        self.items.clear();
+    }
+
     /// A body that is not SSE: a whole Responses JSON answer or an error object.
     fn plain_body(&mut self, raw: &[u8]) {
         let value: Value = serde_json::from_slice(raw).unwrap_or(Value::Null);

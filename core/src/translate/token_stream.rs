@@ -75,6 +75,11 @@ impl TokenStreamTranslator {
         self.writer.start();
         let pieces = self.parser.feed(text);
         self.pieces(pieces);
+        let held = self.parser.held() + self.writer.held();
+        if held > super::MAX_HELD_BYTES && !self.writer.is_done() {
+            self.writer.fail(super::held_too_much(held));
+            self.parser = ToolCallParser::new(Vec::new());
+        }
         self.writer.take()
     }
 

@@ -145,6 +145,15 @@ impl AnthropicWriter {
         self.ids.next_id(prefix)
     }
 
+    /// Bytes the writer holds for the open block (a tool_use block's input so far).
+    #[must_use]
+    pub fn held(&self) -> usize {
+        match &self.phase {
+            Phase::Open(Open::ToolUse { input }) => input.len(),
+            _ => 0,
+        }
+    }
+
     /// The events written since the last call.
     pub fn take(&mut self) -> Vec<StreamEvent> {
         std::mem::take(&mut self.out)

@@ -9,6 +9,7 @@
 //!   or a user plug-in implementing `wit/bridge-core.wit`, run in wasmtime with one `Store` per
 //!   operation or stream (DESIGN §4).
 
+mod guest_io;
 mod native;
 mod wasm;
 

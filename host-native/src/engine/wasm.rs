@@ -20,8 +20,9 @@ use wasmtime::component::{Component, Linker, ResourceAny, ResourceTable};
 use wasmtime::{
     Config, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Strategy,
 };
-use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+
+use super::guest_io::{self, GuestOutput, HasTable};
 
 use super::{
     ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Engine, EngineError,
@@ -59,16 +60,16 @@ const TABLES_PER_COMPONENT: u32 = 2;
 /// Largest linear memory of one store: the request body (up to Anthropic's 32 MB limit), its
 /// parsed form and the converted body must fit.
 const MAX_MEMORY_BYTES: usize = 512 << 20;
+/// How much of the guest's stderr (its end) a trap report carries.
+const TRAP_REPORT_STDERR: usize = 2 << 10;
 /// Table bytes per slot kept resident between instances (the core's table is far smaller).
 const TABLE_KEEP_RESIDENT_BYTES: usize = 64 << 10;
-/// What a store keeps of the guest's stderr (a panic message, for the trap report).
-const STDERR_CAPTURE_BYTES: usize = 16 << 10;
 
 /// [`Engine`] over a `bridge-core` world component: the embedded core or a plug-in.
 pub struct WasmEngine {
     pre: BridgeCorePre<StoreState>,
-    /// Plug-ins keep their stderr (their authors want to see it); the embedded core's is only
-    /// captured for trap reports.
+    /// Plug-ins' output is logged (their authors want to see it); the embedded core's is only
+    /// kept for trap reports.
     plugin: bool,
     label: String,
 }
@@ -106,6 +107,7 @@ impl WasmEngine {
             .map_err(|e| EngineError::Trap(format!("cannot compile {label}: {e:#}")))?;
         let mut linker = Linker::<StoreState>::new(engine);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)
+            .and_then(|()| guest_io::link_non_blocking(&mut linker))
             .and_then(|()| linker.instantiate_pre(&component))
             .and_then(BridgeCorePre::new)
             .map(|pre| Self {
@@ -120,22 +122,21 @@ impl WasmEngine {
             })
     }
 
-    /// A fresh store and instance. Stdout goes nowhere, stdin is closed, no files, no network,
-    /// no environment: the core is pure, and a plug-in gets nothing more.
+    /// A fresh store and instance. Stdout and stderr go to a [`GuestOutput`] (never blocks),
+    /// stdin is closed, no files, no network, no environment: the core is pure, and a plug-in
+    /// gets nothing more.
     fn instantiate(&self) -> Result<Instance, EngineError> {
-        let mut wasi = WasiCtx::builder();
-        let stderr = if self.plugin {
-            wasi.inherit_stderr();
-            None
+        let output = if self.plugin {
+            GuestOutput::logged(&self.label)
         } else {
-            let pipe = MemoryOutputPipe::new(STDERR_CAPTURE_BYTES);
-            wasi.stderr(pipe.clone());
-            Some(pipe)
+            GuestOutput::captured()
         };
+        let mut wasi = WasiCtx::builder();
+        wasi.stdout(output.clone()).stderr(output.clone());
         let state = StoreState {
             wasi: wasi.build(),
             table: ResourceTable::new(),
-            stderr,
+            output,
         };
         let mut store = Store::new(self.pre.engine(), state);
         match self.pre.instantiate(&mut store) {
@@ -320,7 +321,14 @@ fn prune_cache(dir: &Path, keep: &Path) {
 struct StoreState {
     wasi: WasiCtx,
     table: ResourceTable,
-    stderr: Option<MemoryOutputPipe>,
+    /// The guest's stdout and stderr.
+    output: GuestOutput,
+}
+
+impl HasTable for StoreState {
+    fn table(&mut self) -> &mut ResourceTable {
+        &mut self.table
+    }
 }
 
 impl WasiView for StoreState {
@@ -339,20 +347,25 @@ struct Instance {
 }
 
 impl Instance {
-    /// A trap (or host error) from a call, with whatever the guest wrote to stderr (a
-    /// panic message) attached.
+    /// A trap (or host error) from a call, with the end of what the guest wrote to stderr (a
+    /// panic message) attached. The wasm backtrace goes to the log, not into the message a
+    /// client may see.
     fn trap(&self, what: &str, error: &wasmtime::Error) -> EngineError {
-        let stderr = self
-            .store
-            .data()
-            .stderr
-            .as_ref()
-            .map(|pipe| String::from_utf8_lossy(&pipe.contents()).trim().to_owned())
-            .unwrap_or_default();
+        tracing::debug!(error = format!("{error:?}"), "{what} trapped");
+        let reason = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(trap) => format!("wasm trap: {trap}"),
+            None => format!("{error:#}"),
+        };
+        let stderr = self.store.data().output.tail();
+        let cut = stderr.len().saturating_sub(TRAP_REPORT_STDERR);
+        let cut = (cut..=stderr.len())
+            .find(|&i| stderr.is_char_boundary(i))
+            .unwrap_or(0);
+        let stderr = stderr[cut..].trim();
         if stderr.is_empty() {
-            EngineError::Trap(format!("{what}: {error:#}"))
+            EngineError::Trap(format!("{what}: {reason}"))
         } else {
-            EngineError::Trap(format!("{what}: {error:#}: {stderr}"))
+            EngineError::Trap(format!("{what}: {reason}: {stderr}"))
         }
     }
 }

@@ -18,14 +18,17 @@
 //!                 └─not streaming──► [next ─► fold]* ─► End ─► folded Message or error envelope
 //! ```
 
+use std::any::Any;
+use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
+use futures_util::FutureExt;
 use http::{Response, StatusCode};
 use tokio::sync::mpsc;
-use tracing::{Instrument, info, warn};
+use tracing::{Instrument, error, info, warn};
 
-use bridge_core::anthropic::events::ErrorKind;
+use bridge_core::anthropic::events::{ApiError, ErrorKind};
 use bridge_core::api::SseFolder;
 
 use super::body::ResponseBody;
@@ -37,6 +40,10 @@ const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
 
 /// Chunks buffered between the relay task and a slow client before the relay waits.
 const CHANNEL_DEPTH: usize = 64;
+
+/// Most SSE a non-streaming answer may fold before it is ended with an error (an endless
+/// upstream would otherwise grow the folded message until the process runs out of memory).
+const MAX_FOLDED_BYTES: usize = 64 << 20;
 
 /// How answers are relayed.
 #[derive(Debug, Clone, Copy)]
@@ -65,18 +72,61 @@ impl Relay {
             } => {
                 let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
                 let span = tracing::Span::current();
-                tokio::spawn(self.stream(source, tx).instrument(span));
+                let on_panic = tx.clone();
+                let relay = AssertUnwindSafe(self.stream(source, tx)).catch_unwind();
+                tokio::spawn(
+                    async move {
+                        if let Err(panic) = relay.await {
+                            error!(panic = panic_message(&*panic), "relaying a stream panicked");
+                            let api = ApiError::new(ErrorKind::Api, RELAY_FAILED);
+                            let last = format!("event: error\ndata: {}\n\n", api.envelope());
+                            let _ = on_panic.send(Bytes::from(last)).await;
+                        }
+                    }
+                    .instrument(span),
+                );
                 super::sse_response(rx)
             }
         }
     }
 
     /// Everything the source yields, folded into the message a non-streaming client gets.
-    async fn fold(self, mut source: Box<dyn EventSource>) -> Response<ResponseBody> {
+    async fn fold(self, source: Box<dyn EventSource>) -> Response<ResponseBody> {
+        match AssertUnwindSafe(self.fold_source(source))
+            .catch_unwind()
+            .await
+        {
+            Ok(response) => response,
+            Err(panic) => {
+                error!(
+                    panic = panic_message(&*panic),
+                    "relaying an answer panicked"
+                );
+                let api = ApiError::new(ErrorKind::Api, RELAY_FAILED);
+                json_response(StatusCode::INTERNAL_SERVER_ERROR, api.envelope())
+            }
+        }
+    }
+
+    async fn fold_source(self, mut source: Box<dyn EventSource>) -> Response<ResponseBody> {
         let mut folder = SseFolder::default();
+        let mut folded = 0usize;
         loop {
             match tokio::time::timeout(self.idle_timeout, source.next()).await {
-                Ok(Next::Sse(sse)) => folder.feed(sse.as_bytes()),
+                Ok(Next::Sse(sse)) => {
+                    folded += sse.len();
+                    if folded > MAX_FOLDED_BYTES {
+                        let message = format!(
+                            "the answer grew past {} MiB; ask for a stream (\"stream\": true) to \
+                             receive answers this large",
+                            MAX_FOLDED_BYTES >> 20
+                        );
+                        folder = SseFolder::default();
+                        folder.feed(source.fail(ErrorKind::Api, &message).as_bytes());
+                        break;
+                    }
+                    folder.feed(sse.as_bytes());
+                }
                 Ok(Next::End) => break,
                 Err(_) => {
                     folder.feed(
@@ -138,4 +188,17 @@ impl Relay {
             self.idle_timeout.as_secs()
         )
     }
+}
+
+/// What the client is told when relaying its answer failed in the bridge itself.
+const RELAY_FAILED: &str =
+    "the bridge failed while relaying this answer (a bug in the bridge; its log has the details)";
+
+/// A panic's message, for the log.
+fn panic_message(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
 }

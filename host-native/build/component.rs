@@ -1,0 +1,165 @@
+// Shared by `host-native/build.rs` and `tests/build.rs` (`include!`d): build the core's WASI
+// component with a nested cargo.
+//
+// The nested cargo uses its own target dir (`target/<dir>`): the outer cargo holds the lock on
+// `target/`, and sharing it would deadlock. It decides itself whether anything is stale (a
+// no-op build takes about a second); the calling script re-runs when the core, the component
+// crate or the WIT change.
+
+type BoxError = Box<dyn std::error::Error>;
+
+const TARGET: &str = "wasm32-wasip2";
+const ARTIFACT: &str = "bridge_core_component.wasm";
+
+/// How to build one variant of the component.
+struct ComponentBuild<'a> {
+    /// Cargo profile (`component` for the embedded core, `dev` for test variants).
+    profile: &'a str,
+    /// Features of `bridge-core-component`.
+    features: &'a [&'a str],
+    /// Directory under `target/`.
+    target_dir: &'a str,
+}
+
+impl ComponentBuild<'_> {
+    /// Builds the component; returns the path of the `.wasm`.
+    fn run(&self, workspace: &Path) -> Result<PathBuf, BoxError> {
+        for input in [
+            "core/src",
+            "core/Cargo.toml",
+            "core/component/src",
+            "core/component/Cargo.toml",
+            "wit",
+            "Cargo.toml",
+            "Cargo.lock",
+        ] {
+            println!(
+                "cargo::rerun-if-changed={}",
+                workspace.join(input).display()
+            );
+        }
+        let rustc = env::var_os("RUSTC").unwrap_or_else(|| OsString::from("rustc"));
+        ensure_target(&rustc)?;
+
+        let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
+        let target_dir = workspace.join("target").join(self.target_dir);
+        let mut command = Command::new(&cargo);
+        command
+            .current_dir(workspace)
+            .args([
+                "build",
+                "-p",
+                "bridge-core-component",
+                "--target",
+                TARGET,
+                "--profile",
+                self.profile,
+            ])
+            .arg("--target-dir")
+            .arg(&target_dir);
+        if !self.features.is_empty() {
+            command.arg("--features").arg(self.features.join(","));
+        }
+        scrub_env(&mut command);
+        let output = command
+            .output()
+            .map_err(|e| format!("cannot run {}: {e}", cargo.to_string_lossy()))?;
+        if !output.status.success() {
+            return Err(format!(
+                "building the WASI component failed ({}):\n{}{}\n\
+                 (run `cargo build -p bridge-core-component --target {TARGET} --profile {}` to see why)",
+                output.status,
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr),
+                self.profile,
+            )
+            .into());
+        }
+        let profile_dir = if self.profile == "dev" {
+            "debug"
+        } else {
+            self.profile
+        };
+        let built = target_dir.join(TARGET).join(profile_dir).join(ARTIFACT);
+        // Also re-run when the component is rebuilt or removed by hand.
+        println!("cargo::rerun-if-changed={}", built.display());
+        Ok(built)
+    }
+}
+
+/// The nested cargo must not inherit what the outer build set up for *its* target: flags
+/// meant for the host (`RUSTFLAGS`, `CARGO_ENCODED_RUSTFLAGS`, e.g. `-C target-cpu=native` or
+/// coverage instrumentation), wrappers (`clippy-driver`), the outer target dir and profile
+/// overrides, and the variables cargo sets for this build script. User configuration that is
+/// about the machine (registry, network, `CARGO_HOME`, the jobserver) is kept.
+fn scrub_env(command: &mut Command) {
+    const KEEP_PREFIXES: [&str; 7] = [
+        "CARGO_HOME",
+        "CARGO_NET_",
+        "CARGO_HTTP_",
+        "CARGO_REGISTRIES_",
+        "CARGO_REGISTRY_",
+        "CARGO_TERM_",
+        "CARGO_MAKEFLAGS",
+    ];
+    const REMOVE: [&str; 16] = [
+        "RUSTFLAGS",
+        "RUSTDOCFLAGS",
+        "RUSTC_WRAPPER",
+        "RUSTC_WORKSPACE_WRAPPER",
+        "RUSTC_LINKER",
+        "RUSTC_BOOTSTRAP",
+        "TARGET",
+        "HOST",
+        "OUT_DIR",
+        "NUM_JOBS",
+        "OPT_LEVEL",
+        "DEBUG",
+        "PROFILE",
+        "RUSTDOC",
+        "__CARGO_FIX_PLZ",
+        "__CARGO_DEFAULT_LIB_METADATA",
+    ];
+    for (name, _) in env::vars_os() {
+        let Some(name) = name.to_str() else { continue };
+        let cargo_var =
+            name.starts_with("CARGO_") && !KEEP_PREFIXES.iter().any(|p| name.starts_with(p));
+        if cargo_var || REMOVE.contains(&name) {
+            command.env_remove(name);
+        }
+    }
+}
+
+/// Installs the `wasm32-wasip2` standard library through rustup when the toolchain lacks it.
+fn ensure_target(rustc: &OsString) -> Result<(), BoxError> {
+    let sysroot = Command::new(rustc)
+        .args(["--print", "sysroot"])
+        .output()
+        .map_err(|e| format!("cannot run {}: {e}", rustc.to_string_lossy()))?;
+    let sysroot = PathBuf::from(String::from_utf8_lossy(&sysroot.stdout).trim());
+    if sysroot.join("lib").join("rustlib").join(TARGET).is_dir() {
+        return Ok(());
+    }
+    println!("cargo::warning=installing the {TARGET} target (rustup target add {TARGET})");
+    // Output captured: this script's stdout is read by cargo as instructions.
+    let output = Command::new("rustup")
+        .args(["target", "add", TARGET])
+        .output();
+    match output {
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => Err(format!(
+            "`rustup target add {TARGET}` failed ({}): {}\nThe WASI component of the core \
+             needs it. Install it by hand, or set CLAUDE_BRIDGE_COMPONENT_WASM to a prebuilt \
+             bridge_core_component.wasm",
+            output.status,
+            String::from_utf8_lossy(&output.stderr).trim(),
+        )
+        .into()),
+        Err(e) => Err(format!(
+            "the Rust target {TARGET} is not installed and rustup could not be run ({e}). \
+             Install the target for this toolchain (`rustup target add {TARGET}`), or set \
+             CLAUDE_BRIDGE_COMPONENT_WASM to a prebuilt bridge_core_component.wasm"
+        )
+        .into()),
+    }
+}
