@@ -245,6 +245,14 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,
+    /// Client connections served at once; more wait until one closes (lowered to what the
+    /// open-files limit can hold).
+    #[arg(long, env = "CLAUDE_BRIDGE_MAX_CONNECTIONS", default_value_t = 512)]
+    pub max_connections: usize,
+    /// Seconds a client may take to send a request's headers or the next piece of its body, and
+    /// that an idle keep-alive connection stays open.
+    #[arg(long, env = "CLAUDE_BRIDGE_CLIENT_TIMEOUT", default_value_t = 30)]
+    pub client_timeout: u64,
     /// Seconds to wait for a TCP/TLS connection to the upstream.
     #[arg(long, env = "CLAUDE_BRIDGE_CONNECT_TIMEOUT", default_value_t = 10)]
     pub connect_timeout: u64,
@@ -343,6 +351,18 @@ impl ServeArgs {
 
     /// The options the Chat request translator gets.
     #[must_use]
+    pub fn conn_limits(&self) -> crate::server::conn::ConnLimits {
+        let limits = crate::server::conn::ConnLimits {
+            max_connections: self.max_connections.max(1),
+            client_timeout: std::time::Duration::from_secs(self.client_timeout.max(1)),
+        };
+        match crate::server::conn::raise_fd_limit() {
+            Some(open_files) => limits.fitted_to(open_files),
+            None => limits,
+        }
+    }
+
+    /// The core's options for Chat Completions upstreams.
     pub fn convert_options(&self) -> bridge_core::api::ConvertOptions {
         bridge_core::api::ConvertOptions {
             model: self.model.clone(),

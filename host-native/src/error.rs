@@ -54,6 +54,12 @@ pub enum BridgeError {
     /// The body could not be read from the client.
     #[error("could not read the request body: {0}")]
     ClientBody(String),
+    /// The client stopped sending its body.
+    #[error("the request body stopped arriving: nothing came for {seconds} s (--client-timeout)")]
+    ClientStalled {
+        /// The limit.
+        seconds: u64,
+    },
     /// The upstream answered with an error status.
     #[error("{message}")]
     UpstreamStatus {
@@ -110,7 +116,7 @@ impl BridgeError {
             Self::Refused(_) => ErrorKind::InvalidRequest,
             Self::Unauthorized => ErrorKind::Authentication,
             Self::TooLarge { .. } => ErrorKind::RequestTooLarge,
-            Self::ClientBody(_) => ErrorKind::InvalidRequest,
+            Self::ClientBody(_) | Self::ClientStalled { .. } => ErrorKind::InvalidRequest,
             Self::UpstreamStatus { kind, .. } | Self::Host { kind, .. } => *kind,
             Self::UpstreamConnect { .. } | Self::Internal(_) => ErrorKind::Api,
             Self::UpstreamTimeout { .. } => ErrorKind::Timeout,
@@ -124,6 +130,7 @@ impl BridgeError {
             // Unreachable upstream: a gateway error, retried by Anthropic clients (≥ 500).
             Self::UpstreamConnect { .. } => 502,
             Self::Refused(refusal) => refusal.status().as_u16(),
+            Self::ClientStalled { .. } => 408,
             // A host that failed is a bad gateway, not the bridge's own 500.
             Self::Host {
                 kind: ErrorKind::Api,
@@ -148,6 +155,7 @@ impl BridgeError {
             | Self::Unauthorized
             | Self::TooLarge { .. }
             | Self::ClientBody(_)
+            | Self::ClientStalled { .. }
             | Self::Host {
                 kind: ErrorKind::InvalidRequest,
                 ..

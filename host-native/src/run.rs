@@ -97,6 +97,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         provider,
         client_key,
         max_body_bytes: args.max_body_bytes,
+        limits: args.conn_limits(),
         guard,
         relay: server::relay::Relay {
             ping_interval: Duration::from_secs(args.ping_interval.max(1)),

@@ -837,3 +837,109 @@ async fn runaway_upstreams_end_with_an_error_not_an_outage() {
     let c = ctx(&r, &upstream, &bridge);
     assert_eq!(r.json().unwrap()["content"][0]["text"], "Hello.", "{c}");
 }
+
+/// Reads from `socket` until it closes or `limit` passes; returns what was read and whether the
+/// server closed the connection.
+async fn read_until_closed(socket: &mut tokio::net::TcpStream, limit: Duration) -> (String, bool) {
+    use tokio::io::AsyncReadExt;
+    let mut out = Vec::new();
+    let mut buf = [0u8; 4096];
+    let deadline = tokio::time::Instant::now() + limit;
+    loop {
+        match tokio::time::timeout_at(deadline, socket.read(&mut buf)).await {
+            Err(_) => return (String::from_utf8_lossy(&out).into_owned(), false),
+            Ok(Ok(0) | Err(_)) => return (String::from_utf8_lossy(&out).into_owned(), true),
+            Ok(Ok(n)) => out.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Issue 16.3: slow clients are timed out and connections are capped. A client that never
+/// finishes its headers (slowloris), one whose body stops arriving, and an idle keep-alive
+/// connection are each closed (the body one answered 408) after `--client-timeout`; with
+/// `--max-connections 3`, a fourth connection waits until one of the three closes, then is
+/// served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn slow_clients_time_out_and_connections_are_capped() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let upstream = Upstream::always(text_stream(&["Hello."])).await.unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions::default().args(&[
+        "--client-timeout",
+        "1",
+        "--max-connections",
+        "3",
+    ]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-slow-clients", opts)
+        .await
+        .unwrap();
+    let addr = format!("127.0.0.1:{}", bridge.port());
+
+    // Slowloris: half a request line, then nothing.
+    let mut slow = TcpStream::connect(&addr).await.unwrap();
+    slow.write_all(b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let (_, closed) = read_until_closed(&mut slow, Duration::from_secs(5)).await;
+    assert!(
+        closed,
+        "a client that never finishes its headers is dropped"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+
+    // A body that stops after 2 of 1,000,000 bytes.
+    let mut stalled = TcpStream::connect(&addr).await.unwrap();
+    stalled
+        .write_all(
+            b"POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 1000000\r\n\r\n{\"",
+        )
+        .await
+        .unwrap();
+    let (answer, _) = read_until_closed(&mut stalled, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    assert!(answer.contains("--client-timeout"), "{answer}");
+
+    // An idle keep-alive connection after a complete exchange.
+    let mut idle = TcpStream::connect(&addr).await.unwrap();
+    idle.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        .await
+        .unwrap();
+    let (answer, closed) = read_until_closed(&mut idle, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(closed, "an idle keep-alive connection is closed");
+
+    // The cap: three connections hold every slot (unfinished heads: the header timer closes
+    // them after 1 s, long enough to see the fourth wait).
+    let mut held = Vec::new();
+    for _ in 0..3 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /health HTTP/1.1\r\n").await.unwrap();
+        held.push(s);
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut fourth = TcpStream::connect(&addr).await.unwrap();
+    fourth
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let (early, _) = read_until_closed(&mut fourth, Duration::from_millis(400)).await;
+    assert!(early.is_empty(), "served past the cap: {early}");
+    drop(held.pop());
+    let (answer, _) = read_until_closed(&mut fourth, Duration::from_secs(5)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    let log = bridge.log();
+    assert!(log.contains("connection cap reached"), "{log}");
+
+    // And it still serves.
+    drop(held);
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_eq!(r.status, 200, "{c}");
+}

@@ -24,7 +24,7 @@ use bridge_core::agui::events::encode_sse;
 use bridge_core::agui::input::RunAgentInput;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+
 use hyper::body::Incoming;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -56,6 +56,8 @@ pub struct AguiState {
     pub client_key: Option<String>,
     /// Largest accepted body.
     pub max_body_bytes: usize,
+    /// Connection cap and client timeouts.
+    pub limits: crate::server::conn::ConnLimits,
     /// `--allowed-origin`: browser origins allowed besides loopback ones (`*`: any).
     pub guard: crate::guard::Guard,
 }
@@ -149,7 +151,7 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
         .collect();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     let body = if method == Method::POST {
-        match read_body(req, state.max_body_bytes).await {
+        match read_body(req, state.max_body_bytes, state.limits.client_timeout).await {
             Ok(body) => body,
             Err(response) => return response,
         }
@@ -202,12 +204,28 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
     }
 }
 
-async fn read_body(req: Request<Incoming>, limit: usize) -> Result<Bytes, Response<ResponseBody>> {
-    match Limited::new(req.into_body(), limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e) => Err(error(
+async fn read_body(
+    req: Request<Incoming>,
+    limit: usize,
+    stall: std::time::Duration,
+) -> Result<Bytes, Response<ResponseBody>> {
+    use crate::server::conn::{BodyError, read_request_body};
+    match read_request_body(req.into_body(), limit, stall).await {
+        Ok(body) => Ok(body),
+        Err(BodyError::TooLarge) => Err(error(
             StatusCode::PAYLOAD_TOO_LARGE,
-            &format!("cannot read the body (at most {limit} bytes): {e}"),
+            &format!("the body is larger than {limit} bytes (--max-body-bytes)"),
+        )),
+        Err(BodyError::Stalled) => Err(error(
+            StatusCode::REQUEST_TIMEOUT,
+            &format!(
+                "the body stopped arriving: nothing came for {} s (--client-timeout)",
+                stall.as_secs()
+            ),
+        )),
+        Err(BodyError::Failed(e)) => Err(error(
+            StatusCode::BAD_REQUEST,
+            &format!("cannot read the body: {e}"),
         )),
     }
 }

@@ -82,6 +82,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         supervisor: Supervisor::new(config, Arc::new(Approvals::new(rules)), agent.max_sessions),
         client_key: args.client_key.clone().filter(|k| !k.is_empty()),
         max_body_bytes: args.max_body_bytes,
+        limits: args.conn_limits(),
         guard: crate::guard::Guard::new(
             &args.allowed_origin,
             args.client_key.as_deref().is_some_and(|k| !k.is_empty()),
@@ -102,6 +103,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         move |peer, req| http::handle(Arc::clone(&handler_state), peer, req),
         crate::run::shutdown_signal(),
         Duration::from_secs(5),
+        state.limits,
     )
     .await;
     state.supervisor.stop_all().await;

@@ -5,6 +5,7 @@
 //! `GET /health`, and CORS preflights. Every response carries a `request-id`.
 
 pub mod body;
+pub mod conn;
 mod error_response;
 pub(crate) mod messages;
 mod models;
@@ -17,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
-use http_body_util::{BodyExt, Limited};
+
 use hyper::body::Incoming;
 use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
@@ -41,6 +42,8 @@ pub struct AppState {
     pub client_key: Option<String>,
     /// Largest request body.
     pub max_body_bytes: usize,
+    /// Connection cap and client timeouts.
+    pub limits: conn::ConnLimits,
     /// How answers are relayed (pings, idle timeout).
     pub relay: relay::Relay,
     /// What browsers and rebinding pages may not send.
@@ -69,17 +72,20 @@ pub async fn serve(
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
 ) -> std::io::Result<()> {
+    let limits = state.limits;
     serve_with(
         listener,
         move |peer, req| handle(state.clone(), peer, req),
         shutdown,
         drain,
+        limits,
     )
     .await
 }
 
 /// Accept HTTP/1 connections for `handler` until `shutdown` resolves, then let in-flight
-/// requests finish (up to `drain` long). Every server of the bridge runs on this.
+/// requests finish (up to `drain` long). Every server of the bridge runs on this; `limits` caps
+/// the connections and times out slow clients ([`conn`]).
 ///
 /// # Errors
 /// Accepting failed irrecoverably.
@@ -88,6 +94,7 @@ pub async fn serve_with<H, F>(
     handler: H,
     shutdown: impl std::future::Future<Output = ()>,
     drain: Duration,
+    limits: conn::ConnLimits,
 ) -> std::io::Result<()>
 where
     H: Fn(SocketAddr, Request<Incoming>) -> F + Clone + Send + Sync + 'static,
@@ -95,12 +102,43 @@ where
 {
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
+    let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let mut accept_errors = conn::AcceptErrors::default();
+    let mut at_cap_since: Option<Instant> = None;
     loop {
+        // Back-pressure: at the cap, stop accepting until a connection closes.
+        let permit = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => permit,
+            Err(_) => {
+                if at_cap_since.is_none() {
+                    at_cap_since = Some(Instant::now());
+                    warn!(
+                        max_connections = limits.max_connections,
+                        "connection cap reached; new connections wait (--max-connections)"
+                    );
+                }
+                tokio::select! {
+                    permit = Arc::clone(&permits).acquire_owned() => match permit {
+                        Ok(permit) => permit,
+                        Err(_) => break,
+                    },
+                    () = &mut shutdown => break,
+                }
+            }
+        };
+        if let Some(since) = at_cap_since.take() {
+            info!(
+                ms = since.elapsed().as_millis() as u64,
+                "below the connection cap again"
+            );
+        }
         let (stream, peer) = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok(pair) => pair,
                 Err(e) => {
-                    warn!(error = %e, "accept failed");
+                    if let Some(suppressed) = accept_errors.report(Instant::now()) {
+                        warn!(error = %e, suppressed, "accept failed");
+                    }
                     tokio::time::sleep(Duration::from_millis(50)).await;
                     continue;
                 }
@@ -112,10 +150,14 @@ where
         let service = service_fn(move |req| handler(peer, req));
         let conn = hyper::server::conn::http1::Builder::new()
             .keep_alive(true)
+            .timer(hyper_util::rt::TokioTimer::new())
+            // Covers a request's headers and an idle keep-alive connection.
+            .header_read_timeout(limits.client_timeout)
             .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _ = conn.await;
+            drop(permit);
         });
     }
     // Refuse new connections at once while in-flight requests drain.
@@ -282,15 +324,14 @@ async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, Br
     {
         return Err(BridgeError::TooLarge { limit });
     }
-    match Limited::new(req.into_body(), limit).collect().await {
-        Ok(collected) => Ok(collected.to_bytes()),
-        Err(e)
-            if e.downcast_ref::<http_body_util::LengthLimitError>()
-                .is_some() =>
-        {
-            Err(BridgeError::TooLarge { limit })
-        }
-        Err(e) => Err(BridgeError::ClientBody(e.to_string())),
+    let stall = state.limits.client_timeout;
+    match conn::read_request_body(req.into_body(), limit, stall).await {
+        Ok(body) => Ok(body),
+        Err(conn::BodyError::TooLarge) => Err(BridgeError::TooLarge { limit }),
+        Err(conn::BodyError::Stalled) => Err(BridgeError::ClientStalled {
+            seconds: stall.as_secs(),
+        }),
+        Err(conn::BodyError::Failed(e)) => Err(BridgeError::ClientBody(e)),
     }
 }
 

@@ -1,0 +1,162 @@
+//! What a client connection may cost: how many may be open, how slowly a client may send.
+//!
+//! Every server of the bridge accepts through [`accept_loop`]:
+//!
+//! - at most [`ConnLimits::max_connections`] connections are served at once; at the cap the loop
+//!   stops accepting (the kernel's backlog holds newcomers) until one closes — back-pressure
+//!   instead of file-descriptor exhaustion;
+//! - a client must send a request's headers within [`ConnLimits::client_timeout`] of starting
+//!   it, and an idle keep-alive connection is closed after that long (hyper's header-read
+//!   timer covers both), so slowloris sockets do not pile up;
+//! - each piece of a request body must arrive within the same time ([`read_request_body`]),
+//!   or the request is answered 408;
+//! - the soft open-files limit is raised to the hard one at start ([`raise_fd_limit`]), and the
+//!   cap is lowered to what the limit can hold (each client may need an upstream socket too).
+//!
+//! ```
+//! use std::time::Duration;
+//! use claude_bridge::server::conn::ConnLimits;
+//! let limits = ConnLimits { max_connections: 512, client_timeout: Duration::from_secs(30) };
+//! assert_eq!(limits.fitted_to(4096).max_connections, 512);
+//! assert_eq!(limits.fitted_to(256).max_connections, 96);
+//! ```
+
+use std::time::{Duration, Instant};
+
+use bytes::{Bytes, BytesMut};
+use http_body_util::{BodyExt, Limited};
+use hyper::body::Incoming;
+
+/// Limits on client connections.
+#[derive(Debug, Clone, Copy)]
+pub struct ConnLimits {
+    /// Connections served at once.
+    pub max_connections: usize,
+    /// Longest wait for a request's headers, an idle keep-alive connection, or the next piece
+    /// of a request body.
+    pub client_timeout: Duration,
+}
+
+/// File descriptors kept for everything that is not a client or upstream socket (logs, the
+/// listener, DNS, the wasm cache, a Claude Code child's pipes).
+const RESERVED_FDS: u64 = 64;
+/// The smallest cap the descriptor limit can lower `--max-connections` to.
+const MIN_CONNECTIONS: usize = 4;
+
+impl ConnLimits {
+    /// The limits with the connection cap lowered to fit `open_files` descriptors: every client
+    /// connection may hold an upstream connection as well.
+    #[must_use]
+    pub fn fitted_to(self, open_files: u64) -> Self {
+        let fits =
+            usize::try_from(open_files.saturating_sub(RESERVED_FDS) / 2).unwrap_or(usize::MAX);
+        Self {
+            max_connections: self.max_connections.min(fits.max(MIN_CONNECTIONS)),
+            ..self
+        }
+    }
+}
+
+/// Raise the soft open-files limit to the hard limit; returns the soft limit now in force
+/// (`None` where the platform has no such limit).
+#[must_use]
+pub fn raise_fd_limit() -> Option<u64> {
+    rlimit::increase_nofile_limit(u64::MAX).ok()
+}
+
+/// Why a request body could not be read.
+#[derive(Debug)]
+pub enum BodyError {
+    /// Larger than the limit.
+    TooLarge,
+    /// The client sent nothing for the client timeout.
+    Stalled,
+    /// The connection failed.
+    Failed(String),
+}
+
+/// Read a request body of at most `limit` bytes, each piece arriving within `stall` of the one
+/// before (a client that stops mid-body is not waited for forever).
+///
+/// # Errors
+/// [`BodyError`].
+pub async fn read_request_body(
+    body: Incoming,
+    limit: usize,
+    stall: Duration,
+) -> Result<Bytes, BodyError> {
+    let mut body = Limited::new(body, limit);
+    let mut out = BytesMut::new();
+    loop {
+        match tokio::time::timeout(stall, body.frame()).await {
+            Err(_) => return Err(BodyError::Stalled),
+            Ok(None) => return Ok(out.freeze()),
+            Ok(Some(Ok(frame))) => {
+                if let Ok(data) = frame.into_data() {
+                    out.extend_from_slice(&data);
+                }
+            }
+            Ok(Some(Err(e)))
+                if e.downcast_ref::<http_body_util::LengthLimitError>()
+                    .is_some() =>
+            {
+                return Err(BodyError::TooLarge);
+            }
+            Ok(Some(Err(e))) => return Err(BodyError::Failed(e.to_string())),
+        }
+    }
+}
+
+/// Logs a repeated accept failure at most once per [`Self::EVERY`] (a full descriptor table
+/// fails every accept, many times a second).
+#[derive(Debug, Default)]
+pub(super) struct AcceptErrors {
+    last: Option<Instant>,
+    suppressed: u64,
+}
+
+impl AcceptErrors {
+    const EVERY: Duration = Duration::from_secs(10);
+
+    /// Whether to log this failure now, and how many were not logged since the last one.
+    pub(super) fn report(&mut self, now: Instant) -> Option<u64> {
+        match self.last {
+            Some(last) if now.duration_since(last) < Self::EVERY => {
+                self.suppressed += 1;
+                None
+            }
+            _ => {
+                self.last = Some(now);
+                Some(std::mem::take(&mut self.suppressed))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cap_fits_the_descriptor_limit() {
+        let limits = ConnLimits {
+            max_connections: 512,
+            client_timeout: Duration::from_secs(1),
+        };
+        assert_eq!(limits.fitted_to(1 << 20).max_connections, 512);
+        assert_eq!(limits.fitted_to(1024).max_connections, 480);
+        assert_eq!(limits.fitted_to(64).max_connections, MIN_CONNECTIONS);
+        assert_eq!(limits.fitted_to(0).max_connections, MIN_CONNECTIONS);
+    }
+
+    #[test]
+    fn repeated_accept_failures_are_logged_once_per_interval() {
+        let mut errors = AcceptErrors::default();
+        let t0 = Instant::now();
+        assert_eq!(errors.report(t0), Some(0));
+        for i in 1..=20 {
+            assert_eq!(errors.report(t0 + Duration::from_millis(50 * i)), None);
+        }
+        assert_eq!(errors.report(t0 + Duration::from_secs(11)), Some(20));
+    }
+}
