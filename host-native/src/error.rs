@@ -145,7 +145,9 @@ impl BridgeError {
     #[must_use]
     pub fn fault(&self) -> Fault {
         match self {
-            Self::Engine(EngineError::Trap(_)) | Self::Internal(_) => Fault::Bridge,
+            Self::Engine(EngineError::Trap(_) | EngineError::Busy(_)) | Self::Internal(_) => {
+                Fault::Bridge
+            }
             Self::Engine(EngineError::Request { kind, .. }) if *kind == ErrorKind::Api => {
                 Fault::Bridge
             }

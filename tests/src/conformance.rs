@@ -78,6 +78,7 @@ fn show_error(e: &EngineError) -> crate::Result<String> {
     match e {
         EngineError::Request { kind, message } => Ok(format!("error {}: {message}", kind.as_str())),
         EngineError::Trap(t) => Err(crate::err(format!("the engine trapped: {t}"))),
+        EngineError::Busy(b) => Err(crate::err(format!("the engine was busy: {b}"))),
     }
 }
 

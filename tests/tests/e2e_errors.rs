@@ -943,3 +943,66 @@ async fn slow_clients_time_out_and_connections_are_capped() {
     let c = ctx(&r, &upstream, &bridge);
     assert_eq!(r.status, 200, "{c}");
 }
+
+/// Issue 16.5: a plug-in that never returns is stopped at the per-call deadline (2 s): its
+/// stream ends with an `error` event that says so, other requests are served meanwhile, and
+/// SIGTERM still stops the bridge promptly.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_looping_plug_in_is_stopped_at_its_deadline() {
+    let upstream = Upstream::start(|r| {
+        if r.all_text().contains("fault loop") {
+            text_stream(&["Partial ", "claude-bridge-fault:loop"])
+        } else {
+            text_stream(&["Hello."])
+        }
+    })
+    .await
+    .unwrap();
+    let opts =
+        bridge_tests::bridge::BridgeOptions::default().args(&["--core", env!("FAULTY_COMPONENT")]);
+    let mut bridge = Bridge::start_with(&upstream.base_url(), "err-guest-loop", opts)
+        .await
+        .unwrap();
+    let base = bridge.base_url();
+    let started = Instant::now();
+    let looping: Vec<_> = (0..2)
+        .map(|_| {
+            let base = base.clone();
+            tokio::spawn(async move {
+                http::post_messages(&base, &request_saying("fault loop", true), T).await
+            })
+        })
+        .collect();
+    // Both server threads are in the looping guest now; a plain request still gets through.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let r = http::post_messages(&base, &request_saying("hi", false), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", r.text());
+    for task in looping {
+        let r = task.await.unwrap().unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        let error = sse::error_event(&events).unwrap_or_else(|| panic!("no error event\n{c}"));
+        let message = error["error"]["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("did not return within 2 s"),
+            "{message}\n{c}"
+        );
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(8),
+        "took {:?}",
+        started.elapsed()
+    );
+
+    let looping = tokio::spawn(async move {
+        http::post_messages(&base, &request_saying("fault loop", true), T).await
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    bridge.signal("TERM").unwrap();
+    let exited = bridge.wait_exit(Duration::from_secs(8)).await.unwrap();
+    assert!(exited.is_some(), "SIGTERM ignored while a guest loops");
+    drop(looping);
+}

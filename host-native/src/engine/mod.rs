@@ -149,6 +149,10 @@ pub enum EngineError {
     /// plug-in that does not implement the world. Always the bridge's fault (`api_error`).
     #[error("translation engine failed: {0}")]
     Trap(String),
+    /// Every engine instance is in use: overload, not a failure (`overloaded_error`, 529, with
+    /// `retry-after`).
+    #[error("the bridge is overloaded: {0}")]
+    Busy(String),
 }
 
 impl EngineError {
@@ -158,6 +162,7 @@ impl EngineError {
         match self {
             Self::Request { kind, .. } => *kind,
             Self::Trap(_) => ErrorKind::Api,
+            Self::Busy(_) => ErrorKind::Overloaded,
         }
     }
 }

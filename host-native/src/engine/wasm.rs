@@ -60,6 +60,12 @@ const TABLES_PER_COMPONENT: u32 = 2;
 /// Largest linear memory of one store: the request body (up to Anthropic's 32 MB limit), its
 /// parsed form and the converted body must fit.
 const MAX_MEMORY_BYTES: usize = 512 << 20;
+/// The epoch clock's tick: how often a running guest is checked against its deadline.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Longest one call into the core may run (in ticks: 2 s). Converting a 32 MB request takes a
+/// fraction of that; a guest still running after it (a looping plug-in) is interrupted, so it
+/// cannot hold a server thread (or SIGTERM) for longer.
+const CALL_DEADLINE_TICKS: u64 = 200;
 /// How much of the guest's stderr (its end) a trap report carries.
 const TRAP_REPORT_STDERR: usize = 2 << 10;
 /// Table bytes per slot kept resident between instances (the core's table is far smaller).
@@ -139,8 +145,14 @@ impl WasmEngine {
             output,
         };
         let mut store = Store::new(self.pre.engine(), state);
-        match self.pre.instantiate(&mut store) {
+        store.epoch_deadline_trap();
+        match self.pre.instantiate(arm(&mut store)) {
             Ok(bindings) => Ok(Instance { store, bindings }),
+            Err(e) if format!("{e:#}").contains("maximum concurrent") => {
+                Err(EngineError::Busy(format!(
+                    "all {MAX_INSTANCES} translation engine instances are in use; retry shortly"
+                )))
+            }
             Err(e) => Err(EngineError::Trap(format!(
                 "cannot instantiate {}: {e:#}",
                 self.label
@@ -167,21 +179,45 @@ fn shared_engine() -> Result<&'static wasmtime::Engine, EngineError> {
                 // does not pay: the core's 1 MiB stack sits at the bottom of its memory.)
                 .table_keep_resident(TABLE_KEEP_RESIDENT_BYTES);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-            wasmtime::Engine::new(&config).or_else(|pooled| {
+            let engine = wasmtime::Engine::new(&config).or_else(|pooled| {
                 // The pool reserves address space up front; where that is not allowed
                 // (a tight `ulimit -v`), allocate each instance on demand instead.
                 wasmtime::Engine::new(&base_config()).map_err(|e| {
                     format!("cannot create the wasmtime engine: {e:#} (with the pooling allocator: {pooled:#})")
                 })
-            })
+            })?;
+            start_epoch_clock(&engine)?;
+            Ok(engine)
         })
         .as_ref()
         .map_err(|e| EngineError::Trap(e.clone()))
 }
 
+/// The thread that advances the engine's epoch every [`EPOCH_TICK`], for call deadlines.
+fn start_epoch_clock(engine: &wasmtime::Engine) -> Result<(), String> {
+    let engine = engine.clone();
+    std::thread::Builder::new()
+        .name("wasm-epoch".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(EPOCH_TICK);
+                engine.increment_epoch();
+            }
+        })
+        .map(drop)
+        .map_err(|e| format!("cannot start the wasm epoch clock: {e}"))
+}
+
+/// `store`, with a fresh deadline for the call about to be made.
+fn arm(store: &mut Store<StoreState>) -> &mut Store<StoreState> {
+    store.set_epoch_deadline(CALL_DEADLINE_TICKS);
+    store
+}
+
 fn base_config() -> Config {
     let mut config = Config::new();
     config
+        .epoch_interruption(true)
         .strategy(Strategy::Cranelift)
         .cranelift_opt_level(OptLevel::Speed)
         .parallel_compilation(true);
@@ -353,6 +389,10 @@ impl Instance {
     fn trap(&self, what: &str, error: &wasmtime::Error) -> EngineError {
         tracing::debug!(error = format!("{error:?}"), "{what} trapped");
         let reason = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::Interrupt) => format!(
+                "the core did not return within {} s and was stopped (a looping plug-in?)",
+                CALL_DEADLINE_TICKS * EPOCH_TICK.as_millis() as u64 / 1000
+            ),
             Some(trap) => format!("wasm trap: {trap}"),
             None => format!("{error:#}"),
         };
@@ -408,7 +448,7 @@ impl Engine for WasmEngine {
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .call_convert_request(&mut instance.store, request, &options);
+            .call_convert_request(arm(&mut instance.store), request, &options);
         match result {
             Ok(Ok(c)) => Ok(converted(c)),
             Ok(Err(e)) => Err(core_error(e)),
@@ -426,7 +466,12 @@ impl Engine for WasmEngine {
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .call_prepare(&mut instance.store, dialect.as_str(), request, options_json);
+            .call_prepare(
+                arm(&mut instance.store),
+                dialect.as_str(),
+                request,
+                options_json,
+            );
         match result {
             Ok(Ok(c)) => Ok(converted(c)),
             Ok(Err(e)) => Err(core_error(e)),
@@ -439,7 +484,7 @@ impl Engine for WasmEngine {
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .call_count_tokens(&mut instance.store, request);
+            .call_count_tokens(arm(&mut instance.store), request);
         match result {
             Ok(Ok(n)) => Ok(n),
             Ok(Err(e)) => Err(core_error(e)),
@@ -454,7 +499,7 @@ impl Engine for WasmEngine {
             .bindings
             .fabstir_bridge_core_translate()
             .chat_stream()
-            .call_create(&mut instance.store, &options);
+            .call_create(arm(&mut instance.store), &options);
         match result {
             Ok(Ok(stream)) => Ok(Box::new(WasmSession { instance, stream })),
             Ok(Err(e)) => Err(core_error(e)),
@@ -472,7 +517,7 @@ impl Engine for WasmEngine {
         let result = instance
             .bindings
             .fabstir_bridge_core_raw_text()
-            .call_render_chatml(&mut instance.store, request, &options);
+            .call_render_chatml(arm(&mut instance.store), request, &options);
         match result {
             Ok(Ok(json)) => serde_json::from_str(&json).map_err(|e| {
                 EngineError::Trap(format!(
@@ -489,7 +534,7 @@ impl Engine for WasmEngine {
         let result = instance
             .bindings
             .fabstir_bridge_core_raw_text()
-            .call_fabstir_session_init(&mut instance.store, init_json);
+            .call_fabstir_session_init(arm(&mut instance.store), init_json);
         match result {
             Ok(Ok(plain)) => Ok(plain),
             Ok(Err(e)) => Err(core_error(e)),
@@ -507,7 +552,7 @@ impl Engine for WasmEngine {
             .bindings
             .fabstir_bridge_core_raw_text()
             .token_stream()
-            .call_create(&mut instance.store, &options);
+            .call_create(arm(&mut instance.store), &options);
         match result {
             Ok(Ok(stream)) => Ok(Box::new(WasmTokens { instance, stream })),
             Ok(Err(e)) => Err(core_error(e)),
@@ -529,7 +574,7 @@ impl TokenSession for WasmTokens {
             .bindings
             .fabstir_bridge_core_raw_text()
             .token_stream()
-            .call_feed(&mut instance.store, *stream, text);
+            .call_feed(arm(&mut instance.store), *stream, text);
         result.map_err(|e| instance.trap("token-stream.feed", &e))
     }
 
@@ -539,7 +584,7 @@ impl TokenSession for WasmTokens {
             .bindings
             .fabstir_bridge_core_raw_text()
             .token_stream()
-            .call_fail(&mut instance.store, *stream, kind.as_str(), message);
+            .call_fail(arm(&mut instance.store), *stream, kind.as_str(), message);
         result.map_err(|e| instance.trap("token-stream.fail", &e))
     }
 
@@ -550,7 +595,7 @@ impl TokenSession for WasmTokens {
             .bindings
             .fabstir_bridge_core_raw_text()
             .token_stream()
-            .call_finish(&mut instance.store, *stream, &end);
+            .call_finish(arm(&mut instance.store), *stream, &end);
         match result {
             Ok(Ok(f)) => Ok(Finished {
                 status: f.status,
@@ -576,7 +621,7 @@ impl StreamSession for WasmSession {
             .bindings
             .fabstir_bridge_core_translate()
             .chat_stream()
-            .call_feed(&mut instance.store, *stream, chunk);
+            .call_feed(arm(&mut instance.store), *stream, chunk);
         result.map_err(|e| instance.trap("chat-stream.feed", &e))
     }
 
@@ -586,7 +631,7 @@ impl StreamSession for WasmSession {
             .bindings
             .fabstir_bridge_core_translate()
             .chat_stream()
-            .call_fail(&mut instance.store, *stream, kind.as_str(), message);
+            .call_fail(arm(&mut instance.store), *stream, kind.as_str(), message);
         result.map_err(|e| instance.trap("chat-stream.fail", &e))
     }
 
@@ -596,7 +641,7 @@ impl StreamSession for WasmSession {
             .bindings
             .fabstir_bridge_core_translate()
             .chat_stream()
-            .call_finish(&mut instance.store, *stream);
+            .call_finish(arm(&mut instance.store), *stream);
         match result {
             Ok(f) => Ok(Finished {
                 status: f.status,
@@ -798,7 +843,7 @@ mod tests {
             let r = instance
                 .bindings
                 .fabstir_bridge_core_translate()
-                .call_count_tokens(&mut instance.store, REQUEST)
+                .call_count_tokens(arm(&mut instance.store), REQUEST)
                 .unwrap();
             assert!(r.is_ok());
         }
@@ -823,7 +868,7 @@ mod tests {
             let r = instance
                 .bindings
                 .fabstir_bridge_core_translate()
-                .call_convert_request(&mut instance.store, &big, &options_json)
+                .call_convert_request(arm(&mut instance.store), &big, &options_json)
                 .unwrap();
             assert!(r.is_ok());
         }

@@ -17,6 +17,9 @@ pub fn error_response(error: BridgeError, request_id: &str) -> Response<Response
     let status = error.status();
     let retry_after = match &error {
         BridgeError::UpstreamStatus { retry_after, .. } => retry_after.clone(),
+        BridgeError::Engine(crate::engine::EngineError::Busy(_)) => {
+            Some(HeaderValue::from_static("1"))
+        }
         _ => None,
     };
     let body = error_body(&ApiError::new(error.kind(), error.to_string()), request_id);

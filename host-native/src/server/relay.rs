@@ -157,8 +157,20 @@ impl Relay {
             let idle_left = self.idle_timeout.saturating_sub(last_output.elapsed());
             let ping_left = self.ping_interval.saturating_sub(last_sent.elapsed());
             let wait = idle_left.min(ping_left).max(Duration::from_millis(1));
-            // `next` is cancel-safe: a ping in between loses nothing.
-            let out = match tokio::time::timeout(wait, source.next()).await {
+            // `next` is cancel-safe: a ping in between loses nothing. A client that leaves is
+            // noticed at once (not at the next send), so the upstream request and the engine
+            // instance are freed at once.
+            let next = tokio::select! {
+                next = tokio::time::timeout(wait, source.next()) => next,
+                () = tx.closed() => {
+                    info!(
+                        ms = started.elapsed().as_millis() as u64,
+                        "client disconnected; upstream request cancelled"
+                    );
+                    return;
+                }
+            };
+            let out = match next {
                 Ok(Next::Sse(sse)) => {
                     last_output = Instant::now();
                     Bytes::from(sse)
