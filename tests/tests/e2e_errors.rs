@@ -1006,3 +1006,96 @@ async fn a_looping_plug_in_is_stopped_at_its_deadline() {
     assert!(exited.is_some(), "SIGTERM ignored while a guest loops");
     drop(looping);
 }
+
+/// Reads one HTTP/1.1 request (head and `content-length` body) from `socket`; `None` at EOF.
+async fn read_one_request(
+    socket: &mut tokio::net::TcpStream,
+    pending: &mut Vec<u8>,
+) -> Option<Vec<u8>> {
+    use tokio::io::AsyncReadExt;
+    let mut buf = [0u8; 8192];
+    loop {
+        if let Some(end) = pending.windows(4).position(|w| w == b"\r\n\r\n") {
+            let head = String::from_utf8_lossy(&pending[..end]).to_ascii_lowercase();
+            let length: usize = head
+                .lines()
+                .find_map(|l| l.strip_prefix("content-length:"))
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(0);
+            if pending.len() >= end + 4 + length {
+                let request: Vec<u8> = pending.drain(..end + 4 + length).collect();
+                return Some(request);
+            }
+        }
+        match socket.read(&mut buf).await {
+            Ok(0) | Err(_) => return None,
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Issue 16.7: the keep-alive race. This upstream answers the first request on each connection
+/// (keeping it alive) and closes the connection on the second without answering — what a server
+/// does when it drops an idle keep-alive connection just as the bridge reuses it. The bridge
+/// sends such a request once more on a fresh connection, so the client never sees the 502.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pooled_connection_the_upstream_closed_is_retried_on_a_fresh_one() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let answered = Arc::new(AtomicUsize::new(0));
+    let dropped = Arc::new(AtomicUsize::new(0));
+    let body: Vec<u8> = ChatStream::new()
+        .role()
+        .text("Hello.")
+        .finish("stop")
+        .sse_parts()
+        .concat();
+    let server = {
+        let (answered, dropped) = (Arc::clone(&answered), Arc::clone(&dropped));
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut socket, _)) = listener.accept().await else {
+                    return;
+                };
+                let (answered, dropped, body) =
+                    (Arc::clone(&answered), Arc::clone(&dropped), body.clone());
+                tokio::spawn(async move {
+                    let mut pending = Vec::new();
+                    if read_one_request(&mut socket, &mut pending).await.is_none() {
+                        return;
+                    }
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncontent-length: {}\r\nconnection: keep-alive\r\n\r\n",
+                        body.len()
+                    );
+                    let _ = socket.write_all(head.as_bytes()).await;
+                    let _ = socket.write_all(&body).await;
+                    answered.fetch_add(1, Ordering::SeqCst);
+                    if read_one_request(&mut socket, &mut pending).await.is_some() {
+                        dropped.fetch_add(1, Ordering::SeqCst);
+                    }
+                    // Dropping the socket closes it, unanswered.
+                });
+            }
+        })
+    };
+    let bridge = Bridge::start(&format!("http://{addr}/v1"), "err-stale-pool")
+        .await
+        .unwrap();
+    for i in 0..6 {
+        let r = http::post_messages(&bridge.base_url(), &request(false), T)
+            .await
+            .unwrap();
+        assert_eq!(r.status, 200, "request {i}: {}\n{}", r.text(), bridge.log());
+        assert_eq!(r.json().unwrap()["content"][0]["text"], "Hello.");
+    }
+    assert_eq!(answered.load(Ordering::SeqCst), 6);
+    assert!(
+        dropped.load(Ordering::SeqCst) >= 1,
+        "the bridge reused a pooled connection at least once"
+    );
+    server.abort();
+}

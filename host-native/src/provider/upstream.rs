@@ -25,6 +25,9 @@ type Connector = hyper_rustls::HttpsConnector<HttpConnector>;
 #[derive(Debug, Clone)]
 pub struct Upstream {
     client: Client<Connector, Full<Bytes>>,
+    /// The same connector without a pool: a request whose pooled connection turned out to be
+    /// closed is sent again on a fresh one.
+    fresh: Client<Connector, Full<Bytes>>,
     url: String,
     /// Sent with every request (e.g. the provider's key); marked sensitive.
     headers: HeaderMap,
@@ -91,9 +94,13 @@ impl Upstream {
         let client = Client::builder(TokioExecutor::new())
             .pool_idle_timeout(Duration::from_secs(90))
             .pool_max_idle_per_host(1024)
+            .build(connector.clone());
+        let fresh = Client::builder(TokioExecutor::new())
+            .pool_max_idle_per_host(0)
             .build(connector);
         let upstream = Self {
             client,
+            fresh,
             url,
             headers: HeaderMap::new(),
             first_byte_timeout,
@@ -158,35 +165,48 @@ impl Upstream {
             Some(q) => format!("{}?{q}", self.url),
             None => self.url.clone(),
         };
-        let mut request = Request::post(&url)
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::ACCEPT, "text/event-stream, application/json")
-            .body(Full::new(body))
-            .map_err(|e| BridgeError::Internal(e.to_string()))?;
-        let headers = request.headers_mut();
-        for (name, value) in extra {
-            headers.insert(name, value.clone());
-        }
-        for (name, value) in &self.headers {
-            headers.insert(name, value.clone());
-        }
-        let response =
-            match tokio::time::timeout(self.first_byte_timeout, self.client.request(request)).await
-            {
-                Err(_) => {
-                    return Err(BridgeError::UpstreamTimeout {
-                        url: self.url.clone(),
-                        seconds: self.first_byte_timeout.as_secs(),
-                    });
+        let request = || {
+            let mut request = Request::post(&url)
+                .header(http::header::CONTENT_TYPE, "application/json")
+                .header(http::header::ACCEPT, "text/event-stream, application/json")
+                .body(Full::new(body.clone()))
+                .map_err(|e| BridgeError::Internal(e.to_string()))?;
+            let headers = request.headers_mut();
+            for (name, value) in extra {
+                headers.insert(name, value.clone());
+            }
+            for (name, value) in &self.headers {
+                headers.insert(name, value.clone());
+            }
+            Ok::<_, BridgeError>(request)
+        };
+        let sent = async {
+            match self.client.request(request()?).await {
+                // A pooled keep-alive connection the upstream closed as the request went out:
+                // nothing was answered, so send it once more on a fresh connection.
+                Err(e) if closed_before_answer(&e) => {
+                    tracing::info!(error = %describe_client_error(&e), "pooled upstream connection was closed; retrying on a fresh one");
+                    Ok(self.fresh.request(request()?).await)
                 }
-                Ok(Err(e)) => {
-                    return Err(BridgeError::UpstreamConnect {
-                        url: self.url.clone(),
-                        reason: describe_client_error(&e),
-                    });
-                }
-                Ok(Ok(response)) => response,
-            };
+                other => Ok(other),
+            }
+        };
+        let response = match tokio::time::timeout(self.first_byte_timeout, sent).await {
+            Err(_) => {
+                return Err(BridgeError::UpstreamTimeout {
+                    url: self.url.clone(),
+                    seconds: self.first_byte_timeout.as_secs(),
+                });
+            }
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Err(e))) => {
+                return Err(BridgeError::UpstreamConnect {
+                    url: self.url.clone(),
+                    reason: describe_client_error(&e),
+                });
+            }
+            Ok(Ok(Ok(response))) => response,
+        };
         let status = response.status();
         if status.is_success() {
             return Ok(response);
@@ -238,6 +258,35 @@ pub fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientCon
     Ok(rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth())
+}
+
+/// Whether a request failed because its (pooled) connection was closed before any answer came:
+/// the keep-alive race, where the upstream closes an idle connection just as a request is sent
+/// on it. Connect failures are not this (a fresh connection would fail the same way).
+fn closed_before_answer(e: &hyper_util::client::legacy::Error) -> bool {
+    if e.is_connect() {
+        return false;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(inner) = source {
+        if let Some(hyper) = inner.downcast_ref::<hyper::Error>()
+            && (hyper.is_incomplete_message() || hyper.is_canceled())
+        {
+            return true;
+        }
+        if let Some(io) = inner.downcast_ref::<std::io::Error>()
+            && matches!(
+                io.kind(),
+                std::io::ErrorKind::ConnectionReset
+                    | std::io::ErrorKind::BrokenPipe
+                    | std::io::ErrorKind::UnexpectedEof
+            )
+        {
+            return true;
+        }
+        source = inner.source();
+    }
+    false
 }
 
 fn describe_client_error(e: &hyper_util::client::legacy::Error) -> String {
