@@ -20,6 +20,7 @@ pub mod guard;
 pub mod ids;
 pub mod launch;
 pub mod provider;
+pub mod redact;
 pub mod run;
 pub mod server;
 

@@ -71,7 +71,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            eprintln!("claude-bridge: {e}");
+            eprintln!("claude-bridge: {}", claude_bridge::redact::redact(&e));
             ExitCode::FAILURE
         }
     }

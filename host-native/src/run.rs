@@ -11,20 +11,42 @@ use crate::engine::{self, Dialect, Engine};
 use crate::provider::upstream::Upstream;
 use crate::server::{self, AppState};
 
-/// Set up logging (stderr). Secrets never reach it: keys are not logged anywhere.
+/// Set up logging (stderr). Secrets never reach it: the configured ones are registered with
+/// [`crate::redact`] first, and every line is written through its masking writer.
 pub fn init_tracing(args: &ServeArgs) {
+    register_secrets(args);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(&args.log))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(crate::redact::RedactingWriter)
         .with_ansi(ansi);
     let _ = match args.log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.try_init(),
     };
+}
+
+/// Register every secret the arguments carry with [`crate::redact`]: the upstream and client
+/// keys, the userinfo of `--base-url`, a Fabstir wallet key given in the environment.
+pub fn register_secrets(args: &ServeArgs) {
+    use crate::redact::register;
+    for key in [&args.api_key, &args.client_key].into_iter().flatten() {
+        register(key);
+    }
+    if let (_, Some((user, password))) = crate::redact::split_userinfo(&args.base_url) {
+        register(&password);
+        register(&crate::agui::http::percent_decode(&password));
+        if password.is_empty() {
+            register(&user);
+        }
+    }
+    if let Ok(key) = std::env::var("CLAUDE_BRIDGE_PRIVATE_KEY") {
+        register(&key);
+        register(key.trim_start_matches("0x"));
+    }
 }
 
 /// The engine the arguments ask for.

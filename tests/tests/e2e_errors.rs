@@ -1099,3 +1099,84 @@ async fn a_pooled_connection_the_upstream_closed_is_retried_on_a_fresh_one() {
     );
     server.abort();
 }
+
+/// Issue 16.10: configured secrets never reach a client or the log. An upstream 401 that quotes
+/// the key back reaches the client (and the log) masked; the password in
+/// `--base-url http://user:password@…` is sent as Basic auth and shown nowhere (`/health`, the
+/// start-up lines, errors).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn configured_secrets_never_reach_a_client_or_the_log() {
+    const KEY: &str = "sk-upstream-test";
+    let upstream = Upstream::always(ScriptedResponse::openai_error(
+        401,
+        &format!("Incorrect API key provided: {KEY}. You can find your API key at …"),
+        "invalid_request_error",
+        Some("invalid_api_key"),
+    ))
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "err-secret-echo")
+        .await
+        .unwrap();
+    for stream in [false, true] {
+        let r = http::post_messages(&bridge.base_url(), &request(stream), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        assert_eq!(r.status, 401, "{c}");
+        assert!(
+            !r.text().contains(KEY),
+            "the key reached the client: {}",
+            r.text()
+        );
+        assert!(
+            r.text().contains("Incorrect API key provided: [redacted]"),
+            "{c}"
+        );
+    }
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    assert!(!log.contains(KEY), "the key reached the log: {log}");
+
+    const PASSWORD: &str = "hunter2-secret";
+    let upstream = Upstream::always(text_stream(&["Hello."])).await.unwrap();
+    let base = upstream
+        .base_url()
+        .replacen("http://", &format!("http://alice:{PASSWORD}@"), 1);
+    let opts = bridge_tests::bridge::BridgeOptions {
+        api_key: None,
+        ..Default::default()
+    };
+    let bridge = Bridge::start_with(&base, "err-secret-userinfo", opts)
+        .await
+        .unwrap();
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_eq!(r.status, 200, "{c}");
+    let sent = upstream.model_requests()[0]
+        .header("authorization")
+        .unwrap_or_default()
+        .to_owned();
+    // base64("alice:hunter2-secret")
+    assert_eq!(sent, "Basic YWxpY2U6aHVudGVyMi1zZWNyZXQ=", "{c}");
+    let health = http::send(
+        "GET",
+        &format!("{}/health", bridge.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert!(!health.text().contains(PASSWORD), "{}", health.text());
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    assert!(
+        !log.contains(PASSWORD),
+        "the password reached the log: {log}"
+    );
+    assert!(
+        !log.contains("alice:"),
+        "the userinfo reached the log: {log}"
+    );
+}

@@ -81,7 +81,10 @@ impl Upstream {
         connect_timeout: Duration,
         first_byte_timeout: Duration,
     ) -> Result<Self, String> {
-        let url = join_url(base_url, endpoint)?;
+        // `http://user:password@host/v1`: the userinfo is Basic auth (unless a key is given),
+        // never part of the URL the bridge shows or logs.
+        let (base_url, userinfo) = crate::redact::split_userinfo(base_url);
+        let url = join_url(&base_url, endpoint)?;
         let mut http = HttpConnector::new();
         http.set_connect_timeout(Some(connect_timeout));
         http.set_nodelay(true);
@@ -105,11 +108,21 @@ impl Upstream {
             headers: HeaderMap::new(),
             first_byte_timeout,
         };
-        match api_key.filter(|k| !k.is_empty()) {
-            Some(key) => {
+        match (api_key.filter(|k| !k.is_empty()), userinfo) {
+            (Some(key), _) => {
                 upstream.with_header(http::header::AUTHORIZATION, &format!("Bearer {key}"))
             }
-            None => Ok(upstream),
+            (None, Some((user, password))) => {
+                use base64::Engine as _;
+                let decode = crate::agui::http::percent_decode;
+                let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
+                    "{}:{}",
+                    decode(&user),
+                    decode(&password)
+                ));
+                upstream.with_header(http::header::AUTHORIZATION, &format!("Basic {credentials}"))
+            }
+            (None, None) => Ok(upstream),
         }
     }
 
@@ -219,7 +232,7 @@ impl Upstream {
             Ok(collected) => collected.to_bytes(),
             Err(_) => Bytes::new(),
         };
-        let detail = upstream_error_message(&bytes);
+        let detail = crate::redact::redact(&upstream_error_message(&bytes)).into_owned();
         Err(BridgeError::UpstreamStatus {
             kind: ErrorKind::from_upstream_status(status.as_u16()),
             status: status.as_u16(),

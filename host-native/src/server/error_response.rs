@@ -22,7 +22,8 @@ pub fn error_response(error: BridgeError, request_id: &str) -> Response<Response
         }
         _ => None,
     };
-    let body = error_body(&ApiError::new(error.kind(), error.to_string()), request_id);
+    let message = crate::redact::redact(&error.to_string()).into_owned();
+    let body = error_body(&ApiError::new(error.kind(), message), request_id);
     let mut response = Response::new(full(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();

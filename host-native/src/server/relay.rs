@@ -138,7 +138,10 @@ impl Relay {
                 }
             }
         }
-        let finished = folder.finish();
+        let mut finished = folder.finish();
+        if finished.status != 200 {
+            finished.body = crate::redact::redact(&finished.body).into_owned();
+        }
         if finished.status != 200 {
             warn!(status = finished.status, body = %finished.body, "answer folded into an error");
         }
@@ -173,7 +176,12 @@ impl Relay {
             let out = match next {
                 Ok(Next::Sse(sse)) => {
                     last_output = Instant::now();
-                    Bytes::from(sse)
+                    // An upstream's error may quote a key back.
+                    if sse.contains("event: error") {
+                        Bytes::from(crate::redact::redact(&sse).into_owned())
+                    } else {
+                        Bytes::from(sse)
+                    }
                 }
                 Ok(Next::End) => return,
                 Err(_) if last_output.elapsed() >= self.idle_timeout => {
