@@ -16,7 +16,7 @@ use bridge_core::fabstir::model_id::ModelId;
 use bridge_core::fabstir::scoring::{self, Candidate, Selection};
 use k256::PublicKey;
 use tokio::sync::Mutex;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 use super::chain::{Chain, ChainError, HostOffer, Payment, saturating_u128};
 use super::crypto::Randomness;
@@ -214,6 +214,15 @@ impl ChainJobs {
             created_at: unix_now(),
             ..JobEntry::default()
         };
+        // Never pay for a job the ledger could not record.
+        if let Err(e) = self.ledger.lock().await.check_writable() {
+            error!(error = %e, "not paying for a job: the ledger cannot be written");
+            return Err(ApiError::new(
+                ErrorKind::Api,
+                format!("{e}: the bridge does not pay for a job it cannot record"),
+            )
+            .into());
+        }
         let created = match self
             .chain
             .create_job(
@@ -234,7 +243,7 @@ impl ChainJobs {
                     ..entry
                 };
                 if let Err(e) = self.ledger.lock().await.add_pending(pending) {
-                    warn!(error = %e, %tx, "cannot record the pending job in the ledger");
+                    error!(error = %e, %tx, "PERHAPS-PAID JOB NOT RECORDED in the ledger");
                 }
                 let error = ChainError::Unconfirmed { tx, message };
                 return Err(NoJob {
@@ -256,8 +265,8 @@ impl ChainJobs {
             ..entry
         };
         if let Err(e) = self.ledger.lock().await.add(entry) {
-            // The job is paid either way; losing the record must be loud.
-            warn!(error = %e, job_id = created.job_id, "cannot record the new job in the ledger");
+            // The job is paid either way (it is used); losing the record must be loud.
+            error!(error = %e, job_id = created.job_id, tx = %created.tx_hash, "PAID JOB NOT RECORDED in the ledger: the spending cap will not count it after a restart");
         }
         Ok(Target {
             host_url: offer.api_url.clone(),

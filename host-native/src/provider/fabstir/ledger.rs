@@ -72,6 +72,9 @@ pub struct JobEntry {
     /// What the job cost (deposit minus refund), once the chain says so (base units).
     #[serde(default, skip_serializing_if = "Option::is_none", with = "decimal_opt")]
     pub charged: Option<u128>,
+    /// Fields this version does not know (written by a newer bridge): kept as they are.
+    #[serde(flatten)]
+    pub other: serde_json::Map<String, serde_json::Value>,
 }
 
 impl JobEntry {
@@ -101,10 +104,16 @@ impl JobEntry {
     }
 }
 
+/// The file format this bridge reads and writes.
+const VERSION: u32 = 1;
+
 #[derive(Debug, Default, Serialize, Deserialize)]
 struct File {
     version: u32,
     jobs: Vec<JobEntry>,
+    /// Fields this version does not know: kept as they are.
+    #[serde(flatten)]
+    other: serde_json::Map<String, serde_json::Value>,
 }
 
 /// The ledger file and its contents.
@@ -147,22 +156,45 @@ impl Ledger {
             path: path.display().to_string(),
             message,
         };
-        let jobs = match std::fs::read(path) {
-            Ok(bytes) => {
-                let file: File = serde_json::from_slice(&bytes).map_err(|e| {
-                    error(format!(
-                        "not a ledger ({e}); move it away to start a new one"
-                    ))
-                })?;
-                file.jobs
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(error(e.to_string())),
-        };
+        let file = Self::read(path).map_err(error)?;
         Ok(Self {
             path: path.to_path_buf(),
-            jobs,
+            jobs: file.jobs,
         })
+    }
+
+    /// The file's contents (a missing file is an empty ledger); a version other than
+    /// [`VERSION`] is refused, never read as this one and rewritten.
+    fn read(path: &Path) -> Result<File, String> {
+        match std::fs::read(path) {
+            Ok(bytes) => {
+                let file: File = serde_json::from_slice(&bytes)
+                    .map_err(|e| format!("not a ledger ({e}); move it away to start a new one"))?;
+                if file.version != VERSION {
+                    return Err(format!(
+                        "ledger version {} is not one this bridge reads (it reads version \
+                         {VERSION}); use the claude-bridge that wrote it, or move the file away \
+                         to start a new one",
+                        file.version
+                    ));
+                }
+                Ok(file)
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(File {
+                version: VERSION,
+                ..File::default()
+            }),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+
+    /// Check that the ledger can be written (its directory created, its lock taken, the file
+    /// replaced): the bridge does not pay for a job it could not record.
+    ///
+    /// # Errors
+    /// It cannot.
+    pub fn check_writable(&mut self) -> Result<(), LedgerError> {
+        self.update(|_| {})
     }
 
     /// The file.
@@ -322,12 +354,9 @@ impl Ledger {
             .map_err(|e| self.error(e))?;
         lock.lock()
             .map_err(|e| self.error(format!("cannot lock: {e}")))?;
-        let mut jobs = Self::open(&self.path)?.jobs;
-        change(&mut jobs);
-        let file = File {
-            version: 1,
-            jobs: jobs.clone(),
-        };
+        let mut file = Self::read(&self.path).map_err(|e| self.error(e))?;
+        change(&mut file.jobs);
+        let jobs = file.jobs.clone();
         let mut text = serde_json::to_string_pretty(&file).map_err(|e| self.error(e))?;
         text.push('\n');
         let mut tmp = self.path.clone().into_os_string();
@@ -388,6 +417,53 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("cb-ledger-{}-{name}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir.join("nested").join("ledger.json")
+    }
+
+    #[test]
+    fn another_version_is_refused_and_left_alone() {
+        let path = temp("version");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let v99 = r#"{"version": 99, "jobs": [], "wallets": {"a": 1}}"#;
+        std::fs::write(&path, v99).unwrap();
+        let e = Ledger::open(&path).unwrap_err().to_string();
+        assert!(
+            e.contains("ledger version 99") && e.contains("version 1"),
+            "{e}"
+        );
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), v99);
+    }
+
+    #[test]
+    fn fields_it_does_not_know_are_kept() {
+        let path = temp("unknown");
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(
+            &path,
+            r#"{"version": 1, "note": "kept", "jobs": [{"chain_id": 1, "job_id": 2, "host": "", "host_url": "", "model": "", "payment": "eth", "deposit": "10", "price_per_token": "1", "tx": "", "created_at": 0, "prompts": 0, "tokens_used": 0, "status": "open", "receipt": {"block": 7}}]}"#,
+        )
+        .unwrap();
+        let mut ledger = Ledger::open(&path).unwrap();
+        ledger.add_tokens(1, 2, 5).unwrap();
+        let written: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        assert_eq!(written["note"], "kept");
+        assert_eq!(written["jobs"][0]["receipt"]["block"], 7);
+        assert_eq!(written["jobs"][0]["tokens_used"], 5);
+    }
+
+    #[test]
+    fn an_unwritable_location_is_found_before_paying() {
+        let path = temp("unwritable");
+        // Readable (there is no ledger yet), but its lock cannot be created: a directory is in
+        // the way.
+        let mut lock = path.clone().into_os_string();
+        lock.push(".lock");
+        std::fs::create_dir_all(&lock).unwrap();
+        let mut ledger = Ledger::open(&path).unwrap();
+        assert!(ledger.check_writable().is_err());
+        std::fs::remove_dir(&lock).unwrap();
+        ledger.check_writable().unwrap();
+        assert!(path.exists(), "the check writes the (empty) ledger");
     }
 
     #[test]

@@ -88,6 +88,9 @@ pub async fn backend(
             .map_err(|e| e.to_string())?;
         let ledger_path = args.ledger.clone().unwrap_or_else(Ledger::default_path);
         let mut ledger = Ledger::open(&ledger_path).map_err(|e| e.to_string())?;
+        ledger.check_writable().map_err(|e| {
+            format!("{e}: the bridge does not pay for jobs it cannot record (choose another file with --ledger)")
+        })?;
         reconcile(&chain, &mut ledger).await;
         let limits = limits(args, payment, &ledger, chain.config().chain_id)?;
         info!(
