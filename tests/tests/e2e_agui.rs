@@ -98,6 +98,11 @@ struct World {
 }
 
 async fn world(name: &str) -> World {
+    world_with(name, &[]).await
+}
+
+/// A world whose bridge gets `extra` arguments too.
+async fn world_with(name: &str, extra: &[&str]) -> World {
     let upstream = upstream().await;
     let cwd = TempDir::new("agui-cwd").unwrap();
     let home = TempDir::new("agui-home").unwrap();
@@ -128,7 +133,8 @@ async fn world(name: &str) -> World {
         cwd.path().to_str().unwrap(),
         "--upstream",
         "self",
-    ]);
+    ])
+    .args(extra);
     let bridge = Bridge::start_with(&upstream.base_url(), name, opts)
         .await
         .unwrap();
@@ -349,13 +355,49 @@ async fn a_denied_call_is_reported_and_does_not_run() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn agent_stop_interrupts_a_long_run() {
-    let world = world("agui-stop").await;
-    let seen = client(
-        &world,
-        json!({"threadId": "thread-long", "prompt": "SCENARIO:long talk a lot", "stopAfterFirstText": true}),
-    )
-    .await;
+    // Issue 16.4: with --max-sessions 1 and that session busy, a run for another thread is
+    // refused (429, retry-after), not given a seventh Claude Code process.
+    let world = world_with("agui-stop", &["--max-sessions", "1"]).await;
+    let base = world.bridge.base_url();
+    let refused = async {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let sessions = list_sessions(&base).await;
+            if sessions["sessions"][0]["status"]["state"] == "running" {
+                break;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "never running: {sessions}"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let r = post(
+            &format!("{base}/agent/default/run"),
+            &run_input("thread-other", "run-other", "SCENARIO:text hi"),
+        )
+        .await;
+        let pids = list_sessions(&base).await["sessions"]
+            .as_array()
+            .map_or(0, Vec::len);
+        (r, pids)
+    };
+    let (seen, (refused, sessions)) = tokio::join!(
+        client(
+            &world,
+            json!({"threadId": "thread-long", "prompt": "SCENARIO:long talk a lot", "stopAfterFirstText": true}),
+        ),
+        refused
+    );
     let ctx = context(&world, &seen);
+    assert_eq!(refused.status, 429, "{}\n{ctx}", refused.text());
+    assert_eq!(refused.header("retry-after"), Some("5"), "{ctx}");
+    assert!(
+        refused.text().contains("--max-sessions"),
+        "{}",
+        refused.text()
+    );
+    assert_eq!(sessions, 1, "no second session was started\n{ctx}");
     verified(&seen, &ctx);
     assert_eq!(seen.out["stops"][0]["status"], 200, "{ctx}");
     let types = seen.types(0);

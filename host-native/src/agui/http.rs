@@ -324,7 +324,17 @@ async fn single_endpoint(state: &AguiState, body: &[u8]) -> Response<ResponseBod
 
 /// Start a run and stream its events.
 async fn run(state: &AguiState, input: RunAgentInput) -> Response<ResponseBody> {
-    let (session, evicted) = state.supervisor.session(&input.thread_id);
+    let (session, evicted) = match state.supervisor.session(&input.thread_id) {
+        Ok(found) => found,
+        Err(busy) => {
+            let mut response = error(StatusCode::TOO_MANY_REQUESTS, &busy.to_string());
+            response.headers_mut().insert(
+                http::header::RETRY_AFTER,
+                http::HeaderValue::from_static("5"),
+            );
+            return response;
+        }
+    };
     for old in evicted {
         tokio::spawn(async move { old.stop().await });
     }

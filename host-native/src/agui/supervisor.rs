@@ -37,6 +37,16 @@ pub struct Supervisor {
     evicted: Mutex<std::collections::HashMap<String, String>>,
 }
 
+/// Every session is busy and `--max-sessions` allows no more.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error(
+    "all {max_sessions} sessions are busy (running or waiting for their client) and --max-sessions allows no more; retry when one finishes"
+)]
+pub struct AllBusy {
+    /// The limit.
+    pub max_sessions: usize,
+}
+
 impl Supervisor {
     /// No sessions yet.
     #[must_use]
@@ -65,7 +75,11 @@ impl Supervisor {
 
     /// The thread's session, created if needed, now the active one. Returns sessions evicted to
     /// make room (the caller stops them).
-    pub fn session(&self, thread_id: &str) -> (Session, Vec<Session>) {
+    ///
+    /// # Errors
+    /// [`AllBusy`] when the thread has no session, `--max-sessions` are open and every one of
+    /// them is running or waiting for its client (none can be evicted): no process is started.
+    pub fn session(&self, thread_id: &str) -> Result<(Session, Vec<Session>), AllBusy> {
         let start = |resume: Option<String>| {
             Session::start(
                 thread_id,
@@ -74,21 +88,26 @@ impl Supervisor {
                 resume,
             )
         };
-        let Ok(mut sessions) = self.sessions.lock() else {
-            return (start(None), Vec::new());
-        };
+        let mut sessions = self
+            .sessions
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(i) = sessions.iter().position(|s| s.thread_id == thread_id) {
             let session = sessions.remove(i);
             sessions.push(session.clone());
-            return (session, Vec::new());
+            return Ok((session, Vec::new()));
+        }
+        let idle = |s: &Session| s.status() != Status::Running && !s.waits_for_client();
+        let evictable = sessions.iter().filter(|s| idle(s)).count();
+        if sessions.len() + 1 > self.max_sessions + evictable {
+            return Err(AllBusy {
+                max_sessions: self.max_sessions,
+            });
         }
         let mut evicted = Vec::new();
         while sessions.len() >= self.max_sessions {
             // Never a session that is streaming or waiting for the client's tool result.
-            let Some(i) = sessions
-                .iter()
-                .position(|s| s.status() != Status::Running && !s.waits_for_client())
-            else {
+            let Some(i) = sessions.iter().position(idle) else {
                 break;
             };
             let old = sessions.remove(i);
@@ -104,7 +123,7 @@ impl Supervisor {
             .and_then(|mut e| e.remove(thread_id));
         let session = start(resume);
         sessions.push(session.clone());
-        (session, evicted)
+        Ok((session, evicted))
     }
 
     /// Every session, least recently used first.
