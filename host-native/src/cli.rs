@@ -262,6 +262,10 @@ pub struct ServeArgs {
     /// Seconds an upstream stream may stay silent before the response ends with a timeout error.
     #[arg(long, env = "CLAUDE_BRIDGE_IDLE_TIMEOUT", default_value_t = 300)]
     pub idle_timeout: u64,
+    /// Seconds an answer may take in all before it ends with a timeout error (an upstream that
+    /// trickles forever); 0 = no limit.
+    #[arg(long, env = "CLAUDE_BRIDGE_STREAM_TIMEOUT", default_value_t = 0)]
+    pub stream_timeout: u64,
     /// Seconds of upstream silence after which a `ping` event is sent to the client.
     #[arg(long, env = "CLAUDE_BRIDGE_PING_INTERVAL", default_value_t = 10)]
     pub ping_interval: u64,

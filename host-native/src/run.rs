@@ -124,6 +124,8 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         relay: server::relay::Relay {
             ping_interval: Duration::from_secs(args.ping_interval.max(1)),
             idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
+            stream_timeout: (args.stream_timeout > 0)
+                .then(|| Duration::from_secs(args.stream_timeout)),
         },
     }))
 }

@@ -1180,3 +1180,47 @@ async fn configured_secrets_never_reach_a_client_or_the_log() {
         "the userinfo reached the log: {log}"
     );
 }
+
+/// Issue 16.6: `--stream-timeout` bounds a whole answer: an upstream that trickles text forever
+/// (never silent long enough for the idle timeout) is ended with a `timeout_error` event naming
+/// the flag (streaming), or a 504 envelope (non-streaming).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stream_timeout_bounds_a_trickling_answer() {
+    let mut trickle = ChatStream::new().role();
+    for i in 0..100 {
+        trickle = trickle.text(&format!("part{i} "));
+    }
+    let script = trickle
+        .delay(Duration::from_millis(100))
+        .finish("stop")
+        .build();
+    let upstream = Upstream::always(script).await.unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions::default().args(&["--stream-timeout", "1"]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-stream-timeout", opts)
+        .await
+        .unwrap();
+    let started = Instant::now();
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert!(started.elapsed() < Duration::from_secs(4), "{c}");
+    let events = sse::parse(&r.body);
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    let error = sse::error_event(&events).unwrap_or_else(|| panic!("no error event\n{c}"));
+    assert_eq!(error["error"]["type"], "timeout_error", "{c}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("--stream-timeout"),
+        "{c}"
+    );
+    assert!(r.text().contains("part0"), "{c}");
+
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_envelope(&r, &[504], "timeout_error", &c);
+}

@@ -52,6 +52,8 @@ pub struct Relay {
     pub ping_interval: Duration,
     /// Silence (nothing for the client) before the answer is ended with a `timeout_error`.
     pub idle_timeout: Duration,
+    /// Longest an answer may take in all (`--stream-timeout`), if limited.
+    pub stream_timeout: Option<Duration>,
 }
 
 impl Relay {
@@ -111,8 +113,18 @@ impl Relay {
     async fn fold_source(self, mut source: Box<dyn EventSource>) -> Response<ResponseBody> {
         let mut folder = SseFolder::default();
         let mut folded = 0usize;
+        let started = Instant::now();
         loop {
-            match tokio::time::timeout(self.idle_timeout, source.next()).await {
+            if self.out_of_time(started) {
+                folder.feed(
+                    source
+                        .fail(ErrorKind::Timeout, &self.stream_timeout_message())
+                        .as_bytes(),
+                );
+                break;
+            }
+            let wait = self.idle_timeout.min(self.time_left(started));
+            match tokio::time::timeout(wait, source.next()).await {
                 Ok(Next::Sse(sse)) => {
                     folded += sse.len();
                     if folded > MAX_FOLDED_BYTES {
@@ -128,6 +140,7 @@ impl Relay {
                     folder.feed(sse.as_bytes());
                 }
                 Ok(Next::End) => break,
+                Err(_) if self.out_of_time(started) => {}
                 Err(_) => {
                     folder.feed(
                         source
@@ -157,9 +170,17 @@ impl Relay {
         let mut last_output = Instant::now();
         let mut last_sent = Instant::now();
         loop {
+            if self.out_of_time(started) {
+                let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
+                let _ = tx.send(Bytes::from(last)).await;
+                return;
+            }
             let idle_left = self.idle_timeout.saturating_sub(last_output.elapsed());
             let ping_left = self.ping_interval.saturating_sub(last_sent.elapsed());
-            let wait = idle_left.min(ping_left).max(Duration::from_millis(1));
+            let wait = idle_left
+                .min(ping_left)
+                .min(self.time_left(started))
+                .max(Duration::from_millis(1));
             // `next` is cancel-safe: a ping in between loses nothing. A client that leaves is
             // noticed at once (not at the next send), so the upstream request and the engine
             // instance are freed at once.
@@ -184,6 +205,7 @@ impl Relay {
                     }
                 }
                 Ok(Next::End) => return,
+                Err(_) if self.out_of_time(started) => continue,
                 Err(_) if last_output.elapsed() >= self.idle_timeout => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     let _ = tx.send(Bytes::from(last)).await;
@@ -200,6 +222,27 @@ impl Relay {
                 return;
             }
         }
+    }
+
+    /// Whether the answer has run past `--stream-timeout`.
+    fn out_of_time(self, started: Instant) -> bool {
+        self.stream_timeout
+            .is_some_and(|limit| started.elapsed() >= limit)
+    }
+
+    /// Time left before `--stream-timeout` (a long time when there is none).
+    fn time_left(self, started: Instant) -> Duration {
+        self.stream_timeout
+            .map_or(Duration::from_secs(86_400), |limit| {
+                limit.saturating_sub(started.elapsed())
+            })
+    }
+
+    fn stream_timeout_message(self) -> String {
+        format!(
+            "the answer took longer than {} s in all (--stream-timeout)",
+            self.stream_timeout.unwrap_or_default().as_secs()
+        )
     }
 
     fn idle_message(self) -> String {
