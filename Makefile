@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build run run-agui fabstir-world js test test-rust test-js bench lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build run run-agui fabstir-world js test test-rust test-js bench fuzz lint fmt purity doc clean
 
 all: build
 
@@ -68,6 +68,11 @@ test-js: js
 ## stream, the npm .wasm size. Results: tests/bench/results/. BENCH_MB=… sets the stream size.
 bench: js
 	@scripts/bench.sh
+
+## Fuzzing (nightly, cargo-fuzz): every target in core/src/fuzz.rs for FUZZ_SECONDS (default 60)
+## each, seeded with the golden fixtures. `make test` runs the same targets on stable, briefly.
+fuzz:
+	@scripts/fuzz.sh
 
 ## fmt check + clippy -D warnings, natively and for both wasm targets.
 lint: setup-rust

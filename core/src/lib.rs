@@ -23,6 +23,7 @@ pub mod api;
 pub mod chatml;
 pub mod error;
 pub mod fabstir;
+pub mod fuzz;
 pub mod hex;
 pub mod ids;
 pub mod openai;
