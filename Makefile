@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build run run-agui fabstir-world js test test-rust test-js bench fuzz lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build run run-agui fabstir-world js test test-rust test-js bench soak fuzz lint fmt purity doc clean
 
 all: build
 
@@ -68,6 +68,13 @@ test-js: js
 ## stream, the npm .wasm size. Results: tests/bench/results/. BENCH_MB=… sets the stream size.
 bench: js
 	@scripts/bench.sh
+
+## Soak (not in CI): SOAK_STREAMS concurrent streams (200) for SOAK_MINUTES (5) against the release
+## bridge and a scripted upstream; RSS sampled, errors counted; tests/bench/results/soak-*.json.
+soak:
+	$(CARGO) build --release -q -p claude-bridge
+	$(CARGO) build --release -q -p bridge-tests --bin soak
+	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge $(TARGET_DIR)/release/soak $${SOAK_STREAMS:-200} $${SOAK_MINUTES:-5}
 
 ## Fuzzing (nightly, cargo-fuzz): every target in core/src/fuzz.rs for FUZZ_SECONDS (default 60)
 ## each, seeded with the golden fixtures. `make test` runs the same targets on stable, briefly.
