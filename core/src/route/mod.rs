@@ -1,7 +1,7 @@
 //! The router: which provider and upstream model serve a request, and which to try next.
 //!
 //! Pure and total: [`route`] takes the `[router]` configuration ([`RouterConfig`]) and the facts
-//! of one request ([`Features`], read by [`features`]) and always returns a [`Route`] with a
+//! of one request ([`Features`], read by [`features()`]) and always returns a [`Route`] with a
 //! primary [`Target`]. The order (DESIGN §5): `[[router.rules]]` (a glob on the client's model
 //! name; the first match wins), `long_context` (estimated input tokens above
 //! `long_context_threshold`), `background` (a `haiku` model), `think` (`thinking.type`
@@ -11,9 +11,9 @@
 //!
 //! - [`target`]: `"provider,model"` targets.
 //! - [`config`]: the `[router]` table and its validation against the providers there are.
-//! - [`features`]: what the router reads in a request.
+//! - [`mod@features`]: what the router reads in a request.
 //! - [`glob`]: `*` / `?` patterns on model names.
-//! - [`decide`]: the decision.
+//! - [`decide`]: the decision ([`route`]).
 //!
 //! ```
 //! use bridge_core::route::{features_from_bytes, route, RouterConfig};
