@@ -39,6 +39,7 @@ pub use crate::anthropic::events::{ErrorKind, StreamEvent};
 pub use crate::anthropic::stream::{Validator, Violation};
 pub use crate::chatml::render::{ChatmlOptions, ChatmlPrompt, PromptImage, ToolFormat};
 pub use crate::chatml::tool_calls::ToolHint;
+pub use crate::route::{Route, RouterConfig, Target};
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
 pub use crate::sse::encoder::EncodeError;
 pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
@@ -62,6 +63,27 @@ pub fn convert_request(
 /// [`RequestError`] when the body is not JSON or has no `messages`.
 pub fn count_tokens(request: &[u8]) -> Result<u32, RequestError> {
     crate::tokens::count_request_tokens(request)
+}
+
+/// Route an Anthropic request: its primary target, the fallbacks and why (see [`crate::route`]).
+/// `config_json` is the `[router]` table as JSON (targets as `"provider,model"` strings).
+///
+/// ```
+/// let config = r#"{"default":"local","background":"local,qwen3-coder:1.7b"}"#;
+/// let request = br#"{"model":"claude-haiku-4-5","max_tokens":8,"messages":[{"role":"user","content":"title?"}]}"#;
+/// let chosen = bridge_core::api::route(config, request).unwrap();
+/// assert_eq!(chosen.primary.to_string(), "local,qwen3-coder:1.7b");
+/// assert_eq!(chosen.reason.to_string(), "background");
+/// ```
+///
+/// # Errors
+/// [`RequestError::Options`] when the configuration does not parse (it names the key);
+/// [`RequestError`] of the request's kind when the body is not a Messages request.
+pub fn route(config_json: &str, request: &[u8]) -> Result<Route, RequestError> {
+    let config = RouterConfig::from_json(config_json)
+        .map_err(|e| RequestError::Options(format!("router config: {e}")))?;
+    let features = crate::route::features_from_bytes(request)?;
+    Ok(crate::route::route(&config, &features))
 }
 
 /// The upstream API a request is prepared for and a stream is read from. The facade is keyed by

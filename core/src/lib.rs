@@ -14,6 +14,7 @@
 //! - [`fabstir`]: the Fabstir host protocol's frames, model ids and host scoring.
 //! - [`hex`]: the one hex codec (Fabstir keys, ids and envelopes).
 //! - [`tokens`]: token estimates.
+//! - [`route`]: which provider and model serve a request (the `[router]` rules), and the fallbacks.
 //! - [`agui`]: Claude Code's stream-json NDJSON → AG-UI events, and AG-UI run input → Claude Code stdin.
 //! - [`api`]: the facade the host, the component and the npm package call.
 
@@ -27,6 +28,7 @@ pub mod fuzz;
 pub mod hex;
 pub mod ids;
 pub mod openai;
+pub mod route;
 pub mod sse;
 pub mod tokens;
 pub mod translate;

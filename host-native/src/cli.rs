@@ -116,8 +116,9 @@ pub enum AgentUpstream {
     Anthropic,
 }
 
-/// Upstream protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Upstream protocol (`--provider`, and `kind` in a config file's provider table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Provider {
     /// OpenAI Chat Completions (`/v1/chat/completions`): OpenAI, OpenRouter, Ollama, vLLM,
     /// llama.cpp, LM Studio, DeepSeek, Groq, …
@@ -136,7 +137,8 @@ pub enum Provider {
 }
 
 /// How Fabstir jobs are paid.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum PaymentChoice {
     /// The chain's native coin (ETH on Base).
     Eth,
@@ -145,7 +147,8 @@ pub enum PaymentChoice {
 }
 
 /// How Fabstir hosts are weighed (stake, price, uptime, latency).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum SelectionChoice {
     /// Balanced (.35/.30/.20/.15).
     Auto,
@@ -158,7 +161,8 @@ pub enum SelectionChoice {
 }
 
 /// The tool-call format a raw-text model is asked for (every format is parsed).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
 pub enum ToolFormatChoice {
     /// `<tool_call>{"name": …, "arguments": {…}}</tool_call>`
     Json,
@@ -454,7 +458,7 @@ fn parse_price_per_token(value: &str) -> Result<u64, String> {
 }
 
 /// `--listen`: an address, or a host name with a port (`localhost:3456`), resolved (IPv4 first).
-fn parse_listen(value: &str) -> Result<SocketAddr, String> {
+pub(crate) fn parse_listen(value: &str) -> Result<SocketAddr, String> {
     if let Ok(addr) = value.parse::<SocketAddr>() {
         return Ok(addr);
     }

@@ -3,6 +3,8 @@
 //! by default inside wasmtime ([`engine`]).
 //!
 //! - [`cli`]: flags and environment (the stable CLI contract).
+//! - [`config`]: the config file (`claude-bridge.toml`): providers and the router, checked with
+//!   errors that name the line and the key.
 //! - [`server`]: the Anthropic front (hyper).
 //! - [`provider`]: the upstream APIs (OpenAI Chat, Anthropic pass-through, Fabstir) behind one
 //!   trait; the front relays what they answer.
@@ -14,6 +16,7 @@
 
 pub mod agui;
 pub mod cli;
+pub mod config;
 pub mod engine;
 pub mod error;
 pub mod guard;

@@ -248,3 +248,41 @@ export interface StreamEnd {
   prompt_tokens?: number | null;
   completion_tokens?: number | null;
 }
+
+// ---- Routing: which provider and model serve a request ------------------------------------
+
+/** Where a request goes: "provider,model", or "provider" alone to forward the client's model. */
+export type Target = string;
+
+/** `[[router.rules]]`: a glob (`*`, `?`) on the client's model name, and where matches go. */
+export interface RouterRule {
+  model: string;
+  to: Target;
+}
+
+/** The `[router]` table of claude-bridge.toml; only `default` is required. */
+export interface RouterConfig {
+  /** Where a request goes when nothing else applies. */
+  default: Target;
+  /** Requests whose model name contains "haiku". */
+  background?: Target | null;
+  /** Requests with `thinking.type` "enabled", or `output_config.effort` "high" / "max". */
+  think?: Target | null;
+  /** Requests whose estimated input tokens exceed `long_context_threshold`. */
+  long_context?: Target | null;
+  /** Default 60000. */
+  long_context_threshold?: number;
+  /** Tried in order when a target fails before the client got a byte. */
+  fallback?: Target[];
+  /** Checked first, in order; the first match wins. */
+  rules?: RouterRule[];
+}
+
+/** What `route` decides for one request. */
+export interface Route {
+  primary: Target;
+  /** The configured fallbacks in order, without the primary and without repeats. */
+  fallbacks: Target[];
+  /** What chose the primary: "rule 1 (claude-opus-*)", "long_context", "background", "think" or "default". */
+  reason: string;
+}

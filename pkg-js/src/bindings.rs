@@ -410,3 +410,24 @@ pub fn fold_sse(
 ) -> Result<JsValue, JsValue> {
     to_js(&api::fold_sse(&bytes(&sse, "the stream")?))
 }
+
+/// Route an Anthropic request: its primary target, the fallbacks and why. `config` is the
+/// `[router]` table as an object (or its JSON text), targets as `"provider,model"` strings.
+///
+/// # Errors
+/// `BridgeCoreError` (`api_error`) naming the configuration key that does not parse;
+/// `invalid_request_error` when the request is not a Messages request; `TypeError` when the
+/// request is neither a string nor a `Uint8Array`.
+#[wasm_bindgen(js_name = route, unchecked_return_type = "Route")]
+pub fn route(
+    #[wasm_bindgen(unchecked_param_type = "RouterConfig | string")] config: JsValue,
+    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] request: JsValue,
+) -> Result<JsValue, JsValue> {
+    let config = match config.as_string() {
+        Some(json) => json,
+        None => from_js::<serde_json::Value>(config, "router config", ErrorKind::Api)?.to_string(),
+    };
+    let chosen =
+        api::route(&config, &bytes(&request, "the request")?).map_err(|e| request_error(&e))?;
+    to_js(&chosen)
+}

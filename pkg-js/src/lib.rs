@@ -10,6 +10,7 @@
 //! | `convertRequest(request, options?)` | [`bridge_core::api::convert_request`] |
 //! | `prepare(dialect, request, options?)` | [`bridge_core::api::prepare`] |
 //! | `countTokens(request)` | [`bridge_core::api::count_tokens`] |
+//! | `route(config, request)` | [`bridge_core::api::route`] |
 //! | `new ChatStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::ChatStream`] |
 //! | `new SseDecoder()` `.feed` `.finish` | [`bridge_core::api::SseDecoder`] |
 //! | `encodeEvent(event)`, `encodeSseFrame(event, data)` | [`bridge_core::api::encode_event`], [`bridge_core::api::encode_sse_frame`] |

@@ -63,6 +63,13 @@ pub fn selftest() -> usize {
         bridge_core::fabstir::scoring::Selection::Auto,
     );
     produced += bridge_core::fabstir::scoring::choose(&ranked, 0.5).unwrap_or(0);
+    produced += api::route(
+        r#"{"default":"a","think":"b,m","rules":[{"model":"claude-?","to":"c"}],"fallback":["d"]}"#,
+        REQUEST,
+    )
+    .map_or(0, |chosen| {
+        chosen.reason.to_string().len() + chosen.fallbacks.len()
+    });
     produced + api::count_tokens(REQUEST).map_or(0, |n| n as usize)
 }
 

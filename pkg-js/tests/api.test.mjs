@@ -176,3 +176,30 @@ test("renderChatml and TokenStream: a raw-text host's reply with an inline tool 
   s.free();
   assert.throws(() => new core.TokenStream({ stream: true }), { name: "BridgeCoreError", message: /invalid token stream options: missing field/ });
 });
+
+test("route picks a target in the design's order and keeps the fallbacks in theirs", () => {
+  const config = {
+    default: "local,qwen3-coder",
+    background: "local,qwen3-coder:1.7b",
+    think: "openai,o4-mini",
+    fallback: ["openai,gpt-4.1-mini", "local,qwen3-coder"],
+    rules: [{ model: "claude-opus-*", to: "openai,gpt-5" }],
+  };
+  const ask = (extra) => JSON.stringify({ ...REQUEST, ...extra });
+  assert.deepEqual(core.route(config, ask({ model: "claude-opus-4-1", thinking: { type: "enabled", budget_tokens: 2048 } })), {
+    primary: "openai,gpt-5",
+    fallbacks: ["openai,gpt-4.1-mini", "local,qwen3-coder"],
+    reason: "rule 1 (claude-opus-*)",
+  });
+  assert.deepEqual(core.route(config, ask({ model: "claude-haiku-4-5" })).reason, "background");
+  const think = core.route(JSON.stringify(config), new TextEncoder().encode(ask({ output_config: { effort: "max" } })));
+  assert.equal(think.primary, "openai,o4-mini");
+  assert.equal(think.reason, "think");
+  const plain = core.route(config, ask({ thinking: { type: "adaptive" } }));
+  assert.deepEqual(plain, { primary: "local,qwen3-coder", fallbacks: ["openai,gpt-4.1-mini"], reason: "default" });
+
+  assert.throws(() => core.route({ default: "local," }, ask({})), { name: "BridgeCoreError", kind: "api_error", message: /router config: .*names no model/ });
+  assert.throws(() => core.route({ default: "a", thinking: "b" }, ask({})), { name: "BridgeCoreError", message: /unknown field `thinking`/ });
+  assert.throws(() => core.route({ default: "a" }, "{}"), { name: "BridgeCoreError", kind: "invalid_request_error" });
+  assert.throws(() => core.route({ default: "a" }, 7), TypeError);
+});

@@ -64,8 +64,8 @@ use crate::translate::schema::clean_schema;
 /// The Responses API refuses a smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;
 
-/// Efforts the Responses API takes.
-const EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
+/// Efforts the Responses API takes (`ResponsesOptions::reasoning_effort` also takes `off`).
+pub const EFFORTS: [&str; 6] = ["none", "minimal", "low", "medium", "high", "xhigh"];
 
 /// How to shape the upstream request (set by the host from flags and routes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,12 +15,15 @@ import {
   encodeEvent,
   encodeSseFrame,
   foldSse,
+  route,
   validateSse,
   type ConvertOptions,
   type ConvertedRequest,
   type ErrorKind,
   type Finished,
   type Message,
+  type Route,
+  type RouterConfig,
   type SseFrame,
   type StreamEvent,
   type Validation,
@@ -101,6 +104,21 @@ console.log(replySse, chatml.images.map((i) => i.format));
 renderChatml(request, { tool_format: "xml" });
 // @ts-expect-error: a TokenStream takes text, not bytes
 reply.feed(new Uint8Array(1));
+
+// The router: which provider and model serve a request, and the fallbacks.
+const router: RouterConfig = {
+  default: "local,qwen3-coder",
+  think: "openai,o4-mini",
+  fallback: ["openai,gpt-4.1-mini"],
+  rules: [{ model: "claude-opus-*", to: "openai,gpt-5" }],
+};
+const chosen: Route = route(router, request);
+const fallbacks: string[] = chosen.fallbacks;
+console.log(chosen.primary, chosen.reason, fallbacks, route(JSON.stringify(router), request).primary);
+// @ts-expect-error: a router configuration needs `default`
+route({ think: "openai,o4-mini" }, request);
+// @ts-expect-error: a rule's pattern is `model`, not `pattern`
+route({ default: "local", rules: [{ pattern: "claude-*", to: "x" }] }, request);
 
 // @ts-expect-error: `stream` must be a boolean
 new ChatStream({ stream: "yes", model: "m", input_tokens_estimate: 0, id_seed: 1 });

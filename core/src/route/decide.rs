@@ -1,0 +1,269 @@
+//! The decision: one request's primary target and its fallbacks, and why.
+
+use std::fmt;
+
+use serde::{Serialize, Serializer};
+
+use super::config::RouterConfig;
+use super::features::Features;
+use super::glob::glob_match;
+use super::target::Target;
+
+/// Where one request goes: the primary target, then the fallbacks in order (none equal to the
+/// primary or to each other).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Route {
+    /// The first target to try.
+    pub primary: Target,
+    /// Tried in order when the one before failed before the client got a byte.
+    pub fallbacks: Vec<Target>,
+    /// Which part of the configuration chose the primary (for logs).
+    #[serde(serialize_with = "as_display")]
+    pub reason: Reason,
+}
+
+/// Which part of the configuration chose a route's primary target.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reason {
+    /// `[[router.rules]]` entry `index` (zero-based), whose pattern matched the client's model.
+    Rule {
+        /// Zero-based position in `rules`.
+        index: usize,
+        /// The rule's pattern.
+        pattern: String,
+    },
+    /// The estimated input tokens exceeded `long_context_threshold`.
+    LongContext,
+    /// The client's model name contains `haiku`.
+    Background,
+    /// The request asks for thinking.
+    Think,
+    /// Nothing else applied.
+    Default,
+}
+
+impl fmt::Display for Reason {
+    /// `rule 1 (claude-opus-*)` (rules counted from 1), `long_context`, `background`, `think`,
+    /// `default`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Rule { index, pattern } => write!(f, "rule {} ({pattern})", index + 1),
+            Self::LongContext => f.write_str("long_context"),
+            Self::Background => f.write_str("background"),
+            Self::Think => f.write_str("think"),
+            Self::Default => f.write_str("default"),
+        }
+    }
+}
+
+fn as_display<S: Serializer>(value: &impl fmt::Display, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(value)
+}
+
+impl Route {
+    /// Every target in the order to try them (never empty).
+    pub fn targets(&self) -> impl Iterator<Item = &Target> {
+        std::iter::once(&self.primary).chain(&self.fallbacks)
+    }
+}
+
+/// Route a request: the first rule whose pattern matches the client's model; else
+/// `long_context` when the estimated input tokens exceed the threshold; else `background` for a
+/// `haiku` model; else `think` when thinking is asked for; else `default`. Steps whose target is
+/// not configured are skipped. The fallbacks follow, in order, without repeats.
+#[must_use]
+pub fn route(config: &RouterConfig, features: &Features) -> Route {
+    let (primary, reason) = choose(config, features);
+    let mut fallbacks: Vec<Target> = Vec::new();
+    for target in &config.fallback {
+        if target != primary && !fallbacks.contains(target) {
+            fallbacks.push(target.clone());
+        }
+    }
+    Route {
+        primary: primary.clone(),
+        fallbacks,
+        reason,
+    }
+}
+
+fn choose<'a>(config: &'a RouterConfig, features: &Features) -> (&'a Target, Reason) {
+    if let Some((index, rule)) = config
+        .rules
+        .iter()
+        .enumerate()
+        .find(|(_, rule)| glob_match(&rule.model, &features.model))
+    {
+        let reason = Reason::Rule {
+            index,
+            pattern: rule.model.clone(),
+        };
+        return (&rule.to, reason);
+    }
+    let steps = [
+        (
+            config.long_context.as_ref(),
+            features.input_tokens > config.long_context_threshold,
+            Reason::LongContext,
+        ),
+        (
+            config.background.as_ref(),
+            features.is_background(),
+            Reason::Background,
+        ),
+        (
+            config.think.as_ref(),
+            features.wants_thinking(),
+            Reason::Think,
+        ),
+    ];
+    for (target, applies, reason) in steps {
+        if let (Some(target), true) = (target, applies) {
+            return (target, reason);
+        }
+    }
+    (&config.default, Reason::Default)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::route::Rule;
+
+    fn t(text: &str) -> Target {
+        text.parse().unwrap()
+    }
+
+    fn config() -> RouterConfig {
+        RouterConfig {
+            default: t("local,qwen3-coder"),
+            background: Some(t("local,small")),
+            think: Some(t("openai,o4-mini")),
+            long_context: Some(t("openai,gpt-4.1")),
+            long_context_threshold: 1000,
+            fallback: vec![
+                t("openai,gpt-4.1-mini"),
+                t("local,qwen3-coder"),
+                t("openai,gpt-4.1-mini"),
+            ],
+            rules: vec![
+                Rule {
+                    model: "claude-opus-*".into(),
+                    to: t("openai,gpt-5"),
+                },
+                Rule {
+                    model: "claude-*".into(),
+                    to: t("anthropic"),
+                },
+            ],
+        }
+    }
+
+    fn request(model: &str, tokens: u32, thinking: Option<&str>) -> Features {
+        Features {
+            model: model.to_owned(),
+            thinking: thinking.map(str::to_owned),
+            input_tokens: tokens,
+            ..Features::default()
+        }
+    }
+
+    fn primary_and_reason(config: &RouterConfig, f: &Features) -> (String, String) {
+        let r = route(config, f);
+        (r.primary.to_string(), r.reason.to_string())
+    }
+
+    #[test]
+    fn rules_come_first_and_the_first_match_wins() {
+        let c = config();
+        let f = request("claude-opus-4-1", 5000, Some("enabled"));
+        assert_eq!(
+            primary_and_reason(&c, &f),
+            ("openai,gpt-5".into(), "rule 1 (claude-opus-*)".into())
+        );
+        let f = request("claude-haiku-4-5", 10, None);
+        assert_eq!(
+            primary_and_reason(&c, &f),
+            ("anthropic".into(), "rule 2 (claude-*)".into())
+        );
+    }
+
+    #[test]
+    fn then_long_context_background_think_default() {
+        let mut c = config();
+        c.rules.clear();
+        let cases = [
+            (
+                request("claude-haiku-4-5", 1001, Some("enabled")),
+                "openai,gpt-4.1",
+                "long_context",
+            ),
+            (
+                request("claude-haiku-4-5", 1000, Some("enabled")),
+                "local,small",
+                "background",
+            ),
+            (
+                request("claude-sonnet-4-5", 1000, Some("enabled")),
+                "openai,o4-mini",
+                "think",
+            ),
+            (
+                request("claude-sonnet-4-5", 10, Some("adaptive")),
+                "local,qwen3-coder",
+                "default",
+            ),
+        ];
+        for (f, target, reason) in cases {
+            assert_eq!(
+                primary_and_reason(&c, &f),
+                (target.into(), reason.into()),
+                "{f:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn unset_steps_are_skipped() {
+        let mut c = RouterConfig::new(t("default"));
+        c.think = Some(t("deep,r1"));
+        let f = request("claude-haiku-4-5", u32::MAX, Some("enabled"));
+        assert_eq!(
+            primary_and_reason(&c, &f),
+            ("deep,r1".into(), "think".into())
+        );
+        c.think = None;
+        let r = route(&c, &f);
+        assert_eq!(
+            (r.primary, r.reason, r.fallbacks),
+            (Target::provider("default"), Reason::Default, vec![])
+        );
+    }
+
+    #[test]
+    fn fallbacks_keep_their_order_without_the_primary_or_repeats() {
+        let c = config();
+        let r = route(&c, &request("gpt", 1, None));
+        assert_eq!(r.primary, t("local,qwen3-coder"));
+        assert_eq!(r.fallbacks, vec![t("openai,gpt-4.1-mini")]);
+        let r = route(&c, &request("claude-opus-4", 1, None));
+        assert_eq!(
+            r.fallbacks,
+            vec![t("openai,gpt-4.1-mini"), t("local,qwen3-coder")]
+        );
+        let all: Vec<String> = r.targets().map(ToString::to_string).collect();
+        assert_eq!(
+            all,
+            ["openai,gpt-5", "openai,gpt-4.1-mini", "local,qwen3-coder"]
+        );
+    }
+
+    #[test]
+    fn serializes_targets_and_reason_as_strings() {
+        let r = route(&config(), &request("claude-opus-4", 1, None));
+        assert_eq!(
+            serde_json::to_string(&r).unwrap(),
+            r#"{"primary":"openai,gpt-5","fallbacks":["openai,gpt-4.1-mini","local,qwen3-coder"],"reason":"rule 1 (claude-opus-*)"}"#
+        );
+    }
+}

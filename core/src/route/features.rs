@@ -1,0 +1,134 @@
+//! What the router looks at in a request.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::anthropic::request::MessagesRequest;
+use crate::error::RequestError;
+
+/// The facts about a request that decide its route.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Features {
+    /// The model name the client asked for.
+    pub model: String,
+    /// `thinking.type` (`enabled`, `adaptive`, `disabled`, …), when the request has one.
+    pub thinking: Option<String>,
+    /// `output_config.effort` (`low`, `medium`, `high`, `max`, …), when the request has one.
+    pub effort: Option<String>,
+    /// Estimated input tokens ([`crate::tokens::estimate_request`]).
+    pub input_tokens: u32,
+    /// Whether the request offers tools.
+    pub tools: bool,
+}
+
+impl Features {
+    /// A background request: the client's model name contains `haiku` (Claude Code sends its
+    /// titles, summaries and other small calls to a Haiku model).
+    #[must_use]
+    pub fn is_background(&self) -> bool {
+        self.model.contains("haiku")
+    }
+
+    /// A request that asks for thinking: `thinking.type` `enabled`, or `output_config.effort`
+    /// `high` or `max`. Adaptive thinking alone is not enough (Claude Code sends it on most
+    /// requests).
+    #[must_use]
+    pub fn wants_thinking(&self) -> bool {
+        self.thinking.as_deref() == Some("enabled")
+            || matches!(self.effort.as_deref(), Some("high" | "max"))
+    }
+}
+
+/// The routing facts of a parsed request.
+#[must_use]
+pub fn features(request: &MessagesRequest) -> Features {
+    let text_at = |value: Option<&Value>, key: &str| {
+        value
+            .and_then(|v| v.get(key))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    Features {
+        model: request.model.clone(),
+        thinking: text_at(request.thinking.as_ref(), "type"),
+        effort: text_at(request.output_config.as_ref(), "effort"),
+        input_tokens: crate::tokens::estimate_request(request),
+        tools: request.tools.as_ref().is_some_and(|t| !t.is_empty()),
+    }
+}
+
+/// The routing facts of a raw request body.
+///
+/// # Errors
+/// [`RequestError`] when the body is not a Messages request.
+pub fn features_from_bytes(request: &[u8]) -> Result<Features, RequestError> {
+    crate::translate::chat_request::parse_request(request).map(|r| features(&r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn of(json: &str) -> Features {
+        features_from_bytes(json.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn reads_model_thinking_effort_tokens_and_tools() {
+        let f = of(
+            r#"{"model":"claude-opus-4-1","max_tokens":9,"thinking":{"type":"enabled","budget_tokens":2048},
+                "output_config":{"effort":"max"},"tools":[{"name":"Bash","input_schema":{"type":"object"}}],
+                "messages":[{"role":"user","content":"hello there"}]}"#,
+        );
+        assert_eq!(f.model, "claude-opus-4-1");
+        assert_eq!(f.thinking.as_deref(), Some("enabled"));
+        assert_eq!(f.effort.as_deref(), Some("max"));
+        assert!(f.tools);
+        assert_eq!(
+            f.input_tokens,
+            crate::tokens::count_request_tokens(
+                br#"{"model":"m","tools":[{"name":"Bash","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":"hello there"}]}"#
+            )
+            .unwrap()
+        );
+
+        let plain = of(r#"{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[]}"#);
+        assert_eq!(
+            (plain.thinking, plain.effort, plain.tools),
+            (None, None, false)
+        );
+        assert!(plain.input_tokens > 0);
+    }
+
+    #[test]
+    fn thinking_means_enabled_or_a_high_effort_not_adaptive() {
+        let f = |thinking: Option<&str>, effort: Option<&str>| Features {
+            thinking: thinking.map(str::to_owned),
+            effort: effort.map(str::to_owned),
+            ..Features::default()
+        };
+        assert!(f(Some("enabled"), None).wants_thinking());
+        assert!(f(None, Some("high")).wants_thinking());
+        assert!(f(Some("adaptive"), Some("max")).wants_thinking());
+        assert!(!f(Some("adaptive"), None).wants_thinking());
+        assert!(!f(Some("adaptive"), Some("medium")).wants_thinking());
+        assert!(!f(Some("disabled"), Some("low")).wants_thinking());
+    }
+
+    #[test]
+    fn haiku_in_the_model_name_is_background() {
+        let f = |model: &str| Features {
+            model: model.to_owned(),
+            ..Features::default()
+        };
+        assert!(f("claude-3-5-haiku-20241022").is_background());
+        assert!(f("claude-haiku-4-5").is_background());
+        assert!(!f("claude-sonnet-4-5").is_background());
+    }
+
+    #[test]
+    fn a_body_that_is_not_a_request_is_refused() {
+        assert!(features_from_bytes(b"{}").is_err());
+        assert!(features_from_bytes(b"nope").is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! Property tests of the router:
+//! 1. totality: every request gets a primary target, taken from the configuration;
+//! 2. the primary follows the order rules → long_context → background → think → default, with
+//!    the first matching rule winning and unset steps skipped;
+//! 3. fallbacks are the configured ones in their order, never the primary, never repeated;
+//! 4. the glob matcher agrees with a plain recursive definition of `*` and `?`.
+
+use bridge_core::route::{Features, Reason, RouterConfig, Rule, Target, glob_match, route};
+use proptest::prelude::*;
+
+/// Few providers and models, so targets collide often (dedup is exercised).
+fn target() -> impl Strategy<Value = Target> {
+    (
+        prop::sample::select(vec!["a", "b", "c"]),
+        prop::option::of(prop::sample::select(vec!["m1", "m2", "org/x:q4"])),
+    )
+        .prop_map(|(provider, model)| Target {
+            provider: provider.to_owned(),
+            model: model.map(str::to_owned),
+        })
+}
+
+/// Model names and patterns over a small alphabet that includes `haiku`.
+fn model() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!["claude", "-", "haiku", "opus", "4", "x"]),
+        0..5,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+fn pattern() -> impl Strategy<Value = String> {
+    prop::collection::vec(
+        prop::sample::select(vec!["claude", "-", "haiku", "opus", "4", "*", "?"]),
+        1..4,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+fn config() -> impl Strategy<Value = RouterConfig> {
+    (
+        target(),
+        prop::option::of(target()),
+        prop::option::of(target()),
+        prop::option::of(target()),
+        0u32..200,
+        prop::collection::vec(target(), 0..5),
+        prop::collection::vec((pattern(), target()), 0..4),
+    )
+        .prop_map(
+            |(default, background, think, long_context, threshold, fallback, rules)| RouterConfig {
+                default,
+                background,
+                think,
+                long_context,
+                long_context_threshold: threshold,
+                fallback,
+                rules: rules
+                    .into_iter()
+                    .map(|(model, to)| Rule { model, to })
+                    .collect(),
+            },
+        )
+}
+
+fn features() -> impl Strategy<Value = Features> {
+    (
+        model(),
+        prop::option::of(prop::sample::select(vec![
+            "enabled", "adaptive", "disabled",
+        ])),
+        prop::option::of(prop::sample::select(vec!["low", "medium", "high", "max"])),
+        0u32..400,
+        any::<bool>(),
+    )
+        .prop_map(|(model, thinking, effort, input_tokens, tools)| Features {
+            model,
+            thinking: thinking.map(str::to_owned),
+            effort: effort.map(str::to_owned),
+            input_tokens,
+            tools,
+        })
+}
+
+/// The step of the order that applies, as the design states it (rules handled separately).
+fn expected_step(config: &RouterConfig, f: &Features) -> (Target, Reason) {
+    let thinking = f.thinking.as_deref() == Some("enabled")
+        || matches!(f.effort.as_deref(), Some("high" | "max"));
+    let steps = [
+        (
+            &config.long_context,
+            f.input_tokens > config.long_context_threshold,
+            Reason::LongContext,
+        ),
+        (
+            &config.background,
+            f.model.contains("haiku"),
+            Reason::Background,
+        ),
+        (&config.think, thinking, Reason::Think),
+    ];
+    steps
+        .into_iter()
+        .find_map(|(target, applies, reason)| {
+            target.clone().filter(|_| applies).map(|t| (t, reason))
+        })
+        .unwrap_or_else(|| (config.default.clone(), Reason::Default))
+}
+
+/// `*` and `?` by their definition, recursively.
+fn glob_reference(pattern: &[char], text: &[char]) -> bool {
+    match pattern.split_first() {
+        None => text.is_empty(),
+        Some(('*', rest)) => (0..=text.len()).any(|i| glob_reference(rest, &text[i..])),
+        Some(('?', rest)) => !text.is_empty() && glob_reference(rest, &text[1..]),
+        Some((c, rest)) => text.first() == Some(c) && glob_reference(rest, &text[1..]),
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    #[test]
+    fn the_primary_is_configured_and_follows_the_order(config in config(), f in features()) {
+        let chosen = route(&config, &f);
+        let first_rule = config.rules.iter().position(|r| glob_match(&r.model, &f.model));
+        match first_rule {
+            Some(index) => {
+                prop_assert_eq!(&chosen.primary, &config.rules[index].to);
+                prop_assert_eq!(
+                    chosen.reason,
+                    Reason::Rule { index, pattern: config.rules[index].model.clone() }
+                );
+            }
+            None => {
+                let (target, reason) = expected_step(&config, &f);
+                prop_assert_eq!(chosen.primary, target);
+                prop_assert_eq!(chosen.reason, reason);
+            }
+        }
+    }
+
+    #[test]
+    fn fallbacks_are_the_configured_order_without_the_primary_or_repeats(
+        config in config(),
+        f in features(),
+    ) {
+        let chosen = route(&config, &f);
+        prop_assert!(chosen.targets().next().is_some());
+        prop_assert!(!chosen.fallbacks.contains(&chosen.primary));
+        for (i, target) in chosen.fallbacks.iter().enumerate() {
+            prop_assert!(!chosen.fallbacks[..i].contains(target), "repeated {}", target);
+        }
+        // Exactly the configured fallbacks that are not the primary, first occurrences, in order.
+        let mut expected: Vec<Target> = Vec::new();
+        for target in &config.fallback {
+            if *target != chosen.primary && !expected.contains(target) {
+                expected.push(target.clone());
+            }
+        }
+        prop_assert_eq!(chosen.fallbacks, expected);
+    }
+
+    #[test]
+    fn an_earlier_matching_rule_always_wins(
+        config in config(),
+        f in features(),
+        extra in target(),
+    ) {
+        // Put a catch-all after the rules: it wins only when no earlier rule matches.
+        let mut with_catch_all = config.clone();
+        with_catch_all.rules.push(Rule { model: "*".into(), to: extra.clone() });
+        let chosen = route(&with_catch_all, &f);
+        let earlier = config.rules.iter().position(|r| glob_match(&r.model, &f.model));
+        let index = earlier.unwrap_or(config.rules.len());
+        prop_assert_eq!(&chosen.primary, &with_catch_all.rules[index].to);
+        prop_assert_eq!(chosen.reason.to_string(), format!("rule {} ({})", index + 1, with_catch_all.rules[index].model));
+    }
+
+    #[test]
+    fn glob_agrees_with_its_definition(
+        pattern in "[ab*?]{0,6}",
+        text in "[ab]{0,8}",
+    ) {
+        let p: Vec<char> = pattern.chars().collect();
+        let t: Vec<char> = text.chars().collect();
+        prop_assert_eq!(glob_match(&pattern, &text), glob_reference(&p, &t));
+    }
+
+    #[test]
+    fn a_pattern_without_wildcards_matches_only_itself(a in "[a-z0-9./:-]{0,12}", b in "[a-z0-9./:-]{0,12}") {
+        prop_assert!(glob_match(&a, &a));
+        prop_assert_eq!(glob_match(&a, &b), a == b);
+    }
+}

@@ -1,0 +1,99 @@
+//! The file as serde reads it, typed, with spans where a later check needs a place. Which keys
+//! each kind takes is checked before this (`super::validate`), so a key of another kind is
+//! refused with the kind's own list; a provider table is then read as a [`ProviderRaw`] (the
+//! keys of the HTTP kinds) and, for kind `fabstir`, also as
+//! [`super::types::FabstirSettings`].
+//!
+//! Why not a serde enum tagged by `kind`: serde buffers an internally tagged enum's fields
+//! before choosing the variant, which loses toml's spans (errors would point at the table's
+//! header, and `Spanned` fields fail to deserialize).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use bridge_core::route::RouterConfig;
+use serde::Deserialize;
+use toml::Spanned;
+
+use crate::cli::Provider as Kind;
+
+/// The whole file.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileRaw {
+    /// `listen = "127.0.0.1:3456"`.
+    pub listen: Option<Spanned<String>>,
+    /// `client_key`: a literal or `env:NAME`.
+    pub client_key: Option<Spanned<String>>,
+    /// `[providers.NAME]` tables.
+    #[serde(default)]
+    pub providers: BTreeMap<String, ProviderRaw>,
+    /// `[router]`.
+    pub router: Option<RouterConfig>,
+}
+
+/// One `[providers.NAME]` table: the keys are the serve flags' names with `_` for `-`. The
+/// Fabstir keys are read separately; which keys a kind takes was checked before.
+#[derive(Debug, Deserialize)]
+pub struct ProviderRaw {
+    /// `openai`, `responses`, `anthropic` or `fabstir`.
+    pub kind: Kind,
+    /// Listed by `GET /v1/models`.
+    #[serde(default)]
+    pub models: Vec<Spanned<String>>,
+    /// `--ca-cert`.
+    pub ca_cert: Option<PathBuf>,
+    /// `--connect-timeout` (seconds).
+    pub connect_timeout: Option<u64>,
+    /// `--first-byte-timeout` (seconds).
+    pub first_byte_timeout: Option<u64>,
+    /// `--idle-timeout` (seconds).
+    pub idle_timeout: Option<u64>,
+    /// `--base-url`.
+    pub base_url: Option<Spanned<String>>,
+    /// `--api-key`: a literal or `env:NAME`.
+    pub api_key: Option<Spanned<String>>,
+    /// Extra request headers; values are literals or `env:NAME`.
+    #[serde(default)]
+    pub headers: BTreeMap<String, Spanned<String>>,
+    /// `--max-tokens-cap`.
+    pub max_tokens_cap: Option<u64>,
+    /// `--max-completion-tokens`.
+    pub max_completion_tokens: Option<bool>,
+    /// `--strict-schemas`.
+    pub strict_schemas: Option<bool>,
+    /// `--reasoning-effort` (openai: a switch) or the Responses effort (responses: a level).
+    pub reasoning_effort: Option<Spanned<Effort>>,
+    /// `--no-reasoning-passback`.
+    pub no_reasoning_passback: Option<bool>,
+    /// `--keep-mid-conversation-system`.
+    pub keep_mid_conversation_system: Option<bool>,
+}
+
+/// `reasoning_effort`: `true`/`false` (openai) or an effort name (responses).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effort {
+    /// `true` / `false`.
+    Switch(bool),
+    /// `"high"`, `"off"`, …
+    Level(String),
+}
+
+impl<'de> Deserialize<'de> for Effort {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl serde::de::Visitor<'_> for Visitor {
+            type Value = Effort;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("true or false (kind openai), or an effort name (kind responses)")
+            }
+            fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Effort, E> {
+                Ok(Effort::Switch(v))
+            }
+            fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Effort, E> {
+                Ok(Effort::Level(v.to_owned()))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
+}

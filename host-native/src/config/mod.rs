@@ -1,0 +1,79 @@
+//! The config file, `claude-bridge.toml` (DESIGN §5, "Stable config contract"): one table per
+//! provider, and a `[router]` saying which provider and model serve each request.
+//!
+//! ```toml
+//! listen = "127.0.0.1:3456"             # optional; --listen wins
+//! client_key = "env:BRIDGE_CLIENT_KEY"  # a literal or "env:NAME" (every secret field accepts both)
+//!
+//! [providers.local]                     # the key is the provider's name
+//! kind = "openai"                       # openai | responses | anthropic | fabstir
+//! base_url = "http://127.0.0.1:11434/v1"
+//! models = ["qwen3-coder"]
+//!
+//! [router]
+//! default = "local,qwen3-coder"         # "provider,model", or "provider" to forward the client's model
+//! ```
+//!
+//! Per-provider keys are the serve flags' names with `_` for `-` (`max_tokens_cap`,
+//! `strict_schemas`, `ca_cert`, the timeouts, the Fabstir flags…) plus `headers = { … }`; each
+//! kind takes only its own, so a typo or a key of another kind is an error. Every error names
+//! the file, the line and column, the key, and what is allowed:
+//! ``claude-bridge.toml:7:8: providers.local.kind: unknown kind `olama`; allowed: openai, responses, anthropic, fabstir``.
+//!
+//! - [`locate`]: where the file is ([`find`]) and the environment it reads ([`Env`]).
+//! - `document`: the parsed TOML and its spans (byte ranges ↔ dotted keys).
+//! - `file`: the serde structs of the file.
+//! - `validate`: the checks serde cannot make, giving the checked [`Config`] ([`types`]).
+//! - [`secret`]: literal or `env:NAME` secrets, never printed.
+//! - [`error`]: [`ConfigError`], what every failure says.
+
+mod document;
+pub mod error;
+mod file;
+pub mod locate;
+pub mod secret;
+pub mod types;
+mod validate;
+
+use std::path::Path;
+
+pub use error::{ConfigError, Position};
+pub use locate::{Env, Located, Origin, find};
+pub use types::{
+    ChatSettings, Config, FabstirSettings, HttpUpstream, Provider, ProviderKind, ResponsesSettings,
+    Timeouts,
+};
+
+use document::Document;
+
+impl Config {
+    /// Read and check the file at `path` (relative paths against `env`'s working directory).
+    ///
+    /// # Errors
+    /// The file cannot be read, or [`Config::parse`] refuses it.
+    pub fn load(path: &Path, env: &Env) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(env.absolute(path)).map_err(|e| ConfigError {
+            file: path.to_path_buf(),
+            position: None,
+            key: None,
+            message: format!("cannot read the config file: {e}"),
+        })?;
+        Self::parse(&text, path, env)
+    }
+
+    /// Check a config file's text. `path` names the file in messages, and its directory is
+    /// where relative paths in the file (`ca_cert`, `ledger`, `private_key_file`) start from.
+    ///
+    /// # Errors
+    /// The first problem, with its file, line, column and key.
+    pub fn parse(text: &str, path: &Path, env: &Env) -> Result<Self, ConfigError> {
+        let doc = Document::parse(text, path)?;
+        validate::check_kinds(&doc)?;
+        let raw: file::FileRaw = doc.deserialize(&[])?;
+        let dir = env.absolute(path.parent().unwrap_or(Path::new("")));
+        validate::build(&doc, raw, env, &dir, path)
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,156 @@
+//! The checked configuration: what the server is built from. Settings left out of the file are
+//! `None` (the serve flag's default applies); secrets are [`SecretString`]s.
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use bridge_core::route::RouterConfig;
+use secrecy::SecretString;
+use serde::Deserialize;
+
+use crate::cli::{PaymentChoice, SelectionChoice, ToolFormatChoice};
+
+/// A loaded, checked `claude-bridge.toml`.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The file it came from.
+    pub file: PathBuf,
+    /// `listen` (the `--listen` flag wins).
+    pub listen: Option<SocketAddr>,
+    /// `client_key`, resolved.
+    pub client_key: Option<SecretString>,
+    /// The providers by name (at least one).
+    pub providers: BTreeMap<String, Provider>,
+    /// `[router]`; every target names a provider above. Without a `[router]` table and with one
+    /// provider, every request goes to it with the client's model name.
+    pub router: RouterConfig,
+}
+
+/// One `[providers.NAME]` table.
+#[derive(Debug, Clone)]
+pub struct Provider {
+    /// The kind and its settings.
+    pub kind: ProviderKind,
+    /// Models listed by `GET /v1/models`.
+    pub models: Vec<String>,
+    /// Extra trusted CA certificates (relative paths are relative to the config file).
+    pub ca_cert: Option<PathBuf>,
+    /// Seconds; `None`: the flags' defaults.
+    pub timeouts: Timeouts,
+}
+
+/// Upstream timeouts in seconds (`connect_timeout`, `first_byte_timeout`, `idle_timeout`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Timeouts {
+    /// TCP/TLS connection.
+    pub connect: Option<u64>,
+    /// Until the response headers.
+    pub first_byte: Option<u64>,
+    /// Silence allowed inside a stream.
+    pub idle: Option<u64>,
+}
+
+/// The provider's protocol, with the settings only it takes.
+#[derive(Debug, Clone)]
+pub enum ProviderKind {
+    /// OpenAI Chat Completions.
+    Openai {
+        /// Where and how to call it.
+        upstream: HttpUpstream,
+        /// Request conversion settings.
+        options: ChatSettings,
+    },
+    /// The OpenAI Responses API.
+    Responses {
+        /// Where and how to call it.
+        upstream: HttpUpstream,
+        /// Request conversion settings.
+        options: ResponsesSettings,
+    },
+    /// The Anthropic Messages API, passed through (without `api_key`, the client's credentials
+    /// are forwarded).
+    Anthropic {
+        /// Where and how to call it.
+        upstream: HttpUpstream,
+    },
+    /// Fabstir host nodes.
+    Fabstir(Box<FabstirSettings>),
+}
+
+impl ProviderKind {
+    /// `openai`, `responses`, `anthropic` or `fabstir`.
+    #[must_use]
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Openai { .. } => "openai",
+            Self::Responses { .. } => "responses",
+            Self::Anthropic { .. } => "anthropic",
+            Self::Fabstir(_) => "fabstir",
+        }
+    }
+}
+
+/// An HTTP upstream: `base_url`, `api_key`, `headers`.
+#[derive(Debug, Clone)]
+pub struct HttpUpstream {
+    /// `http://` or `https://` base URL.
+    pub base_url: String,
+    /// The upstream key, resolved.
+    pub api_key: Option<SecretString>,
+    /// Extra request headers (names checked; values resolved like secrets).
+    pub headers: BTreeMap<String, SecretString>,
+}
+
+/// Settings of kind `openai` (the Chat converter's flags).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ChatSettings {
+    /// `max_tokens_cap` (0 = no cap).
+    pub max_tokens_cap: Option<u64>,
+    /// `max_completion_tokens`.
+    pub max_completion_tokens: Option<bool>,
+    /// `strict_schemas`.
+    pub strict_schemas: Option<bool>,
+    /// `reasoning_effort` (map thinking to `reasoning_effort`).
+    pub reasoning_effort: Option<bool>,
+    /// `no_reasoning_passback`.
+    pub no_reasoning_passback: Option<bool>,
+    /// `keep_mid_conversation_system`.
+    pub keep_mid_conversation_system: Option<bool>,
+}
+
+/// Settings of kind `responses`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ResponsesSettings {
+    /// `max_tokens_cap` (0 = no cap).
+    pub max_tokens_cap: Option<u64>,
+    /// `strict_schemas`.
+    pub strict_schemas: Option<bool>,
+    /// `reasoning_effort`: `None` follows the client; `off`, or an effort sent on every request.
+    pub reasoning_effort: Option<String>,
+}
+
+/// Settings of kind `fabstir`: each field is the serve flag of the same name (`--host-url`, …;
+/// see `cli::ServeArgs`). Relative paths are relative to the config file.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+pub struct FabstirSettings {
+    pub host_url: Option<String>,
+    pub host_pubkey: Option<String>,
+    pub job_id: Option<u64>,
+    pub chain_id: Option<u64>,
+    pub price_per_token: Option<u64>,
+    pub private_key_file: Option<PathBuf>,
+    pub rpc_url: Option<String>,
+    pub host: Option<String>,
+    pub payment: Option<PaymentChoice>,
+    pub deposit: Option<String>,
+    pub max_spend: Option<String>,
+    pub selection: Option<SelectionChoice>,
+    pub ledger: Option<PathBuf>,
+    pub confirmations: Option<u64>,
+    pub job_marketplace: Option<String>,
+    pub node_registry: Option<String>,
+    pub usdc: Option<String>,
+    pub tool_format: Option<ToolFormatChoice>,
+    pub max_tokens_cap: Option<u64>,
+}

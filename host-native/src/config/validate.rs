@@ -1,0 +1,441 @@
+//! The checks serde cannot make, each naming its key and what is allowed: which keys each kind
+//! takes (before serde, on the parsed tree), then the meaning of the values (after): addresses,
+//! URLs, secrets, header names, efforts, router targets naming configured providers.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use bridge_core::route::{RouterConfig, RouterKey, Target};
+use clap::ValueEnum;
+use secrecy::{ExposeSecret, SecretString};
+use toml::Spanned;
+use toml::de::DeValue;
+
+use super::document::{Document, Segment};
+use super::error::ConfigError;
+use super::file::{Effort, FileRaw, ProviderRaw};
+use super::locate::Env;
+use super::secret;
+use super::types::{
+    ChatSettings, Config, FabstirSettings, HttpUpstream, Provider, ProviderKind, ResponsesSettings,
+    Timeouts,
+};
+use crate::cli::Provider as Kind;
+
+/// Keys every kind takes.
+const COMMON: &[&str] = &[
+    "kind",
+    "models",
+    "ca_cert",
+    "connect_timeout",
+    "first_byte_timeout",
+    "idle_timeout",
+];
+/// Keys of the HTTP kinds (openai, responses, anthropic).
+const HTTP: &[&str] = &["base_url", "api_key", "headers"];
+const OPENAI: &[&str] = &[
+    "max_tokens_cap",
+    "max_completion_tokens",
+    "strict_schemas",
+    "reasoning_effort",
+    "no_reasoning_passback",
+    "keep_mid_conversation_system",
+];
+const RESPONSES: &[&str] = &["max_tokens_cap", "strict_schemas", "reasoning_effort"];
+const FABSTIR: &[&str] = &[
+    "host_url",
+    "host_pubkey",
+    "job_id",
+    "chain_id",
+    "price_per_token",
+    "private_key_file",
+    "rpc_url",
+    "host",
+    "payment",
+    "deposit",
+    "max_spend",
+    "selection",
+    "ledger",
+    "confirmations",
+    "job_marketplace",
+    "node_registry",
+    "usdc",
+    "tool_format",
+    "max_tokens_cap",
+];
+
+/// The keys a `[providers.NAME]` table of `kind` may hold.
+#[must_use]
+pub fn keys_of(kind: Kind) -> Vec<&'static str> {
+    let own: &[&[&str]] = match kind {
+        Kind::Openai => &[HTTP, OPENAI],
+        Kind::Responses => &[HTTP, RESPONSES],
+        Kind::Anthropic => &[HTTP],
+        Kind::Fabstir => &[FABSTIR],
+    };
+    COMMON
+        .iter()
+        .chain(own.iter().flat_map(|keys| keys.iter()))
+        .copied()
+        .collect()
+}
+
+/// `openai`, `responses`, … as `--provider` and `kind` spell them.
+#[must_use]
+pub fn kind_name(kind: Kind) -> String {
+    kind.to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+fn kind_names() -> String {
+    Kind::value_variants()
+        .iter()
+        .map(|k| kind_name(*k))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn provider_path(name: &str) -> Vec<Segment> {
+    vec!["providers".into(), name.into()]
+}
+
+fn key_path(name: &str, key: &str) -> Vec<Segment> {
+    vec!["providers".into(), name.into(), key.into()]
+}
+
+/// Provider names must be reachable from a router target (`"name,model"`).
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// Before serde: every provider has a known `kind`, holds only that kind's keys, and has a name
+/// a router target can write.
+///
+/// # Errors
+/// The first provider at fault, at its name, its `kind` or the key that does not belong.
+pub fn check_kinds(doc: &Document<'_>) -> Result<(), ConfigError> {
+    for (name, name_span) in doc.keys(&["providers".into()]) {
+        let path = provider_path(&name);
+        if !valid_name(&name) {
+            return Err(doc.error(
+                name_span,
+                &path,
+                "a provider name is letters, digits, '-', '_' and '.' (router targets write it before a comma)",
+            ));
+        }
+        if !matches!(
+            doc.value(&path).map(Spanned::get_ref),
+            Some(DeValue::Table(_))
+        ) {
+            continue; // serde says what it should be
+        }
+        let kind_path = key_path(&name, "kind");
+        let kind = match doc.value(&kind_path) {
+            None => {
+                return Err(
+                    doc.error_at_key(&path, &format!("missing `kind`; allowed: {}", kind_names()))
+                );
+            }
+            Some(value) => match value.get_ref() {
+                DeValue::String(text) => Kind::from_str(text, false).map_err(|_| {
+                    doc.error(
+                        value.span(),
+                        &kind_path,
+                        &format!("unknown kind `{text}`; allowed: {}", kind_names()),
+                    )
+                })?,
+                _ => {
+                    return Err(doc.error(
+                        value.span(),
+                        &kind_path,
+                        &format!("a kind is a string; allowed: {}", kind_names()),
+                    ));
+                }
+            },
+        };
+        let allowed = keys_of(kind);
+        for (key, span) in doc.keys(&path) {
+            if allowed.contains(&key.as_str()) {
+                continue;
+            }
+            let owners: Vec<String> = Kind::value_variants()
+                .iter()
+                .filter(|k| keys_of(**k).contains(&key.as_str()))
+                .map(|k| kind_name(*k))
+                .collect();
+            let what = if owners.is_empty() {
+                format!("unknown key `{key}`")
+            } else {
+                format!("`{key}` is a key of kind {}", owners.join(", "))
+            };
+            return Err(doc.error(
+                span,
+                &key_path(&name, &key),
+                &format!(
+                    "{what}; kind {} allows: {}",
+                    kind_name(kind),
+                    allowed.join(", ")
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// After serde: the checked [`Config`]. Relative paths are taken against `dir` (the config
+/// file's directory).
+///
+/// # Errors
+/// The first value at fault, at its place, naming its key and what is allowed.
+pub fn build(
+    doc: &Document<'_>,
+    raw: FileRaw,
+    env: &Env,
+    dir: &Path,
+    file: &Path,
+) -> Result<Config, ConfigError> {
+    let listen = match raw.listen {
+        Some(listen) => Some(
+            crate::cli::parse_listen(listen.get_ref())
+                .map_err(|e| doc.error(listen.span(), &["listen".into()], &e))?,
+        ),
+        None => None,
+    };
+    let client_key = raw
+        .client_key
+        .map(|key| resolve(doc, &key, &["client_key".into()], env))
+        .transpose()?;
+    if raw.providers.is_empty() {
+        return Err(doc.error_at_key(
+            &["providers".into()],
+            &format!(
+                "no provider is configured: add a [providers.NAME] table with kind = one of {}",
+                kind_names()
+            ),
+        ));
+    }
+    let mut providers = BTreeMap::new();
+    for (name, provider_raw) in raw.providers {
+        let provider = provider(doc, &name, provider_raw, env, dir)?;
+        providers.insert(name, provider);
+    }
+    let names: Vec<&str> = providers.keys().map(String::as_str).collect();
+    let router = match raw.router {
+        Some(router) => {
+            router
+                .validate(&names)
+                .map_err(|e| doc.error_at_key(&router_path(e.key), &e.message))?;
+            router
+        }
+        None => match names.as_slice() {
+            [only] => RouterConfig::new(Target::provider(*only)),
+            _ => {
+                return Err(doc.error_at_key(
+                    &["router".into()],
+                    &format!(
+                        "no [router] table: with more than one provider, its `default = \"provider\"` (or \"provider,model\") says where requests go; providers: {}",
+                        names.join(", ")
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(Config {
+        file: file.to_path_buf(),
+        listen,
+        client_key,
+        providers,
+        router,
+    })
+}
+
+/// Where a router key is in the file.
+fn router_path(key: RouterKey) -> Vec<Segment> {
+    let mut path: Vec<Segment> = vec!["router".into()];
+    match key {
+        RouterKey::Default => path.push("default".into()),
+        RouterKey::Background => path.push("background".into()),
+        RouterKey::Think => path.push("think".into()),
+        RouterKey::LongContext => path.push("long_context".into()),
+        RouterKey::Fallback(i) => path.extend(["fallback".into(), i.into()]),
+        RouterKey::RuleModel(i) => path.extend(["rules".into(), i.into(), "model".into()]),
+        RouterKey::RuleTo(i) => path.extend(["rules".into(), i.into(), "to".into()]),
+    }
+    path
+}
+
+fn resolve(
+    doc: &Document<'_>,
+    value: &Spanned<String>,
+    path: &[Segment],
+    env: &Env,
+) -> Result<SecretString, ConfigError> {
+    secret::resolve(value.get_ref(), env).map_err(|e| doc.error(value.span(), path, &e))
+}
+
+fn provider(
+    doc: &Document<'_>,
+    name: &str,
+    raw: ProviderRaw,
+    env: &Env,
+    dir: &Path,
+) -> Result<Provider, ConfigError> {
+    let mut models = Vec::with_capacity(raw.models.len());
+    for (i, model) in raw.models.iter().enumerate() {
+        if model.get_ref().trim().is_empty() {
+            let mut path = key_path(name, "models");
+            path.push(i.into());
+            return Err(doc.error(model.span(), &path, "an empty model name"));
+        }
+        models.push(model.get_ref().clone());
+    }
+    let kind = match raw.kind {
+        Kind::Openai => ProviderKind::Openai {
+            upstream: http_upstream(doc, name, &raw, env)?,
+            options: ChatSettings {
+                max_tokens_cap: raw.max_tokens_cap,
+                max_completion_tokens: raw.max_completion_tokens,
+                strict_schemas: raw.strict_schemas,
+                reasoning_effort: switch(doc, name, raw.reasoning_effort.as_ref())?,
+                no_reasoning_passback: raw.no_reasoning_passback,
+                keep_mid_conversation_system: raw.keep_mid_conversation_system,
+            },
+        },
+        Kind::Responses => ProviderKind::Responses {
+            upstream: http_upstream(doc, name, &raw, env)?,
+            options: ResponsesSettings {
+                max_tokens_cap: raw.max_tokens_cap,
+                strict_schemas: raw.strict_schemas,
+                reasoning_effort: level(doc, name, raw.reasoning_effort.as_ref())?,
+            },
+        },
+        Kind::Anthropic => ProviderKind::Anthropic {
+            upstream: http_upstream(doc, name, &raw, env)?,
+        },
+        Kind::Fabstir => {
+            let mut settings: FabstirSettings = doc.deserialize(&provider_path(name))?;
+            for path in [&mut settings.private_key_file, &mut settings.ledger] {
+                *path = path.take().map(|p| dir.join(p));
+            }
+            ProviderKind::Fabstir(Box::new(settings))
+        }
+    };
+    Ok(Provider {
+        kind,
+        models,
+        ca_cert: raw.ca_cert.map(|p| dir.join(p)),
+        timeouts: Timeouts {
+            connect: raw.connect_timeout,
+            first_byte: raw.first_byte_timeout,
+            idle: raw.idle_timeout,
+        },
+    })
+}
+
+fn http_upstream(
+    doc: &Document<'_>,
+    name: &str,
+    raw: &ProviderRaw,
+    env: &Env,
+) -> Result<HttpUpstream, ConfigError> {
+    let Some(base_url) = &raw.base_url else {
+        return Err(doc.error_at_key(
+            &provider_path(name),
+            "missing `base_url`: the upstream's URL, e.g. \"http://127.0.0.1:11434/v1\"",
+        ));
+    };
+    let url = base_url.get_ref().trim();
+    if !(url.starts_with("http://") || url.starts_with("https://"))
+        || url.contains(char::is_whitespace)
+    {
+        return Err(doc.error(
+            base_url.span(),
+            &key_path(name, "base_url"),
+            &format!("`{url}` is not an http:// or https:// URL"),
+        ));
+    }
+    let api_key = raw
+        .api_key
+        .as_ref()
+        .map(|key| resolve(doc, key, &key_path(name, "api_key"), env))
+        .transpose()?;
+    let mut headers = BTreeMap::new();
+    for (header, value) in &raw.headers {
+        let mut path = key_path(name, "headers");
+        path.push(header.as_str().into());
+        if http::HeaderName::from_bytes(header.as_bytes()).is_err() {
+            return Err(doc.error_at_key(
+                &path,
+                "not an HTTP header name (letters, digits and !#$%&'*+-.^_`|~)",
+            ));
+        }
+        let resolved = resolve(doc, value, &path, env)?;
+        if http::HeaderValue::from_str(resolved.expose_secret()).is_err() {
+            return Err(doc.error(
+                value.span(),
+                &path,
+                "not a valid header value (visible ASCII and spaces only, no line breaks)",
+            ));
+        }
+        headers.insert(header.clone(), resolved);
+    }
+    Ok(HttpUpstream {
+        base_url: url.to_owned(),
+        api_key,
+        headers,
+    })
+}
+
+fn switch(
+    doc: &Document<'_>,
+    name: &str,
+    effort: Option<&Spanned<Effort>>,
+) -> Result<Option<bool>, ConfigError> {
+    match effort {
+        None => Ok(None),
+        Some(effort) => match effort.get_ref() {
+            Effort::Switch(on) => Ok(Some(*on)),
+            Effort::Level(text) => Err(doc.error(
+                effort.span(),
+                &key_path(name, "reasoning_effort"),
+                &format!(
+                    "kind openai takes true or false here (map the client's thinking to reasoning_effort), not `{text}`"
+                ),
+            )),
+        },
+    }
+}
+
+fn level(
+    doc: &Document<'_>,
+    name: &str,
+    effort: Option<&Spanned<Effort>>,
+) -> Result<Option<String>, ConfigError> {
+    let Some(effort) = effort else {
+        return Ok(None);
+    };
+    let efforts = bridge_core::translate::responses_request::EFFORTS;
+    match effort.get_ref() {
+        Effort::Level(text) if text == "off" || efforts.contains(&text.as_str()) => {
+            Ok(Some(text.clone()))
+        }
+        other => {
+            let given = match other {
+                Effort::Level(text) => format!("`{text}`"),
+                Effort::Switch(on) => format!("`{on}`"),
+            };
+            Err(doc.error(
+                effort.span(),
+                &key_path(name, "reasoning_effort"),
+                &format!(
+                    "unknown effort {given}; allowed: off, {} (or leave it out to follow the client)",
+                    efforts.join(", ")
+                ),
+            ))
+        }
+    }
+}
