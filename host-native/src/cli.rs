@@ -188,6 +188,10 @@ pub enum LogFormat {
     Json,
 }
 
+/// `--listen`'s default.
+pub const DEFAULT_LISTEN: SocketAddr =
+    SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 3456);
+
 /// Options of the server.
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
@@ -339,6 +343,17 @@ pub struct ServeArgs {
     /// Log filter (`info`, `debug`, `claude_bridge=trace`, …).
     #[arg(long, env = "CLAUDE_BRIDGE_LOG", default_value = "info")]
     pub log: String,
+    /// A config file of providers and routes (DESIGN §5); else `CLAUDE_BRIDGE_CONFIG`, else
+    /// `./claude-bridge.toml`, else `$XDG_CONFIG_HOME/claude-bridge/config.toml`. Without one,
+    /// the flags describe a single provider named `default`.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Extra upstream headers (a config file's `headers = {…}`).
+    #[arg(skip)]
+    pub upstream_headers: Vec<(String, String)>,
+    /// A Responses provider's `reasoning_effort` from a config file.
+    #[arg(skip)]
+    pub responses_reasoning_effort: Option<String>,
     /// Read `KEY=VALUE` lines from this file into the environment (real environment wins).
     #[arg(long, env = "CLAUDE_BRIDGE_ENV_FILE")]
     pub env_file: Option<PathBuf>,
@@ -353,6 +368,7 @@ impl ServeArgs {
             model: self.model.clone(),
             max_tokens_cap: (self.max_tokens_cap > 0).then_some(self.max_tokens_cap),
             strict_schemas: self.strict_schemas,
+            reasoning_effort: self.responses_reasoning_effort.clone(),
             ..bridge_core::api::ResponsesOptions::default()
         }
     }

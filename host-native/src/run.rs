@@ -72,14 +72,20 @@ pub async fn build_provider(
     engine: &Arc<dyn Engine>,
 ) -> Result<Arc<dyn crate::provider::Provider>, String> {
     let upstream = |endpoint: &str, bearer: bool| {
-        Upstream::new(
+        let mut upstream = Upstream::new(
             &args.base_url,
             endpoint,
             args.api_key.as_deref().filter(|_| bearer),
             args.ca_cert.as_deref(),
             Duration::from_secs(args.connect_timeout),
             Duration::from_secs(args.first_byte_timeout),
-        )
+        )?;
+        for (name, value) in &args.upstream_headers {
+            let name = http::HeaderName::from_bytes(name.as_bytes())
+                .map_err(|_| format!("{name:?} is not a header name"))?;
+            upstream = upstream.with_header(name, value)?;
+        }
+        Ok::<_, String>(upstream)
     };
     Ok(match args.provider {
         Provider::Openai => Arc::new(crate::provider::openai::OpenAi::new(
@@ -111,12 +117,15 @@ pub async fn build_provider(
 /// Bad upstream configuration or engine set-up failure.
 pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
-    let provider = build_provider(args, &engine).await?;
+    let routes = match load_config(args)? {
+        Some(config) => server::routes::Routes::from_config(&config, args, &engine).await?,
+        None => server::routes::Routes::from_args(args, &engine).await?,
+    };
     let client_key = args.client_key.clone().filter(|k| !k.is_empty());
     let guard = crate::guard::Guard::new(&args.allowed_origin, client_key.is_some())?;
     Ok(Arc::new(AppState {
         engine,
-        provider,
+        routes: std::sync::RwLock::new(Arc::new(routes)),
         client_key,
         max_body_bytes: args.max_body_bytes,
         limits: args.conn_limits(),
@@ -135,12 +144,125 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
 /// # Errors
 /// The address cannot be bound, or set-up failed.
 pub async fn serve(args: &ServeArgs) -> Result<(), String> {
+    let args = &with_config_defaults(args)?;
     let state = build_state(args).await?;
     let (listener, local) = bind_listen(args).await?;
     announce(args, &state, local);
+    if let Some(file) = state.routes().file.clone() {
+        tokio::spawn(reload_on_change(Arc::clone(&state), args.clone(), file));
+    }
     server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// The config file the arguments and environment name or the default places hold, read and
+/// checked; its secrets are registered for redaction.
+///
+/// # Errors
+/// The file does not parse or validate (the message names file, line and key).
+pub fn load_config(args: &ServeArgs) -> Result<Option<crate::config::Config>, String> {
+    let env = crate::config::Env::process().map_err(|e| e.to_string())?;
+    let Some(located) = crate::config::find(args.config.as_deref(), &env) else {
+        return Ok(None);
+    };
+    let config = crate::config::Config::load(&located.path, &env).map_err(|e| e.to_string())?;
+    register_config_secrets(&config);
+    Ok(Some(config))
+}
+
+fn register_config_secrets(config: &crate::config::Config) {
+    use secrecy::ExposeSecret;
+    if let Some(key) = &config.client_key {
+        crate::redact::register(key.expose_secret());
+    }
+    for provider in config.providers.values() {
+        let upstream = match &provider.kind {
+            crate::config::ProviderKind::Openai { upstream, .. }
+            | crate::config::ProviderKind::Responses { upstream, .. }
+            | crate::config::ProviderKind::Anthropic { upstream } => upstream,
+            crate::config::ProviderKind::Fabstir(_) => continue,
+        };
+        if let Some(key) = &upstream.api_key {
+            crate::redact::register(key.expose_secret());
+        }
+        for value in upstream.headers.values() {
+            crate::redact::register(value.expose_secret());
+        }
+    }
+}
+
+/// The arguments with the config file's `listen` and `client_key` where the flags left them
+/// at their defaults (flags and environment win).
+///
+/// # Errors
+/// The config file does not parse or validate.
+pub fn with_config_defaults(args: &ServeArgs) -> Result<ServeArgs, String> {
+    use secrecy::ExposeSecret;
+    let mut out = args.clone();
+    if let Some(config) = load_config(args)? {
+        if let Some(listen) = config.listen
+            && args.listen == crate::cli::DEFAULT_LISTEN
+        {
+            out.listen = listen;
+        }
+        if out.client_key.is_none() {
+            out.client_key = config.client_key.map(|k| k.expose_secret().to_owned());
+        }
+    }
+    Ok(out)
+}
+
+/// Re-read the config file on SIGHUP and when it changes; a file that does not load keeps the
+/// running config (and says why). Requests in flight finish on the routes they started with.
+async fn reload_on_change(state: Arc<AppState>, args: ServeArgs, file: std::path::PathBuf) {
+    let modified = |file: &std::path::Path| std::fs::metadata(file).and_then(|m| m.modified()).ok();
+    let mut seen = modified(&file);
+    #[cfg(unix)]
+    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
+    loop {
+        #[cfg(unix)]
+        let signalled = async {
+            match hup.as_mut() {
+                Some(hup) => {
+                    hup.recv().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        #[cfg(not(unix))]
+        let signalled = std::future::pending::<()>();
+        let why = tokio::select! {
+            () = signalled => "SIGHUP",
+            () = tokio::time::sleep(Duration::from_secs(1)) => {
+                let now = modified(&file);
+                if now == seen {
+                    continue;
+                }
+                seen = now;
+                "the file changed"
+            }
+        };
+        let mut reload_args = args.clone();
+        reload_args.config = Some(file.clone());
+        let reloaded = match load_config(&reload_args) {
+            Ok(Some(config)) => {
+                server::routes::Routes::from_config(&config, &reload_args, &state.engine).await
+            }
+            Ok(None) => Err(String::from("the file is gone")),
+            Err(e) => Err(e),
+        };
+        match reloaded {
+            Ok(routes) => {
+                let targets: Vec<String> = routes.entries().map(|e| e.target.to_string()).collect();
+                state.set_routes(routes);
+                info!(file = %file.display(), %why, ?targets, "config reloaded");
+            }
+            Err(error) => {
+                tracing::warn!(file = %file.display(), %why, %error, "config not reloaded; the running config stays");
+            }
+        }
+    }
 }
 
 /// Bind `--listen`; the error says what to try. A server that anyone on the network could reach
@@ -186,10 +308,14 @@ pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr)
 
 /// Log what the Anthropic front serves and where.
 pub fn announce_front(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr) {
+    let routes = state.routes();
+    let primary = routes.primary();
     info!(
         listen = %local,
-        provider = state.provider.kind(),
-        upstream = %state.provider.endpoint(),
+        provider = primary.map_or("none", |p| p.kind),
+        upstream = %primary.map(|p| p.provider.endpoint()).unwrap_or_default(),
+        config = %routes.file.as_ref().map(|f| f.display().to_string()).unwrap_or_else(|| String::from("(flags)")),
+        targets = routes.entries().count(),
         model = args.model.as_deref().unwrap_or("(client's model name)"),
         engine = state.engine.name(),
         client_key = if state.client_key.is_some() { "required" } else { "none" },

@@ -704,3 +704,347 @@ async fn the_sdks_stream_accumulators_equal_the_folded_answers_on_both_providers
     .unwrap();
     sdks_agree(&bridge, &upstream, "thinking", 1).await;
 }
+
+// ---------------------------------------------------------------- config file and router
+
+const JSON: &[(&str, &str)] = &[("content-type", "application/json")];
+
+async fn get_json(bridge: &Bridge, path: &str) -> Value {
+    let url = format!("{}{path}", bridge.base_url());
+    http::send("GET", &url, &[], None, T)
+        .await
+        .unwrap()
+        .json()
+        .unwrap()
+}
+
+/// A Chat upstream that says which model it was asked for.
+async fn naming_upstream(name: &'static str) -> Upstream {
+    Upstream::start(move |req: &RecordedRequest| {
+        let model = req.body["model"].as_str().unwrap_or_default().to_owned();
+        bridge_tests::chunks::text_stream(&[&format!("{name}:{model}")])
+    })
+    .await
+    .unwrap()
+}
+
+fn ask(model: &str, extra: Value) -> Value {
+    let mut body = json!({"model": model, "max_tokens": 64, "stream": false,
+                          "messages": [{"role": "user", "content": "Say hi."}]});
+    if let (Some(body), Some(extra)) = (body.as_object_mut(), extra.as_object()) {
+        body.extend(extra.clone());
+    }
+    body
+}
+
+/// The answer's text and its `x-claude-bridge-target`.
+async fn routed(bridge: &Bridge, body: &Value) -> (String, String, HttpResponse) {
+    let r = post(bridge, "/v1/messages", JSON, body).await;
+    let text = r.json().map_or_else(
+        |_| r.text(),
+        |v| {
+            v["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        },
+    );
+    let target = r
+        .header("x-claude-bridge-target")
+        .unwrap_or_default()
+        .to_owned();
+    (text, target, r)
+}
+
+fn router_config(local: &Upstream, cloud: &Upstream, down: &Upstream, default: &str) -> String {
+    format!(
+        r#"# A test config: three providers, every route.
+[providers.local]
+kind = "openai"
+base_url = "{local}"
+models = ["qwen3-coder"]
+
+[providers.cloud]
+kind = "openai"
+base_url = "{cloud}"
+api_key = "env:CLOUD_TEST_KEY"
+
+[providers.down]
+kind = "openai"
+base_url = "{down}"
+
+[router]
+default = "{default}"
+background = "local,small"
+think = "cloud,thinker"
+long_context = "cloud,long"
+long_context_threshold = 2000
+fallback = ["cloud,backup"]
+
+[[router.rules]]
+model = "claude-opus-*"
+to = "down,big"
+"#,
+        local = local.base_url(),
+        cloud = cloud.base_url(),
+        down = down.base_url(),
+    )
+}
+
+/// Issue 11: a config file with three providers. Each route is reached (default, background
+/// for haiku, think for thinking enabled or effort high — not for adaptive thinking alone —,
+/// long context, a model rule); a target answering 503 hands over to the fallback, and
+/// `x-claude-bridge-target` names the target that answered; after three failures in a row the
+/// target is skipped (its circuit open on `/health`); `/v1/models` lists the configured models;
+/// the file is reloaded when it changes and on SIGHUP, and a broken file keeps the running config.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_config_file_routes_falls_back_and_reloads() {
+    let local = naming_upstream("local").await;
+    let cloud = naming_upstream("cloud").await;
+    let down = Upstream::always(ScriptedResponse::openai_error(
+        503,
+        "the server is down for maintenance",
+        "server_error",
+        None,
+    ))
+    .await
+    .unwrap();
+    let dir = bridge_tests::tempdir::TempDir::new("router-config").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(
+        &file,
+        router_config(&local, &cloud, &down, "local,qwen3-coder"),
+    )
+    .unwrap();
+    let mut options = BridgeOptions {
+        model: None,
+        env: vec![("CLOUD_TEST_KEY".into(), "sk-cloud-test".into())],
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    options.api_key = None;
+    let mut bridge = Bridge::start_with(&local.base_url(), "router-config", options)
+        .await
+        .unwrap();
+    let ctx = |bridge: &Bridge| format!("--- bridge log:\n{}", bridge.log());
+
+    let cases = [
+        (
+            "claude-sonnet-4-6",
+            json!({}),
+            "local:qwen3-coder",
+            "local,qwen3-coder",
+        ),
+        ("claude-haiku-4-5", json!({}), "local:small", "local,small"),
+        (
+            "claude-sonnet-4-6",
+            json!({"thinking": {"type": "enabled", "budget_tokens": 1024}}),
+            "cloud:thinker",
+            "cloud,thinker",
+        ),
+        (
+            "claude-sonnet-4-6",
+            json!({"output_config": {"effort": "high"}}),
+            "cloud:thinker",
+            "cloud,thinker",
+        ),
+        (
+            "claude-sonnet-4-6",
+            json!({"thinking": {"type": "adaptive"}}),
+            "local:qwen3-coder",
+            "local,qwen3-coder",
+        ),
+        (
+            "claude-sonnet-4-6",
+            json!({"messages": [{"role": "user", "content": "word ".repeat(3000)}]}),
+            "cloud:long",
+            "cloud,long",
+        ),
+        ("claude-opus-4-8", json!({}), "cloud:backup", "cloud,backup"),
+    ];
+    for (model, extra, text, target) in cases {
+        let (got_text, got_target, r) = routed(&bridge, &ask(model, extra.clone())).await;
+        assert_eq!(
+            r.status,
+            200,
+            "{model} {extra}: {}\n{}",
+            r.text(),
+            ctx(&bridge)
+        );
+        assert_eq!(
+            (got_text.as_str(), got_target.as_str()),
+            (text, target),
+            "{model} {extra}"
+        );
+    }
+    assert_eq!(
+        cloud.model_requests()[0].header("authorization"),
+        Some("Bearer sk-cloud-test"),
+        "env:NAME keys are resolved"
+    );
+
+    // The opus rule's target fails every time: after three failures in a row it is skipped.
+    for _ in 0..3 {
+        let (_, target, _) = routed(&bridge, &ask("claude-opus-4-8", json!({}))).await;
+        assert_eq!(target, "cloud,backup");
+    }
+    let tried = down.model_requests().len();
+    assert_eq!(
+        tried, 3,
+        "the rule's target is tried until its circuit opens"
+    );
+    let health = get_json(&bridge, "/health").await;
+    assert_eq!(health["targets"]["down,big"]["circuit"], "open", "{health}");
+    assert!(
+        health["targets"]["down,big"]["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("down for maintenance"),
+        "{health}"
+    );
+    let (text, target, _) = routed(&bridge, &ask("claude-opus-4-8", json!({}))).await;
+    assert_eq!(
+        (text.as_str(), target.as_str()),
+        ("cloud:backup", "cloud,backup")
+    );
+    assert_eq!(
+        down.model_requests().len(),
+        tried,
+        "an open circuit skips its target"
+    );
+
+    // A 400 about the request is not a reason to try another target.
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        JSON,
+        &json!({"model": "claude-opus-4-8", "max_tokens": 0, "messages": []}),
+    )
+    .await;
+    assert_eq!(r.status, 400, "{}", r.text());
+
+    let models = get_json(&bridge, "/v1/models").await;
+    assert!(
+        models["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["id"] == "qwen3-coder"),
+        "{models}"
+    );
+
+    // Reload when the file changes.
+    std::fs::write(
+        &file,
+        router_config(&local, &cloud, &down, "cloud,newdefault"),
+    )
+    .unwrap();
+    let reloaded = async {
+        for _ in 0..50 {
+            let (_, target, _) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+            if target == "cloud,newdefault" {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        false
+    };
+    assert!(
+        reloaded.await,
+        "the changed file was not reloaded\n{}",
+        ctx(&bridge)
+    );
+
+    // A broken file keeps the running config, and says why.
+    std::fs::write(&file, "[providers.local]\nkind = \"olama\"\n").unwrap();
+    tokio::time::sleep(Duration::from_millis(2500)).await;
+    let (_, target, _) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+    assert_eq!(target, "cloud,newdefault", "{}", ctx(&bridge));
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    assert!(
+        log.contains("config not reloaded") && log.contains("olama"),
+        "{}",
+        ctx(&bridge)
+    );
+
+    // SIGHUP reloads (same mtime second or not).
+    std::fs::write(
+        &file,
+        router_config(&local, &cloud, &down, "local,after-hup"),
+    )
+    .unwrap();
+    bridge.signal("HUP").unwrap();
+    let reloaded = async {
+        for _ in 0..50 {
+            let (_, target, _) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+            if target == "local,after-hup" {
+                return true;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        false
+    };
+    assert!(reloaded.await, "SIGHUP did not reload\n{}", ctx(&bridge));
+    assert!(bridge.is_running());
+}
+
+/// Issue 11: the real Claude Code CLI runs its tool loop through a two-provider config whose
+/// primary answers 503: every request falls back to the OpenAI Responses provider, and the tool
+/// really runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_runs_a_tool_loop_when_the_primary_provider_is_down() {
+    let down = Upstream::always(ScriptedResponse::openai_error(
+        503,
+        "upstream connect error or disconnect/reset before headers",
+        "server_error",
+        None,
+    ))
+    .await
+    .unwrap();
+    let fallback = responses_upstream().await;
+    let dir = bridge_tests::tempdir::TempDir::new("router-cli").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"[providers.primary]
+kind = "openai"
+base_url = "{}"
+
+[providers.openai]
+kind = "responses"
+base_url = "{}"
+api_key = "{OPENAI_KEY}"
+
+[router]
+default = "primary,local-model"
+fallback = ["openai,gpt-5-codex"]
+"#,
+            down.base_url(),
+            fallback.base_url()
+        ),
+    )
+    .unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with(&down.base_url(), "router-cli", options)
+        .await
+        .unwrap();
+    run_tool_loop(&fallback, &bridge, "made-by-responses.txt").await;
+    assert!(
+        !down.model_requests().is_empty(),
+        "the primary was tried first"
+    );
+    assert!(
+        fallback
+            .model_requests()
+            .iter()
+            .all(|r| r.body["model"] == "gpt-5-codex"),
+        "{}",
+        fallback.dump()
+    );
+}

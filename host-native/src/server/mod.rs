@@ -10,6 +10,7 @@ mod error_response;
 pub(crate) mod messages;
 mod models;
 pub mod relay;
+pub mod routes;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -29,15 +30,13 @@ use tracing::{Instrument, info, warn};
 use self::body::{ResponseBody, empty, full};
 use crate::engine::Engine;
 use crate::error::BridgeError;
-use crate::provider::Provider;
 
 /// Everything a request handler needs, shared by all connections.
-#[derive(Clone)]
 pub struct AppState {
     /// The translation engine (token estimates; providers hold their own handle).
     pub engine: Arc<dyn Engine>,
-    /// Where requests go.
-    pub provider: Arc<dyn Provider>,
+    /// Where requests go (replaced as a whole on a config reload).
+    pub routes: std::sync::RwLock<Arc<routes::Routes>>,
     /// Key clients must present.
     pub client_key: Option<String>,
     /// Largest request body.
@@ -50,12 +49,32 @@ pub struct AppState {
     pub guard: crate::guard::Guard,
 }
 
+impl AppState {
+    /// The routes in force now (a request keeps the ones it started with).
+    #[must_use]
+    pub fn routes(&self) -> Arc<routes::Routes> {
+        Arc::clone(
+            &self
+                .routes
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+        )
+    }
+
+    /// Put new routes in force (a config reload).
+    pub fn set_routes(&self, routes: routes::Routes) {
+        *self
+            .routes
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Arc::new(routes);
+    }
+}
+
 impl std::fmt::Debug for AppState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AppState")
             .field("engine", &self.engine.name())
-            .field("provider", &self.provider.kind())
-            .field("endpoint", &self.provider.endpoint())
+            .field("routes", &self.routes())
             .field("client_key", &self.client_key.as_ref().map(|_| "<set>"))
             .finish_non_exhaustive()
     }
@@ -224,20 +243,10 @@ async fn route(
     let result = match (&method, path.as_str()) {
         (&Method::OPTIONS, _) => Ok(status_only(StatusCode::NO_CONTENT)),
         (&Method::HEAD | &Method::GET, "" | "/api/hello") => Ok(status_only(StatusCode::OK)),
-        (&Method::GET, "/health") => Ok(json_response(
-            StatusCode::OK,
-            serde_json::json!({
-                "status": "ok",
-                "provider": state.provider.kind(),
-                "engine": state.engine.name(),
-                "upstream": state.provider.endpoint(),
-                "version": env!("CARGO_PKG_VERSION"),
-            })
-            .to_string(),
-        )),
+        (&Method::GET, "/health") => Ok(json_response(StatusCode::OK, health(state).to_string())),
         (&Method::POST, "/v1/messages") => match authorize(state, req.headers()) {
             Ok(()) => match read_call(state, req).await {
-                Ok(call) => messages::create(state, call).await,
+                Ok(call) => Ok(messages::create(state, call, request_id).await),
                 Err(e) => Err(e),
             },
             Err(e) => Err(e),
@@ -267,6 +276,32 @@ async fn route(
             error_response::error_response(error, request_id)
         }
     }
+}
+
+/// `GET /health`: the default target's provider (as before), and every target's last known
+/// state (its circuit, answers and failures, the last error).
+fn health(state: &AppState) -> serde_json::Value {
+    let routes = state.routes();
+    let now = Instant::now();
+    let primary = routes.primary();
+    let targets: serde_json::Map<String, serde_json::Value> = routes
+        .entries()
+        .map(|entry| {
+            let mut report = entry.circuit.report(now);
+            report["kind"] = serde_json::Value::from(entry.kind);
+            report["upstream"] = serde_json::Value::from(entry.provider.endpoint());
+            (entry.target.to_string(), report)
+        })
+        .collect();
+    serde_json::json!({
+        "status": "ok",
+        "provider": primary.map(|p| p.kind),
+        "engine": state.engine.name(),
+        "upstream": primary.map(|p| p.provider.endpoint()),
+        "config": routes.file.as_ref().map(|f| f.display().to_string()),
+        "targets": targets,
+        "version": env!("CARGO_PKG_VERSION"),
+    })
 }
 
 fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), BridgeError> {

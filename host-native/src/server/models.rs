@@ -1,5 +1,6 @@
-//! `GET /v1/models` in Anthropic's shape. Ids begin with `claude` (Claude Code's gateway model
-//! discovery only keeps those); with `--model` every one of them maps to that upstream model.
+//! `GET /v1/models` in Anthropic's shape: the Claude ids (Claude Code's gateway model discovery
+//! only keeps ids that begin with `claude`; each maps to the default target), then the models the
+//! config file (or `--model`) lists, by the id a client sends.
 
 use http::{Response, StatusCode};
 
@@ -14,25 +15,44 @@ const MODELS: &[(&str, &str)] = &[
 ];
 
 fn info(state: &AppState, id: &str, display: &str) -> serde_json::Value {
-    let target = state.provider.model().unwrap_or(id);
+    let routes = state.routes();
+    let (target, kind) = routes
+        .primary()
+        .map_or((id, "none"), |p| (p.provider.model().unwrap_or(id), p.kind));
     serde_json::json!({
         "type": "model",
         "id": id,
-        "display_name": format!("{display} → {target} ({})", state.provider.kind()),
+        "display_name": format!("{display} → {target} ({kind})"),
+        "created_at": "2025-01-01T00:00:00Z",
+    })
+}
+
+fn configured(id: &str, provider: &str) -> serde_json::Value {
+    serde_json::json!({
+        "type": "model",
+        "id": id,
+        "display_name": format!("{id} ({provider})"),
         "created_at": "2025-01-01T00:00:00Z",
     })
 }
 
 pub(super) fn list(state: &AppState) -> Response<ResponseBody> {
-    let data: Vec<_> = MODELS
+    let mut data: Vec<_> = MODELS
         .iter()
         .map(|(id, name)| info(state, id, name))
         .collect();
+    data.extend(
+        state
+            .routes()
+            .models()
+            .iter()
+            .map(|(id, provider)| configured(id, provider)),
+    );
     let body = serde_json::json!({
+        "first_id": data.first().map(|m| m["id"].clone()),
+        "last_id": data.last().map(|m| m["id"].clone()),
         "data": data,
         "has_more": false,
-        "first_id": MODELS.first().map(|m| m.0),
-        "last_id": MODELS.last().map(|m| m.0),
     });
     json_response(StatusCode::OK, body.to_string())
 }
@@ -47,6 +67,18 @@ pub(super) fn get(state: &AppState, id: &str) -> Result<Response<ResponseBody>, 
             StatusCode::OK,
             info(state, id, id).to_string(),
         )),
+        None if state.routes().models().iter().any(|(m, _)| m == id) => {
+            let routes = state.routes();
+            let provider = routes
+                .models()
+                .iter()
+                .find(|(m, _)| m == id)
+                .map_or("", |(_, p)| p.as_str());
+            Ok(json_response(
+                StatusCode::OK,
+                configured(id, provider).to_string(),
+            ))
+        }
         None => Err(BridgeError::NotFound {
             method: String::from("GET"),
             path: format!("/v1/models/{id}"),

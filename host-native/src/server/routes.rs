@@ -1,0 +1,391 @@
+//! Where each request goes: the router's targets, each a provider, with fallbacks and a
+//! circuit breaker per target.
+//!
+//! A [`Routes`] is built from a config file (`serve --config`, DESIGN §5) or, with flags only,
+//! as one provider named `default`. Every `provider,model` the `[router]` names becomes one
+//! [`TargetEntry`] with its own provider instance (built with that model as its `--model`), so
+//! providers stay unaware of routing. [`Routes::plan`] asks the core's pure router
+//! (`bridge_core::route`) for the ordered targets of a request; the front tries them in order
+//! while a target fails before the client got a byte ([`BridgeError::retryable`]).
+//!
+//! A target that failed [`Circuit::THRESHOLD`] times in a row is skipped for
+//! [`Circuit::COOL_DOWN`] (unless it is the last one left), then tried again; `/health` shows
+//! each target's state. A reload builds a new `Routes`; requests in flight keep the one they
+//! started with (they hold an `Arc`).
+//!
+//! ```text
+//!   request ──features──► core route() ──► [primary, fallback…]
+//!        for each: circuit open? skip ─► provider.open ─► Ok: answer (x-claude-bridge-target)
+//!                                                     └► Err(retryable): next target
+//!                                                     └► Err(other): the client's error
+//! ```
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use bridge_core::route::{Reason, RouterConfig, Target};
+
+use crate::cli::{Provider as ProviderChoice, ServeArgs};
+use crate::config::{Config, ProviderKind};
+use crate::engine::Engine;
+use crate::error::BridgeError;
+use crate::provider::Provider;
+
+/// The provider name flags describe (DESIGN §5: a one-provider config named `default`).
+pub const FLAGS_PROVIDER: &str = "default";
+
+/// One target: a provider (built for this model) and its health.
+pub struct TargetEntry {
+    /// `provider,model` or `provider`.
+    pub target: Target,
+    /// The provider's kind (`openai`, …).
+    pub kind: &'static str,
+    /// The provider, built with the target's model.
+    pub provider: Arc<dyn Provider>,
+    /// Consecutive failures and the cool-down.
+    pub circuit: Circuit,
+}
+
+impl std::fmt::Debug for TargetEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TargetEntry")
+            .field("target", &self.target.to_string())
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TargetEntry {
+    /// `provider,model` as the `x-claude-bridge-target` header says it: the model the request
+    /// was sent as.
+    #[must_use]
+    pub fn label(&self, client_model: &str) -> String {
+        format!(
+            "{},{}",
+            self.target.provider,
+            self.target.model.as_deref().unwrap_or(client_model)
+        )
+    }
+}
+
+/// A target's failures in a row, and when it may be tried again.
+#[derive(Debug, Default)]
+pub struct Circuit {
+    state: Mutex<CircuitState>,
+}
+
+#[derive(Debug, Default, Clone)]
+struct CircuitState {
+    failures: u32,
+    open_until: Option<Instant>,
+    last_error: Option<String>,
+    answered: u64,
+    failed: u64,
+}
+
+impl Circuit {
+    /// Failures in a row that open the circuit.
+    pub const THRESHOLD: u32 = 3;
+    /// How long an open circuit skips its target before it is probed again.
+    pub const COOL_DOWN: Duration = Duration::from_secs(30);
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CircuitState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the target is being skipped at `now`.
+    #[must_use]
+    pub fn is_open(&self, now: Instant) -> bool {
+        self.lock().open_until.is_some_and(|until| now < until)
+    }
+
+    /// The target answered.
+    pub fn success(&self) {
+        let mut state = self.lock();
+        state.failures = 0;
+        state.open_until = None;
+        state.answered += 1;
+    }
+
+    /// The target failed (retryably) at `now`; opens the circuit at the threshold.
+    pub fn failure(&self, now: Instant, error: &str) {
+        let mut state = self.lock();
+        state.failures += 1;
+        state.failed += 1;
+        state.last_error = Some(crate::redact::redact(error).into_owned());
+        if state.failures >= Self::THRESHOLD {
+            state.open_until = Some(now + Self::COOL_DOWN);
+        }
+    }
+
+    /// For `/health`.
+    #[must_use]
+    pub fn report(&self, now: Instant) -> serde_json::Value {
+        let state = self.lock().clone();
+        let circuit = match state.open_until {
+            Some(until) if now < until => "open",
+            Some(_) => "half-open",
+            None => "closed",
+        };
+        serde_json::json!({
+            "circuit": circuit,
+            "failures_in_a_row": state.failures,
+            "answered": state.answered,
+            "failed": state.failed,
+            "last_error": state.last_error,
+        })
+    }
+}
+
+/// Every target of the running configuration.
+pub struct Routes {
+    router: RouterConfig,
+    targets: BTreeMap<String, TargetEntry>,
+    /// Models `GET /v1/models` lists: (id a client sends, provider).
+    models: Vec<(String, String)>,
+    /// The config file, when there is one.
+    pub file: Option<std::path::PathBuf>,
+}
+
+impl std::fmt::Debug for Routes {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Routes")
+            .field("targets", &self.targets.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Routes {
+    /// Flags only: one provider, `default`, every request to it (with `--model` if given).
+    ///
+    /// # Errors
+    /// The provider cannot be built.
+    pub async fn from_args(args: &ServeArgs, engine: &Arc<dyn Engine>) -> Result<Self, String> {
+        let target = Target {
+            provider: FLAGS_PROVIDER.to_owned(),
+            model: args.model.clone(),
+        };
+        let provider = crate::run::build_provider(args, engine).await?;
+        let mut targets = BTreeMap::new();
+        targets.insert(
+            target.to_string(),
+            TargetEntry {
+                target: target.clone(),
+                kind: provider.kind(),
+                provider,
+                circuit: Circuit::default(),
+            },
+        );
+        Ok(Self {
+            router: RouterConfig::new(target),
+            targets,
+            models: args
+                .model
+                .iter()
+                .map(|m| (m.clone(), FLAGS_PROVIDER.to_owned()))
+                .collect(),
+            file: None,
+        })
+    }
+
+    /// From a config file: one provider instance per target the router names; the flags give
+    /// what the file leaves out.
+    ///
+    /// # Errors
+    /// A provider cannot be built (the message names it).
+    pub async fn from_config(
+        config: &Config,
+        args: &ServeArgs,
+        engine: &Arc<dyn Engine>,
+    ) -> Result<Self, String> {
+        let mut targets = BTreeMap::new();
+        for (_, target) in config.router.targets() {
+            let key = target.to_string();
+            if targets.contains_key(&key) {
+                continue;
+            }
+            let Some(provider) = config.providers.get(&target.provider) else {
+                return Err(format!(
+                    "the router names an unknown provider {}",
+                    target.provider
+                ));
+            };
+            let provider_args = provider_args(args, provider, target.model.clone());
+            let built = crate::run::build_provider(&provider_args, engine)
+                .await
+                .map_err(|e| format!("provider {}: {e}", target.provider))?;
+            targets.insert(
+                key,
+                TargetEntry {
+                    target: target.clone(),
+                    kind: built.kind(),
+                    provider: built,
+                    circuit: Circuit::default(),
+                },
+            );
+        }
+        let models = config
+            .providers
+            .iter()
+            .flat_map(|(name, p)| p.models.iter().map(|m| (m.clone(), name.clone())))
+            .collect();
+        Ok(Self {
+            router: config.router.clone(),
+            targets,
+            models,
+            file: Some(config.file.clone()),
+        })
+    }
+
+    /// The targets to try for a request, in order, and why the first was chosen.
+    ///
+    /// # Errors
+    /// The body is not a Messages request (the client's fault).
+    pub fn plan(&self, body: &[u8]) -> Result<(Vec<&TargetEntry>, Reason, String), BridgeError> {
+        let features = bridge_core::route::features_from_bytes(body).map_err(|e| {
+            BridgeError::Engine(crate::engine::EngineError::Request {
+                kind: e.kind(),
+                message: e.to_string(),
+            })
+        })?;
+        let route = bridge_core::route::route(&self.router, &features);
+        let entries = route
+            .targets()
+            .filter_map(|t| self.targets.get(&t.to_string()))
+            .collect();
+        Ok((entries, route.reason, features.model))
+    }
+
+    /// The default target's entry (count_tokens, `/health`'s summary).
+    #[must_use]
+    pub fn primary(&self) -> Option<&TargetEntry> {
+        self.targets.get(&self.router.default.to_string())
+    }
+
+    /// Every target.
+    pub fn entries(&self) -> impl Iterator<Item = &TargetEntry> {
+        self.targets.values()
+    }
+
+    /// The configured models and their providers.
+    #[must_use]
+    pub fn models(&self) -> &[(String, String)] {
+        &self.models
+    }
+}
+
+/// The serve arguments one provider of the file stands for: the flags, with what the provider's
+/// table sets, and `model` as its `--model`.
+fn provider_args(
+    args: &ServeArgs,
+    provider: &crate::config::Provider,
+    model: Option<String>,
+) -> ServeArgs {
+    use secrecy::ExposeSecret;
+    let mut out = args.clone();
+    out.model = model;
+    out.ca_cert = provider.ca_cert.clone().or(out.ca_cert);
+    if let Some(s) = provider.timeouts.connect {
+        out.connect_timeout = s;
+    }
+    if let Some(s) = provider.timeouts.first_byte {
+        out.first_byte_timeout = s;
+    }
+    let http = |out: &mut ServeArgs, upstream: &crate::config::HttpUpstream| {
+        out.base_url = upstream.base_url.clone();
+        out.api_key = upstream
+            .api_key
+            .as_ref()
+            .map(|k| k.expose_secret().to_owned());
+        out.upstream_headers = upstream
+            .headers
+            .iter()
+            .map(|(k, v)| (k.clone(), v.expose_secret().to_owned()))
+            .collect();
+    };
+    match &provider.kind {
+        ProviderKind::Openai { upstream, options } => {
+            out.provider = ProviderChoice::Openai;
+            http(&mut out, upstream);
+            if let Some(v) = options.max_tokens_cap {
+                out.max_tokens_cap = v;
+            }
+            out.max_completion_tokens = options
+                .max_completion_tokens
+                .unwrap_or(out.max_completion_tokens);
+            out.strict_schemas = options.strict_schemas.unwrap_or(out.strict_schemas);
+            out.reasoning_effort = options.reasoning_effort.unwrap_or(out.reasoning_effort);
+            out.no_reasoning_passback = options
+                .no_reasoning_passback
+                .unwrap_or(out.no_reasoning_passback);
+            out.keep_mid_conversation_system = options
+                .keep_mid_conversation_system
+                .unwrap_or(out.keep_mid_conversation_system);
+        }
+        ProviderKind::Responses { upstream, options } => {
+            out.provider = ProviderChoice::Responses;
+            http(&mut out, upstream);
+            if let Some(v) = options.max_tokens_cap {
+                out.max_tokens_cap = v;
+            }
+            out.strict_schemas = options.strict_schemas.unwrap_or(out.strict_schemas);
+            out.responses_reasoning_effort = options.reasoning_effort.clone();
+        }
+        ProviderKind::Anthropic { upstream } => {
+            out.provider = ProviderChoice::Anthropic;
+            http(&mut out, upstream);
+        }
+        ProviderKind::Fabstir(f) => {
+            out.provider = ProviderChoice::Fabstir;
+            out.host_url = f.host_url.clone().or(out.host_url);
+            out.host_pubkey = f.host_pubkey.clone().or(out.host_pubkey);
+            out.job_id = f.job_id.or(out.job_id);
+            out.chain_id = f.chain_id.unwrap_or(out.chain_id);
+            out.price_per_token = f.price_per_token.unwrap_or(out.price_per_token);
+            out.private_key_file = f.private_key_file.clone().or(out.private_key_file);
+            out.rpc_url = f.rpc_url.clone().or(out.rpc_url);
+            out.host = f.host.clone().or(out.host);
+            out.payment = f.payment.unwrap_or(out.payment);
+            out.deposit = f.deposit.clone().or(out.deposit);
+            out.max_spend = f.max_spend.clone().or(out.max_spend);
+            out.selection = f.selection.unwrap_or(out.selection);
+            out.ledger = f.ledger.clone().or(out.ledger);
+            out.confirmations = f.confirmations.unwrap_or(out.confirmations);
+            out.job_marketplace = f.job_marketplace.clone().or(out.job_marketplace);
+            out.node_registry = f.node_registry.clone().or(out.node_registry);
+            out.usdc = f.usdc.clone().or(out.usdc);
+            out.tool_format = f.tool_format.unwrap_or(out.tool_format);
+            if let Some(v) = f.max_tokens_cap {
+                out.max_tokens_cap = v;
+            }
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_circuit_opens_after_the_threshold_and_closes_on_success() {
+        let circuit = Circuit::default();
+        let t0 = Instant::now();
+        for _ in 0..Circuit::THRESHOLD - 1 {
+            circuit.failure(t0, "503");
+        }
+        assert!(!circuit.is_open(t0));
+        circuit.failure(t0, "503");
+        assert!(circuit.is_open(t0));
+        assert_eq!(circuit.report(t0)["circuit"], "open");
+        assert!(!circuit.is_open(t0 + Circuit::COOL_DOWN));
+        assert_eq!(
+            circuit.report(t0 + Circuit::COOL_DOWN)["circuit"],
+            "half-open"
+        );
+        circuit.success();
+        assert_eq!(circuit.report(t0)["circuit"], "closed");
+        assert_eq!(circuit.report(t0)["failures_in_a_row"], 0);
+    }
+}
