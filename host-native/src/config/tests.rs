@@ -478,3 +478,29 @@ fn load_reads_the_file_and_names_it_when_it_cannot() {
     );
     std::fs::remove_dir(&dir).unwrap();
 }
+
+/// The README's annotated example is a config this bridge loads (so the README stays true).
+#[test]
+fn the_readme_example_loads() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .unwrap();
+    let section = readme
+        .split("## Many providers")
+        .nth(1)
+        .expect("the README has the config section");
+    let example = section
+        .split("```toml\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("the section has a toml example");
+    let env = Env::fixed("/tmp")
+        .with_var("BRIDGE_CLIENT_KEY", "k")
+        .with_var("OPENAI_API_KEY", "sk-o")
+        .with_var("ANTHROPIC_API_KEY", "sk-a");
+    let config = Config::parse(example, Path::new("README.md"), &env)
+        .unwrap_or_else(|e| panic!("the README example does not load: {e}"));
+    assert_eq!(config.providers.len(), 3);
+    assert_eq!(config.router.rules.len(), 1);
+    assert_eq!(config.providers["openai"].timeouts.first_byte, Some(120));
+}

@@ -180,11 +180,8 @@ impl Routes {
         Ok(Self {
             router: RouterConfig::new(target),
             targets,
-            models: args
-                .model
-                .iter()
-                .map(|m| (m.clone(), FLAGS_PROVIDER.to_owned()))
-                .collect(),
+            // Flags only: the Claude ids (each mapped to --model) are the list.
+            models: Vec::new(),
             file: None,
         })
     }
