@@ -913,6 +913,47 @@ async fn a_config_file_routes_falls_back_and_reloads() {
         "an open circuit skips its target"
     );
 
+    // What it did, seen from outside: one line per request when it ends, and /metrics.
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    let done = log
+        .lines()
+        .find(|l| l.contains("request done") && l.contains("target=cloud,backup"))
+        .unwrap_or_else(|| panic!("no request line\n{log}"));
+    for field in [
+        "route=rule 1 (claude-opus-*)",
+        "attempts=2",
+        "status=200",
+        "ttft_ms=",
+        "input_tokens=",
+        "output_tokens=",
+        "stop=end_turn",
+    ] {
+        assert!(done.contains(field), "{field} missing: {done}");
+    }
+    let metrics = http::send(
+        "GET",
+        &format!("{}/metrics", bridge.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap()
+    .text();
+    for line in [
+        "claude_bridge_requests_total{target=\"local,qwen3-coder\",status=\"200\"} 2",
+        "claude_bridge_fallbacks_total{from=\"down,big\"} 3",
+        "claude_bridge_circuit_open{target=\"down,big\"} 1",
+        "claude_bridge_circuit_open{target=\"local,small\"} 0",
+        "claude_bridge_open_streams 0",
+    ] {
+        assert!(metrics.contains(line), "{line} missing:\n{metrics}");
+    }
+    assert!(
+        metrics.contains("claude_bridge_time_to_first_token_seconds_bucket"),
+        "{metrics}"
+    );
+
     // A 400 about the request is not a reason to try another target.
     let r = post(
         &bridge,

@@ -11,9 +11,12 @@
 use std::time::Instant;
 
 use http::{HeaderValue, Response, StatusCode};
-use tracing::{info, warn};
+use tracing::warn;
+
+use bridge_core::anthropic::events::ErrorKind;
 
 use super::body::ResponseBody;
+use super::observe::{Metrics, Outcome, Tally};
 use super::{AppState, error_response, json_response};
 use crate::error::BridgeError;
 use crate::provider::Call;
@@ -26,6 +29,7 @@ pub(super) async fn create(
     call: Call,
     request_id: &str,
 ) -> Response<ResponseBody> {
+    let started = Instant::now();
     let routes = state.routes();
     let (plan, reason, client_model) = match routes.plan(&call.body) {
         Ok(plan) => plan,
@@ -40,34 +44,58 @@ pub(super) async fn create(
         live
     };
     let mut last: Option<(BridgeError, String)> = None;
+    let outcome = |label: &str, attempts: usize| Outcome {
+        client_model: client_model.clone(),
+        target: label.to_owned(),
+        route: reason.to_string(),
+        attempts,
+        started,
+    };
     for (attempt, entry) in tries.iter().enumerate() {
         let label = entry.label(&client_model);
         match entry.provider.open(call.clone()).await {
             Ok(answer) => {
                 entry.circuit.success();
-                info!(target = %label, %reason, attempt = attempt + 1, "routed");
-                let mut response = state.relay.respond(answer).await;
+                let outcome = outcome(&label, attempt + 1);
+                let mut response = state.relay.respond(answer, Some(outcome)).await;
                 set_target(&mut response, &label);
                 return response;
             }
             Err(error) if error.retryable() => {
                 entry.circuit.failure(Instant::now(), &error.to_string());
-                if attempt + 1 < tries.len() {
+                let handed_over = attempt + 1 < tries.len();
+                Metrics::global().upstream_error(&label, error.kind().as_str(), handed_over);
+                if handed_over {
                     warn!(target = %label, %error, "target failed before answering; trying the next");
                 }
                 last = Some((error, label));
             }
-            Err(error) => return failed(error, request_id, Some(&label)),
+            Err(error) => {
+                let kind = error.kind();
+                let response = failed(error, request_id, Some(&label));
+                ended(&outcome(&label, attempt + 1), kind, &response);
+                return response;
+            }
         }
     }
     match last {
-        Some((error, label)) => failed(error, request_id, Some(&label)),
+        Some((error, label)) => {
+            let kind = error.kind();
+            let response = failed(error, request_id, Some(&label));
+            ended(&outcome(&label, tries.len()), kind, &response);
+            response
+        }
         None => failed(
             BridgeError::Internal(String::from("the router gave no target")),
             request_id,
             None,
         ),
     }
+}
+
+/// The line and metrics of a request that got an error instead of an answer.
+fn ended(outcome: &Outcome, kind: ErrorKind, response: &Response<ResponseBody>) {
+    outcome.finish(response.status().as_u16(), &Tally::failed(kind.as_str()));
 }
 
 fn failed(error: BridgeError, request_id: &str, target: Option<&str>) -> Response<ResponseBody> {
@@ -95,7 +123,7 @@ pub(super) async fn count_tokens(
     if let Some(primary) = routes.primary()
         && let Some(answer) = primary.provider.count_tokens(call).await
     {
-        return Ok(state.relay.respond(answer?).await);
+        return Ok(state.relay.respond(answer?, None).await);
     }
     Ok(json_response(
         StatusCode::OK,

@@ -9,6 +9,7 @@ pub mod conn;
 mod error_response;
 pub(crate) mod messages;
 mod models;
+pub mod observe;
 pub mod relay;
 pub mod routes;
 
@@ -244,6 +245,7 @@ async fn route(
         (&Method::OPTIONS, _) => Ok(status_only(StatusCode::NO_CONTENT)),
         (&Method::HEAD | &Method::GET, "" | "/api/hello") => Ok(status_only(StatusCode::OK)),
         (&Method::GET, "/health") => Ok(json_response(StatusCode::OK, health(state).to_string())),
+        (&Method::GET, "/metrics") => Ok(metrics(state)),
         (&Method::POST, "/v1/messages") => match authorize(state, req.headers()) {
             Ok(()) => match read_call(state, req).await {
                 Ok(call) => Ok(messages::create(state, call, request_id).await),
@@ -276,6 +278,22 @@ async fn route(
             error_response::error_response(error, request_id)
         }
     }
+}
+
+/// `GET /metrics`: Prometheus text format.
+fn metrics(state: &AppState) -> Response<ResponseBody> {
+    let now = Instant::now();
+    let circuits: Vec<(String, bool)> = state
+        .routes()
+        .entries()
+        .map(|e| (e.target.to_string(), e.circuit.is_open(now)))
+        .collect();
+    let mut response = Response::new(full(observe::Metrics::global().render(&circuits)));
+    response.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/openmetrics-text; version=1.0.0; charset=utf-8"),
+    );
+    response
 }
 
 /// `GET /health`: the default target's provider (as before), and every target's last known

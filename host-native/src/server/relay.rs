@@ -33,6 +33,7 @@ use bridge_core::api::SseFolder;
 
 use super::body::ResponseBody;
 use super::json_response;
+use super::observe::{OpenStream, Outcome, Tally};
 use crate::provider::{Answer, EventSource, Next};
 
 /// Exact bytes of a keep-alive event.
@@ -57,17 +58,34 @@ pub struct Relay {
 }
 
 impl Relay {
-    /// The response for `answer`.
-    pub async fn respond(self, answer: Answer) -> Response<ResponseBody> {
+    /// The response for `answer`; with an `outcome`, the request's line is logged and the
+    /// metrics moved when the answer is over ([`super::observe`]).
+    pub async fn respond(self, answer: Answer, outcome: Option<Outcome>) -> Response<ResponseBody> {
         match answer {
-            Answer::Complete { status, body } => json_response(
-                StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
-                String::from_utf8_lossy(&body).into_owned(),
-            ),
+            Answer::Complete { status, body } => {
+                let body = String::from_utf8_lossy(&body).into_owned();
+                if let Some(outcome) = outcome {
+                    let mut tally = Tally::default();
+                    tally.saw_folded(&body);
+                    outcome.finish(status, &tally);
+                }
+                json_response(
+                    StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+                    body,
+                )
+            }
             Answer::Stream {
                 client_stream: false,
                 source,
-            } => self.fold(source).await,
+            } => {
+                let _open = OpenStream::open();
+                let response = self.fold(source).await;
+                if let Some(outcome) = outcome {
+                    let tally = response_tally(&response);
+                    outcome.finish(response.status().as_u16(), &tally);
+                }
+                response
+            }
             Answer::Stream {
                 client_stream: true,
                 source,
@@ -75,7 +93,7 @@ impl Relay {
                 let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
                 let span = tracing::Span::current();
                 let on_panic = tx.clone();
-                let relay = AssertUnwindSafe(self.stream(source, tx)).catch_unwind();
+                let relay = AssertUnwindSafe(self.stream(source, tx, outcome)).catch_unwind();
                 tokio::spawn(
                     async move {
                         if let Err(panic) = relay.await {
@@ -164,14 +182,35 @@ impl Relay {
         )
     }
 
-    /// Relay to a streaming client until the answer ends or the client leaves.
-    async fn stream(self, mut source: Box<dyn EventSource>, tx: mpsc::Sender<Bytes>) {
+    /// Relay to a streaming client until the answer ends or the client leaves; then the
+    /// request's line.
+    async fn stream(
+        self,
+        source: Box<dyn EventSource>,
+        tx: mpsc::Sender<Bytes>,
+        outcome: Option<Outcome>,
+    ) {
+        let _open = OpenStream::open();
+        let mut tally = Tally::default();
+        self.stream_source(source, tx, &mut tally).await;
+        if let Some(outcome) = outcome {
+            outcome.finish(200, &tally);
+        }
+    }
+
+    async fn stream_source(
+        self,
+        mut source: Box<dyn EventSource>,
+        tx: mpsc::Sender<Bytes>,
+        tally: &mut Tally,
+    ) {
         let started = Instant::now();
         let mut last_output = Instant::now();
         let mut last_sent = Instant::now();
         loop {
             if self.out_of_time(started) {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
+                tally.saw(&last);
                 let _ = tx.send(Bytes::from(last)).await;
                 return;
             }
@@ -197,6 +236,7 @@ impl Relay {
             let out = match next {
                 Ok(Next::Sse(sse)) => {
                     last_output = Instant::now();
+                    tally.saw(&sse);
                     // An upstream's error may quote a key back.
                     if sse.contains("event: error") {
                         Bytes::from(crate::redact::redact(&sse).into_owned())
@@ -208,6 +248,7 @@ impl Relay {
                 Err(_) if self.out_of_time(started) => continue,
                 Err(_) if last_output.elapsed() >= self.idle_timeout => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
+                    tally.saw(&last);
                     let _ = tx.send(Bytes::from(last)).await;
                     return;
                 }
@@ -264,4 +305,13 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
+}
+
+/// What a folded (complete) response says, for the request's line.
+fn response_tally(response: &Response<ResponseBody>) -> Tally {
+    let mut tally = Tally::default();
+    if let ResponseBody::Full(Some(bytes)) = response.body() {
+        tally.saw_folded(&String::from_utf8_lossy(bytes));
+    }
+    tally
 }

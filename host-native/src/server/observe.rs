@@ -1,0 +1,354 @@
+//! Seeing what the bridge does: one log line per `/v1/messages` request when its answer ends,
+//! and the Prometheus metrics behind `GET /metrics`.
+//!
+//! The relay feeds every piece of SSE it sends through a [`Tally`] (it reads only the events that
+//! carry usage, the stop reason or an error, and notes the first content delta), and calls
+//! [`Outcome::finish`] when the answer is over: that writes the line
+//!
+//! ```text
+//! INFO request done id=req_… model=claude-sonnet-4-6 target=local,qwen3-coder route=default
+//!      attempts=1 status=200 ttft_ms=41 ms=812 input_tokens=1200 output_tokens=85 stop=end_turn
+//! ```
+//!
+//! and moves the metrics: requests by target and status, time to first token and duration
+//! histograms, tokens in and out, fallbacks, open streams, upstream errors by kind, and each
+//! target's circuit (read from the routes at scrape time).
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+use serde_json::Value;
+use tracing::info;
+
+type Labels = Vec<(&'static str, String)>;
+
+/// The process's metrics.
+#[derive(Debug)]
+pub struct Metrics {
+    registry: Registry,
+    requests: Family<Labels, Counter>,
+    ttft: Family<Labels, Histogram>,
+    duration: Family<Labels, Histogram>,
+    tokens: Family<Labels, Counter>,
+    fallbacks: Family<Labels, Counter>,
+    upstream_errors: Family<Labels, Counter>,
+    open_streams: Gauge,
+}
+
+fn seconds_buckets() -> Histogram {
+    // 10 ms … ~160 s.
+    Histogram::new(exponential_buckets(0.01, 2.0, 15))
+}
+
+impl Metrics {
+    fn new() -> Self {
+        let mut registry = Registry::with_prefix("claude_bridge");
+        let requests = Family::<Labels, Counter>::default();
+        let ttft = Family::<Labels, Histogram>::new_with_constructor(seconds_buckets as fn() -> _);
+        let duration =
+            Family::<Labels, Histogram>::new_with_constructor(seconds_buckets as fn() -> _);
+        let tokens = Family::<Labels, Counter>::default();
+        let fallbacks = Family::<Labels, Counter>::default();
+        let upstream_errors = Family::<Labels, Counter>::default();
+        let open_streams = Gauge::default();
+        registry.register(
+            "requests",
+            "Messages requests answered, by target and status",
+            requests.clone(),
+        );
+        registry.register(
+            "time_to_first_token_seconds",
+            "Time from the request to the first content the client received",
+            ttft.clone(),
+        );
+        registry.register(
+            "request_duration_seconds",
+            "Time from the request to the end of its answer",
+            duration.clone(),
+        );
+        registry.register(
+            "tokens",
+            "Tokens in and out, as the upstream reported them",
+            tokens.clone(),
+        );
+        registry.register(
+            "fallbacks",
+            "Requests handed to the next target because one failed before answering",
+            fallbacks.clone(),
+        );
+        registry.register(
+            "upstream_errors",
+            "Upstream failures before an answer, by target and Anthropic error type",
+            upstream_errors.clone(),
+        );
+        registry.register(
+            "open_streams",
+            "Answers being relayed right now",
+            open_streams.clone(),
+        );
+        Self {
+            registry,
+            requests,
+            ttft,
+            duration,
+            tokens,
+            fallbacks,
+            upstream_errors,
+            open_streams,
+        }
+    }
+
+    /// The process-wide metrics.
+    pub fn global() -> &'static Self {
+        static METRICS: OnceLock<Metrics> = OnceLock::new();
+        METRICS.get_or_init(Self::new)
+    }
+
+    /// A target failed before answering (`kind`: the Anthropic error type).
+    pub fn upstream_error(&self, target: &str, kind: &str, handed_over: bool) {
+        self.upstream_errors
+            .get_or_create(&vec![
+                ("target", target.to_owned()),
+                ("kind", kind.to_owned()),
+            ])
+            .inc();
+        if handed_over {
+            self.fallbacks
+                .get_or_create(&vec![("from", target.to_owned())])
+                .inc();
+        }
+    }
+
+    /// The Prometheus text exposition, with each target's circuit state (1 = open) appended.
+    #[must_use]
+    pub fn render(&self, circuits: &[(String, bool)]) -> String {
+        let mut out = String::new();
+        let _ = encode(&mut out, &self.registry);
+        // `# EOF` must stay last.
+        let body = out.trim_end().trim_end_matches("# EOF").to_owned();
+        let mut text = body;
+        text.push_str("# HELP claude_bridge_circuit_open Whether a target is being skipped after failing in a row (1) or not (0).\n");
+        text.push_str("# TYPE claude_bridge_circuit_open gauge\n");
+        for (target, open) in circuits {
+            let target = target.replace('\\', "\\\\").replace('"', "\\\"");
+            text.push_str(&format!(
+                "claude_bridge_circuit_open{{target=\"{target}\"}} {}\n",
+                u8::from(*open)
+            ));
+        }
+        text.push_str("# EOF\n");
+        text
+    }
+}
+
+/// What the relay saw of an answer.
+#[derive(Debug, Default)]
+pub struct Tally {
+    first_content: Option<Instant>,
+    input_tokens: Option<u64>,
+    output_tokens: Option<u64>,
+    stop_reason: Option<String>,
+    error: Option<String>,
+}
+
+impl Tally {
+    /// A request that got no answer: the error type it ended with.
+    #[must_use]
+    pub fn failed(kind: &str) -> Self {
+        Self {
+            error: Some(kind.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Note one piece of SSE sent to the client.
+    pub fn saw(&mut self, sse: &str) {
+        if self.first_content.is_none() && sse.contains("event: content_block_delta") {
+            self.first_content = Some(Instant::now());
+        }
+        for event in sse.split("\n\n") {
+            let interesting = event.starts_with("event: message_start")
+                || event.starts_with("event: message_delta")
+                || event.starts_with("event: error");
+            if !interesting {
+                continue;
+            }
+            let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
+                continue;
+            };
+            let Ok(value) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            self.absorb(&value);
+        }
+    }
+
+    /// Note a folded answer (a non-streaming client's `Message` or error envelope).
+    pub fn saw_folded(&mut self, body: &str) {
+        if let Ok(value) = serde_json::from_str::<Value>(body) {
+            self.first_content.get_or_insert_with(Instant::now);
+            self.absorb(&value);
+        }
+    }
+
+    fn absorb(&mut self, value: &Value) {
+        let usage = value
+            .get("message")
+            .and_then(|m| m.get("usage"))
+            .or_else(|| value.get("usage"));
+        if let Some(usage) = usage {
+            if let Some(n) = usage.get("input_tokens").and_then(Value::as_u64) {
+                self.input_tokens = Some(n);
+            }
+            if let Some(n) = usage.get("output_tokens").and_then(Value::as_u64) {
+                self.output_tokens = Some(n);
+            }
+        }
+        let stop = value
+            .get("delta")
+            .and_then(|d| d.get("stop_reason"))
+            .or_else(|| value.get("stop_reason"))
+            .and_then(Value::as_str);
+        if let Some(stop) = stop {
+            self.stop_reason = Some(stop.to_owned());
+        }
+        if value.get("type").and_then(Value::as_str) == Some("error") {
+            self.error = value
+                .get("error")
+                .and_then(|e| e.get("type"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+        }
+    }
+}
+
+/// Who answered a request, for the line and the metrics at its end.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    /// The client's model name.
+    pub client_model: String,
+    /// `provider,model` that answered.
+    pub target: String,
+    /// Which route chose the first target.
+    pub route: String,
+    /// Targets tried (1 without fallbacks).
+    pub attempts: usize,
+    /// When the request arrived.
+    pub started: Instant,
+}
+
+impl Outcome {
+    /// The answer is over: log its line and move the metrics. `status` is the HTTP status the
+    /// client got (200 for a stream even if it ended with an `error` event; `tally` says so).
+    pub fn finish(&self, status: u16, tally: &Tally) {
+        let duration = self.started.elapsed();
+        let ttft = tally.first_content.map(|t| t.duration_since(self.started));
+        let outcome = match &tally.error {
+            Some(kind) => kind.clone(),
+            None => status.to_string(),
+        };
+        info!(
+            model = %self.client_model,
+            target = %self.target,
+            route = %self.route,
+            attempts = self.attempts,
+            status = %outcome,
+            ttft_ms = ttft.map(|t| t.as_millis() as u64),
+            ms = duration.as_millis() as u64,
+            input_tokens = tally.input_tokens,
+            output_tokens = tally.output_tokens,
+            stop = %tally.stop_reason.as_deref().unwrap_or("-"),
+            "request done"
+        );
+        let metrics = Metrics::global();
+        let target = vec![("target", self.target.clone())];
+        metrics
+            .requests
+            .get_or_create(&vec![("target", self.target.clone()), ("status", outcome)])
+            .inc();
+        metrics
+            .duration
+            .get_or_create(&target)
+            .observe(duration.as_secs_f64());
+        if let Some(ttft) = ttft {
+            metrics
+                .ttft
+                .get_or_create(&target)
+                .observe(ttft.as_secs_f64());
+        }
+        for (direction, n) in [
+            ("input", tally.input_tokens),
+            ("output", tally.output_tokens),
+        ] {
+            if let Some(n) = n {
+                metrics
+                    .tokens
+                    .get_or_create(&vec![
+                        ("target", self.target.clone()),
+                        ("direction", direction.to_owned()),
+                    ])
+                    .inc_by(n);
+            }
+        }
+    }
+}
+
+/// Counts an answer being relayed while it lives.
+#[derive(Debug)]
+pub struct OpenStream(());
+
+impl OpenStream {
+    /// One more open stream.
+    #[must_use]
+    pub fn open() -> Self {
+        Metrics::global().open_streams.inc();
+        Self(())
+    }
+}
+
+impl Drop for OpenStream {
+    fn drop(&mut self) {
+        Metrics::global().open_streams.dec();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tally_reads_usage_stop_and_errors() {
+        let mut t = Tally::default();
+        t.saw("event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n");
+        t.saw("event: content_block_delta\ndata: {\"type\":\"content_block_delta\"}\n\n");
+        t.saw("event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"end_turn\"},\"usage\":{\"output_tokens\":7}}\n\nevent: message_stop\ndata: {\"type\":\"message_stop\"}\n\n");
+        assert_eq!(t.input_tokens, Some(12));
+        assert_eq!(t.output_tokens, Some(7));
+        assert_eq!(t.stop_reason.as_deref(), Some("end_turn"));
+        assert!(t.first_content.is_some());
+        t.saw("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n");
+        assert_eq!(t.error.as_deref(), Some("overloaded_error"));
+    }
+
+    #[test]
+    fn the_exposition_ends_with_eof_and_lists_circuits() {
+        Metrics::global().upstream_error("a,b", "api_error", true);
+        let text = Metrics::global().render(&[("a,b".into(), true)]);
+        assert!(
+            text.contains("claude_bridge_fallbacks_total{from=\"a,b\"} 1"),
+            "{text}"
+        );
+        assert!(
+            text.contains("claude_bridge_circuit_open{target=\"a,b\"} 1"),
+            "{text}"
+        );
+        assert!(text.ends_with("# EOF\n"), "{text}");
+        assert_eq!(text.matches("# EOF").count(), 1);
+    }
+}
