@@ -53,6 +53,13 @@ pub enum Command {
         #[command(flatten)]
         agent: AguiArgs,
     },
+    /// Check a configuration: the config file (or the flags' provider), each provider reachable
+    /// with its key, its models listed, a base_url without /v1; non-zero exit on a problem.
+    Doctor {
+        /// The same options as `serve` (`--config`, or the provider flags).
+        #[command(flatten)]
+        serve: ServeArgs,
+    },
     /// List the Fabstir hosts that serve a model: address, URL, price, stake, score.
     Hosts {
         /// Chain options (`--model`, `--rpc-url`, `--chain-id`, `--payment`, `--selection`, contracts).
@@ -196,157 +203,252 @@ pub const DEFAULT_LISTEN: SocketAddr =
 #[derive(Debug, Clone, Args)]
 pub struct ServeArgs {
     /// Address to listen on (keep it on loopback unless you set --client-key).
-    #[arg(long, env = "CLAUDE_BRIDGE_LISTEN", default_value = "127.0.0.1:3456", value_parser = parse_listen)]
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_LISTEN", default_value = "127.0.0.1:3456", value_parser = parse_listen)]
     pub listen: SocketAddr,
     /// Upstream protocol.
-    #[arg(long, env = "CLAUDE_BRIDGE_PROVIDER", value_enum, default_value_t = Provider::Openai)]
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_PROVIDER", value_enum, default_value_t = Provider::Openai)]
     pub provider: Provider,
     /// Upstream base URL (`…/v1`; `/chat/completions` is appended).
     #[arg(
+        help_heading = "Common",
         long,
         env = "CLAUDE_BRIDGE_BASE_URL",
         default_value = "http://127.0.0.1:11434/v1"
     )]
     pub base_url: String,
     /// Upstream model for every request; without it the client's model name is forwarded.
-    #[arg(long, env = "CLAUDE_BRIDGE_MODEL")]
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_MODEL")]
     pub model: Option<String>,
     /// Upstream API key (sent as `Authorization: Bearer`).
-    #[arg(long, env = "CLAUDE_BRIDGE_API_KEY", hide_env_values = true)]
+    #[arg(
+        help_heading = "Common",
+        long,
+        env = "CLAUDE_BRIDGE_API_KEY",
+        hide_env_values = true
+    )]
     pub api_key: Option<String>,
     /// Extra trusted CA certificates (PEM) for an https upstream or wss Fabstir host with a private
     /// or self-signed certificate.
-    #[arg(long, env = "CLAUDE_BRIDGE_CA_CERT")]
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
     /// Key clients must send (`x-api-key` or `Authorization: Bearer`); none when unset.
-    #[arg(long, env = "CLAUDE_BRIDGE_CLIENT_KEY", hide_env_values = true)]
+    #[arg(
+        help_heading = "Common",
+        long,
+        env = "CLAUDE_BRIDGE_CLIENT_KEY",
+        hide_env_values = true
+    )]
     pub client_key: Option<String>,
     /// Translation engine.
-    #[arg(long, env = "CLAUDE_BRIDGE_ENGINE", value_enum, default_value_t = EngineChoice::Wasm)]
+    #[arg(help_heading = "Translation (OpenAI-compatible upstreams)", long, env = "CLAUDE_BRIDGE_ENGINE", value_enum, default_value_t = EngineChoice::Wasm)]
     pub engine: EngineChoice,
     /// A translation plug-in: a WASI component implementing `wit/bridge-core.wit` (implies --engine wasm).
-    #[arg(long, env = "CLAUDE_BRIDGE_CORE")]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_CORE"
+    )]
     pub core: Option<PathBuf>,
     /// Upper bound for `max_tokens` sent upstream (Claude Code asks for 32k–128k); 0 = no cap.
-    #[arg(long, env = "CLAUDE_BRIDGE_MAX_TOKENS_CAP", default_value_t = 32_768)]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_MAX_TOKENS_CAP",
+        default_value_t = 32_768
+    )]
     pub max_tokens_cap: u64,
     /// Send `max_completion_tokens` instead of `max_tokens` (OpenAI o-series and gpt-5 models).
-    #[arg(long, env = "CLAUDE_BRIDGE_MAX_COMPLETION_TOKENS")]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_MAX_COMPLETION_TOKENS"
+    )]
     pub max_completion_tokens: bool,
     /// Clean tool schemas for strict validators (Gemini-style upstreams).
-    #[arg(long, env = "CLAUDE_BRIDGE_STRICT_SCHEMAS")]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_STRICT_SCHEMAS"
+    )]
     pub strict_schemas: bool,
     /// Map Claude Code's thinking/effort settings to `reasoning_effort`.
-    #[arg(long, env = "CLAUDE_BRIDGE_REASONING_EFFORT")]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_REASONING_EFFORT"
+    )]
     pub reasoning_effort: bool,
     /// Do not send earlier thinking back as `reasoning_content`.
-    #[arg(long, env = "CLAUDE_BRIDGE_NO_REASONING_PASSBACK")]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_NO_REASONING_PASSBACK"
+    )]
     pub no_reasoning_passback: bool,
     /// Keep Claude Code's mid-conversation system messages in place instead of folding them into
     /// the adjacent user message (for upstreams whose chat templates accept a system message anywhere).
-    #[arg(long, env = "CLAUDE_BRIDGE_KEEP_MID_CONVERSATION_SYSTEM")]
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_KEEP_MID_CONVERSATION_SYSTEM"
+    )]
     pub keep_mid_conversation_system: bool,
     /// Browser origins (besides loopback pages such as `http://localhost:3000`) allowed to call
     /// the bridge, e.g. `https://app.example.com`; `*` allows any (only with --client-key).
-    #[arg(long, env = "CLAUDE_BRIDGE_ALLOWED_ORIGINS", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Common",
+        long,
+        env = "CLAUDE_BRIDGE_ALLOWED_ORIGINS",
+        value_delimiter = ','
+    )]
     pub allowed_origin: Vec<String>,
     /// Largest accepted request body, in bytes.
-    #[arg(long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
+    #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,
     /// Client connections served at once; more wait until one closes (lowered to what the
     /// open-files limit can hold).
-    #[arg(long, env = "CLAUDE_BRIDGE_MAX_CONNECTIONS", default_value_t = 512)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_MAX_CONNECTIONS",
+        default_value_t = 512
+    )]
     pub max_connections: usize,
     /// Seconds a client may take to send a request's headers or the next piece of its body, and
     /// that an idle keep-alive connection stays open.
-    #[arg(long, env = "CLAUDE_BRIDGE_CLIENT_TIMEOUT", default_value_t = 30)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_CLIENT_TIMEOUT",
+        default_value_t = 30
+    )]
     pub client_timeout: u64,
     /// Seconds to wait for a TCP/TLS connection to the upstream.
-    #[arg(long, env = "CLAUDE_BRIDGE_CONNECT_TIMEOUT", default_value_t = 10)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_CONNECT_TIMEOUT",
+        default_value_t = 10
+    )]
     pub connect_timeout: u64,
     /// Seconds to wait for the upstream's response headers.
-    #[arg(long, env = "CLAUDE_BRIDGE_FIRST_BYTE_TIMEOUT", default_value_t = 300)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_FIRST_BYTE_TIMEOUT",
+        default_value_t = 300
+    )]
     pub first_byte_timeout: u64,
     /// Seconds an upstream stream may stay silent before the response ends with a timeout error.
-    #[arg(long, env = "CLAUDE_BRIDGE_IDLE_TIMEOUT", default_value_t = 300)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_IDLE_TIMEOUT",
+        default_value_t = 300
+    )]
     pub idle_timeout: u64,
     /// Seconds an answer may take in all before it ends with a timeout error (an upstream that
     /// trickles forever); 0 = no limit.
-    #[arg(long, env = "CLAUDE_BRIDGE_STREAM_TIMEOUT", default_value_t = 0)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_STREAM_TIMEOUT",
+        default_value_t = 0
+    )]
     pub stream_timeout: u64,
     /// Seconds of upstream silence after which a `ping` event is sent to the client.
-    #[arg(long, env = "CLAUDE_BRIDGE_PING_INTERVAL", default_value_t = 10)]
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_PING_INTERVAL",
+        default_value_t = 10
+    )]
     pub ping_interval: u64,
     /// Fabstir (direct mode): the host's URL (`http://HOST:PORT` → `ws://…/v1/ws`, `https://` → `wss://`).
-    #[arg(long, env = "CLAUDE_BRIDGE_HOST_URL")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_HOST_URL")]
     pub host_url: Option<String>,
     /// Fabstir (direct mode): the host's public key, compressed hex (from its NodeRegistry metadata).
-    #[arg(long, env = "CLAUDE_BRIDGE_HOST_PUBKEY")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_HOST_PUBKEY")]
     pub host_pubkey: Option<String>,
     /// Fabstir: the existing session job to use (selects direct mode: no chain calls).
-    #[arg(long, env = "CLAUDE_BRIDGE_JOB_ID")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_JOB_ID")]
     pub job_id: Option<u64>,
     /// Fabstir: the chain id (Base Sepolia); in chain mode the RPC must serve it.
-    #[arg(long, env = "CLAUDE_BRIDGE_CHAIN_ID", default_value_t = 84532)]
+    #[arg(
+        help_heading = "Fabstir",
+        long,
+        env = "CLAUDE_BRIDGE_CHAIN_ID",
+        default_value_t = 84532
+    )]
     pub chain_id: u64,
     /// Fabstir (direct mode): the job's price per token, a whole number as sent in the session
     /// init (chain mode uses the host's on-chain price).
-    #[arg(long, env = "CLAUDE_BRIDGE_PRICE_PER_TOKEN", default_value_t = 1, value_parser = parse_price_per_token)]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_PRICE_PER_TOKEN", default_value_t = 1, value_parser = parse_price_per_token)]
     pub price_per_token: u64,
     /// Fabstir: a file holding the wallet's private key (hex). Or set
     /// CLAUDE_BRIDGE_PRIVATE_KEY; the key is never accepted as a plain flag and never logged.
-    #[arg(long, env = "CLAUDE_BRIDGE_PRIVATE_KEY_FILE")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_PRIVATE_KEY_FILE")]
     pub private_key_file: Option<PathBuf>,
     /// Fabstir (chain mode): the JSON-RPC endpoint of the chain (default for 84532:
     /// https://sepolia.base.org).
-    #[arg(long, env = "CLAUDE_BRIDGE_RPC_URL")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_RPC_URL")]
     pub rpc_url: Option<String>,
     /// Fabstir (chain mode): only use this host (its operator address).
-    #[arg(long, env = "CLAUDE_BRIDGE_HOST")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_HOST")]
     pub host: Option<String>,
     /// Fabstir (chain mode): pay jobs in the native coin or in USDC (ERC-20, approved first).
-    #[arg(long, env = "CLAUDE_BRIDGE_PAYMENT", value_enum, default_value_t = PaymentChoice::Eth)]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_PAYMENT", value_enum, default_value_t = PaymentChoice::Eth)]
     pub payment: PaymentChoice,
     /// Fabstir (chain mode): each job's deposit in ETH or USDC (default 0.0002 ETH or 1 USDC; the
     /// contract's minimum is 0.0001 ETH or 0.5 USDC). What the host does not use is refunded.
-    #[arg(long, env = "CLAUDE_BRIDGE_DEPOSIT")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_DEPOSIT")]
     pub deposit: Option<String>,
     /// Fabstir (chain mode): the most this ledger may spend, in ETH or USDC: what earlier runs
     /// were charged plus this run's deposits (default: five deposits).
-    #[arg(long, env = "CLAUDE_BRIDGE_MAX_SPEND")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_MAX_SPEND")]
     pub max_spend: Option<String>,
     /// Fabstir (chain mode): how hosts are weighed.
-    #[arg(long, env = "CLAUDE_BRIDGE_SELECTION", value_enum, default_value_t = SelectionChoice::Auto)]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_SELECTION", value_enum, default_value_t = SelectionChoice::Auto)]
     pub selection: SelectionChoice,
     /// Fabstir (chain mode): the job ledger file (default
     /// `$XDG_STATE_HOME/claude-bridge/fabstir-ledger.json`).
-    #[arg(long, env = "CLAUDE_BRIDGE_LEDGER")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_LEDGER")]
     pub ledger: Option<PathBuf>,
     /// Fabstir (chain mode): blocks to wait for before a new job is used.
-    #[arg(long, env = "CLAUDE_BRIDGE_CONFIRMATIONS", default_value_t = 1)]
+    #[arg(
+        help_heading = "Fabstir",
+        long,
+        env = "CLAUDE_BRIDGE_CONFIRMATIONS",
+        default_value_t = 1
+    )]
     pub confirmations: u64,
     /// Fabstir (chain mode): the JobMarketplace contract (default: the Base Sepolia deployment).
-    #[arg(long, env = "CLAUDE_BRIDGE_JOB_MARKETPLACE")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_JOB_MARKETPLACE")]
     pub job_marketplace: Option<String>,
     /// Fabstir (chain mode): the NodeRegistry contract (default: the Base Sepolia deployment).
-    #[arg(long, env = "CLAUDE_BRIDGE_NODE_REGISTRY")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_NODE_REGISTRY")]
     pub node_registry: Option<String>,
     /// Fabstir (chain mode): the USDC token (default: Base Sepolia's USDC).
-    #[arg(long, env = "CLAUDE_BRIDGE_USDC")]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_USDC")]
     pub usdc: Option<String>,
     /// Fabstir: the tool-call format the model is asked for (`json`, or `glm` for GLM models).
-    #[arg(long, env = "CLAUDE_BRIDGE_TOOL_FORMAT", value_enum, default_value_t = ToolFormatChoice::Json)]
+    #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_TOOL_FORMAT", value_enum, default_value_t = ToolFormatChoice::Json)]
     pub tool_format: ToolFormatChoice,
     /// Log format.
-    #[arg(long, env = "CLAUDE_BRIDGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
+    #[arg(help_heading = "Logging", long, env = "CLAUDE_BRIDGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,
     /// Log filter (`info`, `debug`, `claude_bridge=trace`, …).
-    #[arg(long, env = "CLAUDE_BRIDGE_LOG", default_value = "info")]
+    #[arg(
+        help_heading = "Logging",
+        long,
+        env = "CLAUDE_BRIDGE_LOG",
+        default_value = "info"
+    )]
     pub log: String,
     /// A config file of providers and routes (DESIGN §5); else `CLAUDE_BRIDGE_CONFIG`, else
     /// `./claude-bridge.toml`, else `$XDG_CONFIG_HOME/claude-bridge/config.toml`. Without one,
     /// the flags describe a single provider named `default`.
-    #[arg(long)]
+    #[arg(help_heading = "Common", long)]
     pub config: Option<PathBuf>,
     /// Extra upstream headers (a config file's `headers = {…}`).
     #[arg(skip)]
@@ -355,7 +457,7 @@ pub struct ServeArgs {
     #[arg(skip)]
     pub responses_reasoning_effort: Option<String>,
     /// Read `KEY=VALUE` lines from this file into the environment (real environment wins).
-    #[arg(long, env = "CLAUDE_BRIDGE_ENV_FILE")]
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_ENV_FILE")]
     pub env_file: Option<PathBuf>,
 }
 

@@ -17,6 +17,7 @@
 pub mod agui;
 pub mod cli;
 pub mod config;
+pub mod doctor;
 pub mod engine;
 pub mod error;
 pub mod guard;

@@ -52,6 +52,11 @@ fn main() -> ExitCode {
                 .block_on(claude_bridge::agui::serve(&serve, &agent))
                 .map(|()| 0)
         }
+        Some(Command::Doctor { serve }) => runtime.block_on(async {
+            let (report, ok) = claude_bridge::doctor::run(&serve).await?;
+            print!("{report}");
+            Ok(if ok { 0 } else { 1 })
+        }),
         Some(Command::Hosts { serve }) => {
             run::init_tracing(&serve);
             runtime

@@ -1089,3 +1089,96 @@ fallback = ["openai,gpt-5-codex"]
         fallback.dump()
     );
 }
+
+/// Runs `claude-bridge doctor --config FILE`; returns its exit code and output.
+fn doctor(file: &std::path::Path) -> (i32, String) {
+    let output = std::process::Command::new(bridge_tests::bridge::binary_path().unwrap())
+        .args(["doctor", "--config", file.to_str().unwrap()])
+        .env_remove("CLAUDE_BRIDGE_CONFIG")
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// Issue 11: `doctor` passes a config whose providers answer with their models, and exits
+/// non-zero naming the problem for a missing `env:` key (file, line, key), a provider that cannot
+/// be reached, a model the provider does not list, and a base_url without `/v1`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn doctor_checks_a_config_before_it_is_served() {
+    let local = Upstream::start(|req: &RecordedRequest| {
+        if req.method == "GET" && req.path == "/v1/models" {
+            ScriptedResponse::json(
+                &json!({"object": "list", "data": [{"id": "qwen3-coder", "object": "model"}]}),
+            )
+        } else {
+            ScriptedResponse::openai_error(404, "no such route", "invalid_request_error", None)
+        }
+    })
+    .await
+    .unwrap();
+    let dead = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead_url = format!("http://{}/v1", dead.local_addr().unwrap());
+    drop(dead);
+    let dir = bridge_tests::tempdir::TempDir::new("doctor").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    let write = |providers: &str, default: &str| {
+        std::fs::write(
+            &file,
+            format!("{providers}\n[router]\ndefault = \"{default}\"\n"),
+        )
+        .unwrap();
+    };
+    let good = format!(
+        "[providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\nmodels = [\"qwen3-coder\"]\n",
+        local.base_url()
+    );
+
+    write(&good, "local,qwen3-coder");
+    let (code, out) = doctor(&file);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains("qwen3-coder ✓") && out.contains(" ok"),
+        "{out}"
+    );
+
+    write(
+        &format!(
+            "{good}\n[providers.cloud]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"env:DOCTOR_TEST_MISSING_KEY\"\n",
+            local.base_url()
+        ),
+        "local,qwen3-coder",
+    );
+    let (code, out) = doctor(&file);
+    assert_ne!(code, 0, "{out}");
+    assert!(
+        out.contains("DOCTOR_TEST_MISSING_KEY")
+            && out.contains("claude-bridge.toml:")
+            && out.contains("providers.cloud.api_key"),
+        "{out}"
+    );
+
+    write(
+        &format!(
+            "{good}\n[providers.dead]\nkind = \"responses\"\nbase_url = \"{dead_url}\"\n\n[providers.nov1]\nkind = \"openai\"\nbase_url = \"{}\"\nmodels = [\"missing-model\"]\n",
+            local.base_url().trim_end_matches("/v1")
+        ),
+        "local,qwen3-coder",
+    );
+    let (code, out) = doctor(&file);
+    assert_ne!(code, 0, "{out}");
+    for needle in [
+        "dead: cannot reach",
+        "nov1: base_url has no /v1",
+        "FAIL",
+        "local     openai",
+    ] {
+        assert!(out.contains(needle), "{needle} missing:\n{out}");
+    }
+}

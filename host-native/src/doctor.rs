@@ -1,0 +1,293 @@
+//! `claude-bridge doctor`: check a configuration before serving it.
+//!
+//! It loads the config file (or the flags' one provider), which already names a bad key, a bad
+//! value or a missing `env:` variable with its file, line and key; then asks each HTTP provider
+//! for its model list (`GET {base}/models`, Anthropic's `GET {base}/v1/models`) to see that it is
+//! reachable, that the key is accepted and that the configured models exist; and warns about an
+//! OpenAI-compatible `base_url` without the `/v1` such servers need. It prints one row per
+//! provider and exits non-zero when something is wrong.
+//!
+//! ```text
+//! provider  kind       base_url                      status  models
+//! local     openai     http://127.0.0.1:11434/v1     ok      qwen3-coder ✓
+//! openai    responses  https://api.openai.com/v1     FAIL    401: Incorrect API key provided…
+//! ```
+
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use secrecy::ExposeSecret;
+use serde_json::Value;
+
+use crate::cli::{Provider as ProviderChoice, ServeArgs};
+use crate::config::{Config, ProviderKind};
+
+/// One provider's findings.
+#[derive(Debug, Default)]
+struct Row {
+    name: String,
+    kind: String,
+    base_url: String,
+    status: String,
+    models: String,
+    problem: bool,
+    notes: Vec<String>,
+}
+
+/// Run the checks; returns the report and whether everything is fine.
+///
+/// # Errors
+/// Never for a check that fails (that is in the report); only when the checks cannot run.
+pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
+    crate::run::register_secrets(args);
+    let config = match crate::run::load_config(args) {
+        Ok(config) => config,
+        Err(problem) => {
+            return Ok((format!("config: {problem}\n"), false));
+        }
+    };
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(args.connect_timeout.max(1) + 5))
+        .use_preconfigured_tls(crate::provider::upstream::tls_config(
+            args.ca_cert.as_deref(),
+        )?)
+        .build()
+        .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
+    let mut rows = Vec::new();
+    let mut header = String::new();
+    match &config {
+        Some(config) => {
+            let _ = writeln!(header, "config: {} (ok)", config.file.display());
+            for (name, provider) in &config.providers {
+                rows.push(check_configured(&http, name, provider).await);
+            }
+            unused_providers(config, &mut rows);
+        }
+        None => {
+            let _ = writeln!(
+                header,
+                "config: none (the flags describe one provider, `default`)"
+            );
+            rows.push(check_flags(&http, args).await);
+        }
+    }
+    let ok = rows.iter().all(|r| !r.problem);
+    Ok((header + &table(&rows), ok))
+}
+
+fn unused_providers(config: &Config, rows: &mut [Row]) {
+    let used: Vec<String> = config
+        .router
+        .targets()
+        .map(|(_, t)| t.provider.clone())
+        .collect();
+    for row in rows.iter_mut() {
+        if !used.contains(&row.name) {
+            row.notes
+                .push(String::from("no route or fallback names this provider"));
+        }
+    }
+}
+
+async fn check_configured(
+    http: &reqwest::Client,
+    name: &str,
+    provider: &crate::config::Provider,
+) -> Row {
+    let mut row = Row {
+        name: name.to_owned(),
+        kind: provider.kind.name().to_owned(),
+        ..Row::default()
+    };
+    let (upstream, models_path, anthropic) = match &provider.kind {
+        ProviderKind::Openai { upstream, .. } | ProviderKind::Responses { upstream, .. } => {
+            (upstream, "models", false)
+        }
+        ProviderKind::Anthropic { upstream } => (upstream, "v1/models", true),
+        ProviderKind::Fabstir(_) => {
+            row.status = String::from("-");
+            row.notes.push(String::from(
+                "fabstir: hosts are checked when serving (see `claude-bridge hosts`)",
+            ));
+            return row;
+        }
+    };
+    row.base_url = crate::redact::split_userinfo(&upstream.base_url).0;
+    let key = upstream
+        .api_key
+        .as_ref()
+        .map(|k| k.expose_secret().to_owned());
+    probe(
+        http,
+        &mut row,
+        models_path,
+        key.as_deref(),
+        anthropic,
+        &provider.models,
+    )
+    .await;
+    row
+}
+
+async fn check_flags(http: &reqwest::Client, args: &ServeArgs) -> Row {
+    let mut row = Row {
+        name: String::from(crate::server::routes::FLAGS_PROVIDER),
+        kind: format!("{:?}", args.provider).to_lowercase(),
+        base_url: crate::redact::split_userinfo(&args.base_url).0,
+        ..Row::default()
+    };
+    let (path, anthropic) = match args.provider {
+        ProviderChoice::Openai | ProviderChoice::Responses => ("models", false),
+        ProviderChoice::Anthropic => ("v1/models", true),
+        ProviderChoice::Fabstir => {
+            row.status = String::from("-");
+            row.notes
+                .push(String::from("fabstir: see `claude-bridge hosts`"));
+            return row;
+        }
+    };
+    let models: Vec<String> = args.model.iter().cloned().collect();
+    probe(
+        http,
+        &mut row,
+        path,
+        args.api_key.as_deref(),
+        anthropic,
+        &models,
+    )
+    .await;
+    row
+}
+
+/// Ask the provider for its models; fill in the row.
+async fn probe(
+    http: &reqwest::Client,
+    row: &mut Row,
+    path: &str,
+    key: Option<&str>,
+    anthropic: bool,
+    models: &[String],
+) {
+    if !anthropic
+        && !row.base_url.trim_end_matches('/').ends_with("/v1")
+        && !row.base_url.contains("/v1/")
+    {
+        row.notes.push(String::from(
+            "base_url has no /v1: OpenAI-compatible servers (Ollama, vLLM, llama.cpp, OpenAI) serve /v1/chat/completions",
+        ));
+    }
+    let url = match crate::provider::upstream::join_url(&row.base_url, path) {
+        Ok(url) => url,
+        Err(e) => {
+            row.status = String::from("FAIL");
+            row.problem = true;
+            row.notes.push(e);
+            return;
+        }
+    };
+    let mut request = http.get(&url);
+    if let Some(key) = key {
+        request = if anthropic {
+            request
+                .header("x-api-key", key)
+                .header("anthropic-version", "2023-06-01")
+        } else {
+            request.bearer_auth(key)
+        };
+    }
+    let response = match request.send().await {
+        Ok(response) => response,
+        Err(e) => {
+            row.status = String::from("FAIL");
+            row.problem = true;
+            let mut why = e.to_string();
+            let mut source = std::error::Error::source(&e);
+            while let Some(inner) = source {
+                why = format!("{why}: {inner}");
+                source = inner.source();
+            }
+            row.notes
+                .push(crate::redact::redact(&format!("cannot reach {url}: {why}")).into_owned());
+            return;
+        }
+    };
+    let status = response.status();
+    let body = response.text().await.unwrap_or_default();
+    if !status.is_success() {
+        row.status = String::from("FAIL");
+        row.problem = true;
+        let said = crate::provider::upstream::upstream_error_message(body.as_bytes());
+        row.notes.push(
+            crate::redact::redact(&format!("GET {path} answered {}: {said}", status.as_u16()))
+                .into_owned(),
+        );
+        return;
+    }
+    row.status = String::from("ok");
+    let listed: Vec<String> = serde_json::from_str::<Value>(&body)
+        .ok()
+        .and_then(|v| v.get("data").and_then(Value::as_array).cloned())
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
+        .collect();
+    let mut shown = Vec::new();
+    for model in models {
+        if listed.is_empty() || listed.contains(model) {
+            shown.push(format!("{model} ✓"));
+        } else {
+            shown.push(format!("{model} ✗"));
+            row.problem = true;
+            row.notes.push(format!(
+                "model {model} is not in the provider's list ({} listed)",
+                listed.len()
+            ));
+        }
+    }
+    row.models = if shown.is_empty() {
+        format!("{} listed", listed.len())
+    } else {
+        shown.join(" ")
+    };
+}
+
+fn table(rows: &[Row]) -> String {
+    let headers = ["provider", "kind", "base_url", "status", "models"];
+    let cells: Vec<[&str; 5]> = rows
+        .iter()
+        .map(|r| {
+            [
+                r.name.as_str(),
+                r.kind.as_str(),
+                r.base_url.as_str(),
+                r.status.as_str(),
+                r.models.as_str(),
+            ]
+        })
+        .collect();
+    let widths: Vec<usize> = (0..5)
+        .map(|i| {
+            cells
+                .iter()
+                .map(|c| c[i].chars().count())
+                .chain([headers[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cols: [&str; 5]| {
+        let mut out = String::new();
+        for (i, col) in cols.iter().enumerate() {
+            let _ = write!(out, "{col:<width$}  ", width = widths[i]);
+        }
+        out.trim_end().to_owned() + "\n"
+    };
+    let mut out = line(headers);
+    for (row, cols) in rows.iter().zip(&cells) {
+        out.push_str(&line(*cols));
+        for note in &row.notes {
+            let _ = writeln!(out, "  - {}: {note}", row.name);
+        }
+    }
+    out
+}
