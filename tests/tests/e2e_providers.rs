@@ -1182,3 +1182,95 @@ async fn doctor_checks_a_config_before_it_is_served() {
         assert!(out.contains(needle), "{needle} missing:\n{out}");
     }
 }
+
+/// Issue 11: fallbacks on a refused connection and on a first-byte timeout; when every target
+/// fails the client gets the last failure's error (a 429 with its retry-after), named by
+/// `x-claude-bridge-target`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_kind_of_early_failure_falls_back_and_the_last_one_is_the_answer() {
+    let refused = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let refused_url = format!("http://{}/v1", refused.local_addr().unwrap());
+    drop(refused);
+    let slow = Upstream::always(
+        bridge_tests::chunks::text_stream(&["too late"]).delayed(Duration::from_secs(5)),
+    )
+    .await
+    .unwrap();
+    let limited = Upstream::always(
+        ScriptedResponse::openai_error(429, "slow down", "rate_limit_exceeded", None)
+            .with_header("retry-after", "7"),
+    )
+    .await
+    .unwrap();
+    let ok = naming_upstream("ok").await;
+    let dir = bridge_tests::tempdir::TempDir::new("router-faults").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    let config = |fallback: &str| {
+        format!(
+            r#"[providers.refused]
+kind = "openai"
+base_url = "{refused_url}"
+
+[providers.slow]
+kind = "openai"
+base_url = "{}"
+first_byte_timeout = 1
+
+[providers.limited]
+kind = "openai"
+base_url = "{}"
+
+[providers.ok]
+kind = "openai"
+base_url = "{}"
+
+[router]
+default = "refused,m1"
+fallback = [{fallback}]
+"#,
+            slow.base_url(),
+            limited.base_url(),
+            ok.base_url()
+        )
+    };
+    std::fs::write(&file, config(r#""slow,m2", "ok,m3""#)).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with(&ok.base_url(), "router-faults", options)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let (text, target, r) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), bridge.log());
+    assert_eq!((text.as_str(), target.as_str()), ("ok:m3", "ok,m3"));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "the slow target's first-byte timeout (1 s) handed over: {:?}",
+        started.elapsed()
+    );
+
+    // Every target fails: the last failure is the answer.
+    std::fs::write(&file, config(r#""slow,m2", "limited,m4""#)).unwrap();
+    let mut last = None;
+    for _ in 0..40 {
+        let (_, target, r) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+        if target == "limited,m4" {
+            last = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let r = last.unwrap_or_else(|| panic!("never reloaded\n{}", bridge.log()));
+    let error = r.anthropic_error(&[429], "rate_limit_error").unwrap();
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("slow down"),
+        "{error}"
+    );
+    assert_eq!(r.header("retry-after"), Some("7"));
+}
