@@ -1274,3 +1274,48 @@ fallback = [{fallback}]
     );
     assert_eq!(r.header("retry-after"), Some("7"));
 }
+
+/// Issue 11: `retries = N` sends a failing request to the same provider again (waiting the
+/// upstream's `retry-after`) before any fallback.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_provider_with_retries_is_asked_again_before_the_fallback() {
+    let busy = || {
+        ScriptedResponse::openai_error(503, "busy", "server_error", None)
+            .with_header("retry-after", "0")
+    };
+    let flaky = Upstream::scripted(vec![
+        busy(),
+        busy(),
+        bridge_tests::chunks::text_stream(&["third time lucky"]),
+    ])
+    .await
+    .unwrap();
+    let fallback = naming_upstream("fallback").await;
+    let dir = bridge_tests::tempdir::TempDir::new("router-retries").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[providers.flaky]\nkind = \"openai\"\nbase_url = \"{}\"\nretries = 2\n\n[providers.fallback]\nkind = \"openai\"\nbase_url = \"{}\"\n\n[router]\ndefault = \"flaky,m\"\nfallback = [\"fallback,f\"]\n",
+            flaky.base_url(),
+            fallback.base_url()
+        ),
+    )
+    .unwrap();
+    let options = BridgeOptions {
+        model: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with(&flaky.base_url(), "router-retries", options)
+        .await
+        .unwrap();
+    let (text, target, r) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+    assert_eq!(r.status, 200, "{}\n{}", r.text(), bridge.log());
+    assert_eq!(
+        (text.as_str(), target.as_str()),
+        ("third time lucky", "flaky,m")
+    );
+    assert_eq!(flaky.model_requests().len(), 3);
+    assert!(fallback.model_requests().is_empty());
+}

@@ -47,6 +47,8 @@ pub struct ProviderRaw {
     pub connect_timeout: Option<u64>,
     /// `--first-byte-timeout` (seconds).
     pub first_byte_timeout: Option<u64>,
+    /// Times a failed request is sent to this provider again before the next target.
+    pub retries: Option<u32>,
     /// `--idle-timeout` (seconds).
     pub idle_timeout: Option<u64>,
     /// `--base-url`.

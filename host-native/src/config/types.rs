@@ -38,6 +38,9 @@ pub struct Provider {
     pub ca_cert: Option<PathBuf>,
     /// Seconds; `None`: the flags' defaults.
     pub timeouts: Timeouts,
+    /// `retries`: how many times a failing request is sent to this provider again (with
+    /// backoff, honouring `retry-after`) before the next target is tried.
+    pub retries: u32,
 }
 
 /// Upstream timeouts in seconds (`connect_timeout`, `first_byte_timeout`, `idle_timeout`).

@@ -30,6 +30,7 @@ const COMMON: &[&str] = &[
     "connect_timeout",
     "first_byte_timeout",
     "idle_timeout",
+    "retries",
 ];
 /// Keys of the HTTP kinds (openai, responses, anthropic).
 const HTTP: &[&str] = &["base_url", "api_key", "headers"];
@@ -328,6 +329,7 @@ fn provider(
         kind,
         models,
         ca_cert: raw.ca_cert.map(|p| dir.join(p)),
+        retries: raw.retries.unwrap_or(0),
         timeouts: Timeouts {
             connect: raw.connect_timeout,
             first_byte: raw.first_byte_timeout,

@@ -8,7 +8,7 @@
 //! goes back to the client at once. Every answer, error or not, names the target that gave it in
 //! `x-claude-bridge-target: provider,model`.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Response, StatusCode};
 use tracing::warn;
@@ -17,6 +17,7 @@ use bridge_core::anthropic::events::ErrorKind;
 
 use super::body::ResponseBody;
 use super::observe::{Metrics, Outcome, Tally};
+use super::routes::TargetEntry;
 use super::{AppState, error_response, json_response};
 use crate::error::BridgeError;
 use crate::provider::Call;
@@ -53,7 +54,7 @@ pub(super) async fn create(
     };
     for (attempt, entry) in tries.iter().enumerate() {
         let label = entry.label(&client_model);
-        match entry.provider.open(call.clone()).await {
+        match open_with_retries(entry, &call, &label).await {
             Ok(answer) => {
                 entry.circuit.success();
                 let outcome = outcome(&label, attempt + 1);
@@ -90,6 +91,47 @@ pub(super) async fn create(
             request_id,
             None,
         ),
+    }
+}
+
+/// Longest wait between retries of one target, whatever `retry-after` says.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(10);
+
+/// The target's answer; a retryable failure is sent again up to the target's `retries` times,
+/// waiting `retry-after` (capped at [`MAX_RETRY_WAIT`]) or 250 ms, 500 ms, 1 s, … between.
+async fn open_with_retries(
+    entry: &TargetEntry,
+    call: &Call,
+    label: &str,
+) -> Result<crate::provider::Answer, BridgeError> {
+    let mut retry = 0;
+    loop {
+        match entry.provider.open(call.clone()).await {
+            Err(error) if error.retryable() && retry < entry.retries => {
+                let backoff = Duration::from_millis(250u64 << retry.min(6));
+                let wait = retry_after(&error).unwrap_or(backoff).min(MAX_RETRY_WAIT);
+                retry += 1;
+                warn!(target = %label, %error, retry, wait_ms = wait.as_millis() as u64, "retrying the same target");
+                tokio::time::sleep(wait).await;
+            }
+            other => return other,
+        }
+    }
+}
+
+/// An upstream's `retry-after` in seconds, if it gave one.
+fn retry_after(error: &BridgeError) -> Option<Duration> {
+    match error {
+        BridgeError::UpstreamStatus {
+            retry_after: Some(value),
+            ..
+        } => value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0)
+            .map(Duration::from_secs_f64),
+        _ => None,
     }
 }
 

@@ -45,6 +45,8 @@ pub struct TargetEntry {
     pub provider: Arc<dyn Provider>,
     /// Consecutive failures and the cool-down.
     pub circuit: Circuit,
+    /// Times a failed request is sent again to this target before the next one.
+    pub retries: u32,
 }
 
 impl std::fmt::Debug for TargetEntry {
@@ -175,6 +177,7 @@ impl Routes {
                 kind: provider.kind(),
                 provider,
                 circuit: Circuit::default(),
+                retries: 0,
             },
         );
         Ok(Self {
@@ -219,6 +222,7 @@ impl Routes {
                     kind: built.kind(),
                     provider: built,
                     circuit: Circuit::default(),
+                    retries: provider.retries,
                 },
             );
         }
