@@ -1224,3 +1224,47 @@ async fn stream_timeout_bounds_a_trickling_answer() {
     let c = ctx(&r, &upstream, &bridge);
     assert_envelope(&r, &[504], "timeout_error", &c);
 }
+
+/// Issue 13.2: an upstream whose context is full answers in Anthropic's words — 400
+/// `invalid_request_error` "prompt is too long: N tokens > M maximum", what makes Claude Code
+/// compact the conversation — for an OpenAI-style 400 and for llama.cpp's error with its numbers
+/// beside the message (streaming and not).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_context_reads_as_prompt_is_too_long() {
+    let openai = ScriptedResponse::openai_error(
+        400,
+        "This model's maximum context length is 8192 tokens. However, your messages resulted in 8227 tokens. Please reduce the length of the messages.",
+        "invalid_request_error",
+        Some("context_length_exceeded"),
+    );
+    for r in upstream_error_maps(
+        "err-overflow-openai",
+        openai,
+        &[400],
+        "invalid_request_error",
+    )
+    .await
+    {
+        let body = r.json().unwrap();
+        assert_eq!(
+            body["error"]["message"], "prompt is too long: 8227 tokens > 8192 maximum",
+            "{body}"
+        );
+    }
+    let llama = ScriptedResponse::Full {
+        status: 400,
+        headers: vec![("content-type".into(), "application/json".into())],
+        body: bytes::Bytes::from(
+            json!({"error": {"code": 400, "message": "the request exceeds the available context size. try increasing the context size or enable context shift", "type": "exceed_context_size_error", "n_prompt_tokens": 14429, "n_ctx": 8192}})
+                .to_string(),
+        ),
+    };
+    for r in upstream_error_maps("err-overflow-llama", llama, &[400], "invalid_request_error").await
+    {
+        let body = r.json().unwrap();
+        assert_eq!(
+            body["error"]["message"], "prompt is too long: 14429 tokens > 8192 maximum",
+            "{body}"
+        );
+    }
+}

@@ -3,6 +3,7 @@
 
 pub mod accumulate;
 pub mod events;
+pub mod overflow;
 pub mod repair;
 pub mod request;
 pub mod stream;

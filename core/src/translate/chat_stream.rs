@@ -471,6 +471,11 @@ fn upstream_error(error: &Value) -> ApiError {
         })
         .collect::<Vec<_>>()
         .join(" ");
+    if let Some(overflow) =
+        crate::anthropic::overflow::recognise(&message, Some(&kind_text), Some(error))
+    {
+        return ApiError::new(ErrorKind::InvalidRequest, overflow.message(&message));
+    }
     let kind = if kind_text.contains("rate_limit") || kind_text.contains("429") {
         ErrorKind::RateLimit
     } else if kind_text.contains("overloaded")

@@ -622,11 +622,8 @@ fn upstream_error(error: &ErrorObject) -> ApiError {
         .or_else(|| error.code.clone())
         .unwrap_or_else(|| String::from("the response failed without details"));
     let has = |words: &[&str]| words.iter().any(|w| code.contains(w));
-    if has(&["context_length", "context_window", "too_long"]) {
-        return ApiError::new(
-            ErrorKind::InvalidRequest,
-            format!("prompt is too long: {message}"),
-        );
+    if let Some(overflow) = crate::anthropic::overflow::recognise(&message, Some(&code), None) {
+        return ApiError::new(ErrorKind::InvalidRequest, overflow.message(&message));
     }
     let kind = if has(&["insufficient_quota", "billing"]) {
         ErrorKind::Billing

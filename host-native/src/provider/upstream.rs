@@ -233,6 +233,16 @@ impl Upstream {
             Err(_) => Bytes::new(),
         };
         let detail = crate::redact::redact(&upstream_error_message(&bytes)).into_owned();
+        // A full context becomes Anthropic's "prompt is too long", which Claude Code answers by
+        // compacting the conversation.
+        if let Some(overflow) = context_overflow(&bytes, &detail) {
+            return Err(BridgeError::UpstreamStatus {
+                kind: ErrorKind::InvalidRequest,
+                status: status.as_u16(),
+                message: overflow.message(&detail),
+                retry_after,
+            });
+        }
         Err(BridgeError::UpstreamStatus {
             kind: ErrorKind::from_upstream_status(status.as_u16()),
             status: status.as_u16(),
@@ -271,6 +281,26 @@ pub fn tls_config(ca_cert: Option<&std::path::Path>) -> Result<rustls::ClientCon
     Ok(rustls::ClientConfig::builder()
         .with_root_certificates(roots)
         .with_no_client_auth())
+}
+
+/// Whether an upstream's error body says the prompt does not fit the model's context (with the
+/// numbers, when its error object carries them: `code`/`type`, llama.cpp's `n_prompt_tokens`).
+fn context_overflow(
+    body: &[u8],
+    detail: &str,
+) -> Option<bridge_core::anthropic::overflow::ContextOverflow> {
+    let value: serde_json::Value = serde_json::from_slice(body).unwrap_or_default();
+    let error = value
+        .get("error")
+        .filter(|e| e.is_object())
+        .unwrap_or(&value);
+    let code = [error.get("code"), error.get("type")]
+        .into_iter()
+        .flatten()
+        .filter_map(serde_json::Value::as_str)
+        .collect::<Vec<_>>()
+        .join(" ");
+    bridge_core::anthropic::overflow::recognise(detail, Some(&code), Some(error))
 }
 
 /// Whether a request failed because its (pooled) connection was closed before any answer came:
