@@ -131,6 +131,12 @@ impl BridgeError {
             Self::UpstreamConnect { .. } => 502,
             Self::Refused(refusal) => refusal.status().as_u16(),
             Self::ClientStalled { .. } => 408,
+            // The upstream refused the bridge's own key: a bad gateway, not the client's 401.
+            Self::UpstreamStatus {
+                kind: ErrorKind::Api,
+                status: 401 | 403,
+                ..
+            } => 502,
             // A host that failed is a bad gateway, not the bridge's own 500.
             Self::Host {
                 kind: ErrorKind::Api,
@@ -166,6 +172,20 @@ impl BridgeError {
             | Self::Host { .. }
             | Self::UpstreamConnect { .. }
             | Self::UpstreamTimeout { .. } => Fault::Upstream,
+        }
+    }
+
+    /// Whether the client should not retry: errors that repeating the same request cannot fix
+    /// (the client's request, the upstream refusing the bridge's key or a permission, a model
+    /// it does not have, a spending cap). Transient ones (408, 429, 5xx, timeouts) may be retried.
+    #[must_use]
+    pub fn final_for_client(&self) -> bool {
+        match self {
+            Self::UpstreamStatus { status, .. } => matches!(status, 401 | 402 | 403 | 404),
+            Self::Host { kind, .. } => {
+                matches!(kind, ErrorKind::Billing | ErrorKind::InvalidRequest)
+            }
+            _ => matches!(self.fault(), Fault::Client),
         }
     }
 

@@ -362,11 +362,13 @@ async fn claude_code_passes_a_failed_tool_result_back() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn claude_code_shows_the_upstream_error_message() {
+    // (A full context is not this case: it becomes "prompt is too long", which Claude Code
+    // words itself — see e2e_providers.)
     let error = ScriptedResponse::openai_error(
         400,
-        "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens.",
+        "Invalid schema for function 'Bash': In context=('properties', 'timeout'), 'maximum' is not permitted.",
         "invalid_request_error",
-        Some("context_length_exceeded"),
+        Some("invalid_function_parameters"),
     );
     let s = Session::start(error, "cc-upstream-400").await;
     let run = s.run("say hello", &[]).await;
@@ -383,7 +385,7 @@ async fn claude_code_shows_the_upstream_error_message() {
     assert_eq!(result["is_error"], json!(true), "{ctx}");
     let shown = format!("{}{}", run.output.stdout, run.output.stderr);
     assert!(
-        shown.contains("maximum context length is 8192 tokens"),
+        shown.contains("Invalid schema for function 'Bash'"),
         "the upstream's wording reaches the user\n{ctx}"
     );
     assert!(shown.contains("400"), "{ctx}");

@@ -99,9 +99,13 @@ async fn upstream_400_is_invalid_request_error() {
     }
 }
 
+/// Issue 13.1: the upstream refusing the bridge's key is the bridge's gateway failing, not the
+/// client's key being wrong (a 401 would make Claude Code ask its user to log in): 502
+/// `api_error` naming the upstream's refusal and the fix, and `x-should-retry: false` (no retry
+/// can fix it).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn upstream_401_is_authentication_error() {
-    upstream_error_maps(
+async fn upstream_401_is_the_bridges_key_refused_not_the_clients() {
+    let rs = upstream_error_maps(
         "err-401",
         ScriptedResponse::openai_error(
             401,
@@ -109,10 +113,20 @@ async fn upstream_401_is_authentication_error() {
             "invalid_request_error",
             Some("invalid_api_key"),
         ),
-        &[401],
-        "authentication_error",
+        &[502],
+        "api_error",
     )
     .await;
+    for r in rs {
+        assert_eq!(r.header("x-should-retry"), Some("false"));
+        let message = r.json().unwrap()["error"]["message"].clone();
+        let message = message.as_str().unwrap_or_default();
+        assert!(
+            message.contains("refused the bridge's key (401): Incorrect API key provided")
+                && message.contains("--api-key"),
+            "{message}"
+        );
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -477,8 +491,9 @@ async fn sdks_surface_a_mid_stream_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_upstream_statuses_map_to_their_anthropic_types() {
     let cases: [(u16, &[u16], &[&str]); 5] = [
-        (403, &[403], &["permission_error"]),
-        (404, &[404], &["not_found_error"]),
+        // The upstream refusing the bridge's key (13.1) and a model it lacks (13.3).
+        (403, &[502], &["api_error"]),
+        (404, &[400], &["invalid_request_error"]),
         (413, &[413], &["request_too_large"]),
         (422, &[400, 422], &["invalid_request_error"]),
         (
@@ -1123,7 +1138,7 @@ async fn configured_secrets_never_reach_a_client_or_the_log() {
             .await
             .unwrap();
         let c = ctx(&r, &upstream, &bridge);
-        assert_eq!(r.status, 401, "{c}");
+        assert_eq!(r.status, 502, "{c}");
         assert!(
             !r.text().contains(KEY),
             "the key reached the client: {}",

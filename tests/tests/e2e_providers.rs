@@ -1410,3 +1410,66 @@ async fn claude_code_compacts_when_the_upstream_context_is_full() {
         ctx()
     );
 }
+
+/// Issues 13.1 and 13.3: an upstream that refuses the bridge's key (401) or does not have the
+/// model (404, its words kept and the fix named) ends a Claude Code `-p` run at once — Claude Code's own retries on (no
+/// `CLAUDE_CODE_MAX_RETRIES`) — with the upstream's words, and the 401 does not read as the
+/// client's key being wrong (it used to be retried for ~2 minutes: 9 requests in 120 s, measured).
+/// (Measured: for the 404, now a 400 with the upstream's words, Claude Code itself sends the
+/// request a few more times within a second before it gives up; the run still ends at once.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn errors_retrying_cannot_fix_end_claude_code_at_once() {
+    for (status, message, code, expect) in [
+        (
+            401,
+            "Incorrect API key provided: sk-upstream-test.",
+            "invalid_api_key",
+            "refused the bridge's key (401): Incorrect API key provided: [redacted]",
+        ),
+        (
+            404,
+            "model 'claude-sonnet-4-6' not found, try pulling it first",
+            "model_not_found",
+            "not found, try pulling it first — choose a model it serves (--model",
+        ),
+    ] {
+        let upstream = Upstream::always(ScriptedResponse::openai_error(
+            status,
+            message,
+            "invalid_request_error",
+            Some(code),
+        ))
+        .await
+        .unwrap();
+        let bridge = Bridge::start(&upstream.base_url(), "no-retry")
+            .await
+            .unwrap();
+        let started = std::time::Instant::now();
+        let run = run_claude_code_with(
+            &bridge.base_url(),
+            "hi",
+            &[],
+            &[("CLAUDE_CODE_MAX_RETRIES", "")],
+            CLI_TIMEOUT,
+        )
+        .await
+        .unwrap();
+        let ctx = || format!("{}\n{}", run.describe(), context(&upstream, &bridge));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{status}: {:?}\n{}",
+            started.elapsed(),
+            ctx()
+        );
+        assert_ne!(run.output.code, Some(0), "{}", ctx());
+        if status == 401 {
+            assert_eq!(upstream.model_requests().len(), 1, "retried\n{}", ctx());
+        }
+        let said = run.result_text().unwrap_or_default().to_owned();
+        assert!(said.contains(expect), "{status}: {said}\n{}", ctx());
+        assert!(
+            !said.contains("/login"),
+            "{status}: reads as the client's key: {said}"
+        );
+    }
+}

@@ -243,6 +243,36 @@ impl Upstream {
                 retry_after,
             });
         }
+        // The upstream refused the bridge's own key: that is not the client's key being wrong
+        // (Claude Code would ask its user to log in again), and no retry will fix it.
+        let own_key = self.headers.contains_key(http::header::AUTHORIZATION)
+            || self.headers.contains_key("x-api-key");
+        if own_key && matches!(status.as_u16(), 401 | 403) {
+            return Err(BridgeError::UpstreamStatus {
+                kind: ErrorKind::Api,
+                status: status.as_u16(),
+                message: format!(
+                    "the upstream at {} refused the bridge's key ({}): {detail} — check the provider's key (--api-key, or api_key in the config file)",
+                    self.url,
+                    status.as_u16()
+                ),
+                retry_after,
+            });
+        }
+        // A 404 is a model the upstream does not have (or a wrong URL). Claude Code shows its
+        // own "issue with the selected model" for not_found_error and drops the upstream's
+        // words; as an invalid request it shows them, with the fix.
+        if status.as_u16() == 404 {
+            return Err(BridgeError::UpstreamStatus {
+                kind: ErrorKind::InvalidRequest,
+                status: 404,
+                message: format!(
+                    "the upstream at {} answered 404: {detail} — choose a model it serves (--model, a route in the config file, or ANTHROPIC_MODEL for Claude Code), or check --base-url",
+                    self.url
+                ),
+                retry_after,
+            });
+        }
         Err(BridgeError::UpstreamStatus {
             kind: ErrorKind::from_upstream_status(status.as_u16()),
             status: status.as_u16(),

@@ -9,7 +9,7 @@ use http::{HeaderValue, Response};
 use bridge_core::anthropic::events::ApiError;
 
 use super::body::{ResponseBody, full};
-use crate::error::{BridgeError, Fault};
+use crate::error::BridgeError;
 
 /// The Anthropic-style error response for `error`.
 #[must_use]
@@ -34,7 +34,7 @@ pub fn error_response(error: BridgeError, request_id: &str) -> Response<Response
     if let Some(value) = retry_after {
         headers.insert(http::header::RETRY_AFTER, value);
     }
-    if matches!(error.fault(), Fault::Client) {
+    if error.final_for_client() {
         headers.insert("x-should-retry", HeaderValue::from_static("false"));
     }
     response
