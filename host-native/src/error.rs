@@ -181,7 +181,7 @@ impl BridgeError {
     #[must_use]
     pub fn final_for_client(&self) -> bool {
         match self {
-            Self::UpstreamStatus { status, .. } => matches!(status, 401 | 402 | 403 | 404),
+            Self::UpstreamStatus { status, .. } => matches!(status, 401..=404),
             Self::Host { kind, .. } => {
                 matches!(kind, ErrorKind::Billing | ErrorKind::InvalidRequest)
             }
