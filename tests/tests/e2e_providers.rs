@@ -1473,3 +1473,50 @@ async fn errors_retrying_cannot_fix_end_claude_code_at_once() {
         );
     }
 }
+
+/// A provider's own `idle_timeout` in the config file ends its silent streams (the flag's 300 s
+/// default would wait).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_idle_timeout_applies_to_its_streams() {
+    let stalls = Upstream::always(
+        bridge_tests::chunks::ChatStream::new()
+            .role()
+            .text("Partial ")
+            .pause(Duration::from_secs(10))
+            .text("never")
+            .finish("stop")
+            .build(),
+    )
+    .await
+    .unwrap();
+    let dir = bridge_tests::tempdir::TempDir::new("router-idle").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[providers.stalls]\nkind = \"openai\"\nbase_url = \"{}\"\nidle_timeout = 1\n\n[router]\ndefault = \"stalls,m\"\n",
+            stalls.base_url()
+        ),
+    )
+    .unwrap();
+    let options = BridgeOptions {
+        model: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with(&stalls.base_url(), "router-idle", options)
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let mut body = ask("claude-sonnet-4-6", json!({}));
+    body["stream"] = json!(true);
+    let r = post(&bridge, "/v1/messages", JSON, &body).await;
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let events = sse::parse(&r.body);
+    let error = sse::error_event(&events).unwrap_or_else(|| panic!("{}", r.text()));
+    assert_eq!(error["error"]["type"], "timeout_error", "{}", r.text());
+}

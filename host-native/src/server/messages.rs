@@ -58,7 +58,11 @@ pub(super) async fn create(
             Ok(answer) => {
                 entry.circuit.success();
                 let outcome = outcome(&label, attempt + 1);
-                let mut response = state.relay.respond(answer, Some(outcome)).await;
+                let relay = super::relay::Relay {
+                    idle_timeout: entry.idle_timeout.unwrap_or(state.relay.idle_timeout),
+                    ..state.relay
+                };
+                let mut response = relay.respond(answer, Some(outcome)).await;
                 set_target(&mut response, &label);
                 return response;
             }

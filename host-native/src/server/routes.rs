@@ -47,6 +47,8 @@ pub struct TargetEntry {
     pub circuit: Circuit,
     /// Times a failed request is sent again to this target before the next one.
     pub retries: u32,
+    /// The provider's `idle_timeout`, when its table sets one (else `--idle-timeout`).
+    pub idle_timeout: Option<Duration>,
 }
 
 impl std::fmt::Debug for TargetEntry {
@@ -178,6 +180,7 @@ impl Routes {
                 provider,
                 circuit: Circuit::default(),
                 retries: 0,
+                idle_timeout: None,
             },
         );
         Ok(Self {
@@ -223,6 +226,7 @@ impl Routes {
                     provider: built,
                     circuit: Circuit::default(),
                     retries: provider.retries,
+                    idle_timeout: provider.timeouts.idle.map(Duration::from_secs),
                 },
             );
         }
