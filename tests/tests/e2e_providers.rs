@@ -709,6 +709,38 @@ async fn the_sdks_stream_accumulators_equal_the_folded_answers_on_both_providers
 
 const JSON: &[(&str, &str)] = &[("content-type", "application/json")];
 
+/// A bridge serving the config `toml` (written to a fresh directory, kept alive with it).
+struct Configured {
+    bridge: Bridge,
+    file: std::path::PathBuf,
+    _dir: bridge_tests::tempdir::TempDir,
+}
+
+async fn with_config(name: &str, toml: &str, env: &[(&str, &str)]) -> Configured {
+    let dir = bridge_tests::tempdir::TempDir::new(name).unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, toml).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        env: env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    // The flags' --base-url is unused with a config file; any URL will do.
+    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", name, options)
+        .await
+        .unwrap();
+    Configured {
+        bridge,
+        file,
+        _dir: dir,
+    }
+}
+
 async fn get_json(bridge: &Bridge, path: &str) -> Value {
     let url = format!("{}{path}", bridge.base_url());
     http::send("GET", &url, &[], None, T)
@@ -1043,11 +1075,9 @@ async fn claude_code_runs_a_tool_loop_when_the_primary_provider_is_down() {
     .await
     .unwrap();
     let fallback = responses_upstream().await;
-    let dir = bridge_tests::tempdir::TempDir::new("router-cli").unwrap();
-    let file = dir.path().join("claude-bridge.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let Configured { bridge, .. } = with_config(
+        "router-cli",
+        &format!(
             r#"[providers.primary]
 kind = "openai"
 base_url = "{}"
@@ -1064,17 +1094,9 @@ fallback = ["openai,gpt-5-codex"]
             down.base_url(),
             fallback.base_url()
         ),
+        &[],
     )
-    .unwrap();
-    let options = BridgeOptions {
-        model: None,
-        api_key: None,
-        ..BridgeOptions::default()
-    }
-    .args(&["--config", file.to_str().unwrap()]);
-    let bridge = Bridge::start_with(&down.base_url(), "router-cli", options)
-        .await
-        .unwrap();
+    .await;
     run_tool_loop(&fallback, &bridge, "made-by-responses.txt").await;
     assert!(
         !down.model_requests().is_empty(),
@@ -1203,8 +1225,6 @@ async fn every_kind_of_early_failure_falls_back_and_the_last_one_is_the_answer()
     .await
     .unwrap();
     let ok = naming_upstream("ok").await;
-    let dir = bridge_tests::tempdir::TempDir::new("router-faults").unwrap();
-    let file = dir.path().join("claude-bridge.toml");
     let config = |fallback: &str| {
         format!(
             r#"[providers.refused]
@@ -1233,15 +1253,8 @@ fallback = [{fallback}]
             ok.base_url()
         )
     };
-    std::fs::write(&file, config(r#""slow,m2", "ok,m3""#)).unwrap();
-    let options = BridgeOptions {
-        model: None,
-        ..BridgeOptions::default()
-    }
-    .args(&["--config", file.to_str().unwrap()]);
-    let bridge = Bridge::start_with(&ok.base_url(), "router-faults", options)
-        .await
-        .unwrap();
+    let Configured { bridge, file, _dir } =
+        with_config("router-faults", &config(r#""slow,m2", "ok,m3""#), &[]).await;
     let started = std::time::Instant::now();
     let (text, target, r) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
     assert_eq!(r.status, 200, "{}\n{}", r.text(), bridge.log());
@@ -1291,25 +1304,16 @@ async fn a_provider_with_retries_is_asked_again_before_the_fallback() {
     .await
     .unwrap();
     let fallback = naming_upstream("fallback").await;
-    let dir = bridge_tests::tempdir::TempDir::new("router-retries").unwrap();
-    let file = dir.path().join("claude-bridge.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let Configured { bridge, .. } = with_config(
+        "router-retries",
+        &format!(
             "[providers.flaky]\nkind = \"openai\"\nbase_url = \"{}\"\nretries = 2\n\n[providers.fallback]\nkind = \"openai\"\nbase_url = \"{}\"\n\n[router]\ndefault = \"flaky,m\"\nfallback = [\"fallback,f\"]\n",
             flaky.base_url(),
             fallback.base_url()
         ),
+        &[],
     )
-    .unwrap();
-    let options = BridgeOptions {
-        model: None,
-        ..BridgeOptions::default()
-    }
-    .args(&["--config", file.to_str().unwrap()]);
-    let bridge = Bridge::start_with(&flaky.base_url(), "router-retries", options)
-        .await
-        .unwrap();
+    .await;
     let (text, target, r) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
     assert_eq!(r.status, 200, "{}\n{}", r.text(), bridge.log());
     assert_eq!(
@@ -1489,24 +1493,15 @@ async fn a_providers_idle_timeout_applies_to_its_streams() {
     )
     .await
     .unwrap();
-    let dir = bridge_tests::tempdir::TempDir::new("router-idle").unwrap();
-    let file = dir.path().join("claude-bridge.toml");
-    std::fs::write(
-        &file,
-        format!(
+    let Configured { bridge, .. } = with_config(
+        "router-idle",
+        &format!(
             "[providers.stalls]\nkind = \"openai\"\nbase_url = \"{}\"\nidle_timeout = 1\n\n[router]\ndefault = \"stalls,m\"\n",
             stalls.base_url()
         ),
+        &[],
     )
-    .unwrap();
-    let options = BridgeOptions {
-        model: None,
-        ..BridgeOptions::default()
-    }
-    .args(&["--config", file.to_str().unwrap()]);
-    let bridge = Bridge::start_with(&stalls.base_url(), "router-idle", options)
-        .await
-        .unwrap();
+    .await;
     let started = std::time::Instant::now();
     let mut body = ask("claude-sonnet-4-6", json!({}));
     body["stream"] = json!(true);
