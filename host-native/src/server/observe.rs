@@ -167,15 +167,19 @@ impl Tally {
         }
     }
 
-    /// Note one piece of SSE sent to the client.
-    pub fn saw(&mut self, sse: &str) {
+    /// Note one piece of SSE sent to the client; returns whether it holds an `error` event (the
+    /// relay masks secrets in those, without scanning every chunk a second time).
+    pub fn saw(&mut self, sse: &str) -> bool {
+        let mut error = false;
         if self.first_content.is_none() && sse.contains("event: content_block_delta") {
             self.first_content = Some(Instant::now());
         }
         for event in sse.split("\n\n") {
-            let interesting = event.starts_with("event: message_start")
-                || event.starts_with("event: message_delta")
-                || event.starts_with("event: error");
+            let is_error = event.starts_with("event: error");
+            error |= is_error;
+            let interesting = is_error
+                || event.starts_with("event: message_start")
+                || event.starts_with("event: message_delta");
             if !interesting {
                 continue;
             }
@@ -187,6 +191,7 @@ impl Tally {
             };
             self.absorb(&value);
         }
+        error
     }
 
     /// Note a folded answer (a non-streaming client's `Message` or error envelope).

@@ -236,9 +236,8 @@ impl Relay {
             let out = match next {
                 Ok(Next::Sse(sse)) => {
                     last_output = Instant::now();
-                    tally.saw(&sse);
                     // An upstream's error may quote a key back.
-                    if sse.contains("event: error") {
+                    if tally.saw(&sse) {
                         Bytes::from(crate::redact::redact(&sse).into_owned())
                     } else {
                         Bytes::from(sse)
