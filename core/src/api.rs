@@ -5,22 +5,23 @@
 //! component (`core/component`) and the JS facade (`pkg-js`) only map these to their own types.
 //!
 //! ```
-//! use bridge_core::api::{convert_request, ChatStream, ConvertOptions, StreamOptions};
+//! use bridge_core::api::{prepare, Dialect, StreamEnd, StreamOptions, Translator};
 //!
 //! let req = br#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
-//! let converted = convert_request(req, &ConvertOptions::default()).unwrap();
+//! let converted = prepare(Dialect::OpenaiChat, req, "{}").unwrap();
 //! assert!(converted.body.contains(r#""stream":true"#));
 //!
-//! let mut stream = ChatStream::new(StreamOptions {
+//! let mut stream = Translator::new(StreamOptions {
 //!     stream: true,
 //!     model: converted.client_model.clone(),
 //!     input_tokens_estimate: converted.input_tokens_estimate,
 //!     id_seed: 7,
-//!     dialect: Default::default(),
+//!     dialect: Dialect::OpenaiChat,
+//!     ..StreamOptions::default()
 //! });
 //! let mut sse = stream.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n");
 //! sse.push_str(&stream.feed(b"data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n"));
-//! sse.push_str(&stream.finish().body);
+//! sse.push_str(&stream.finish(&StreamEnd::default()).body);
 //! assert!(sse.starts_with("event: message_start\n"));
 //! assert!(sse.contains(r#""text":"Hello""#));
 //! assert!(sse.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"));
@@ -32,6 +33,7 @@ use crate::anthropic::accumulate::Accumulator;
 use crate::anthropic::events::ApiError;
 use crate::error::RequestError;
 use crate::translate::chat_stream::ChatStreamTranslator;
+use crate::translate::passthrough::{PassThrough, Relayed};
 use crate::translate::responses_stream::ResponsesStreamTranslator;
 use crate::translate::token_stream::TokenStreamTranslator;
 
@@ -43,6 +45,7 @@ pub use crate::route::{Route, RouterConfig, Target};
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
 pub use crate::sse::encoder::EncodeError;
 pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
+pub use crate::translate::passthrough::AnthropicOptions;
 pub use crate::translate::responses_request::ResponsesOptions;
 pub use crate::translate::token_stream::StreamEnd;
 
@@ -97,39 +100,68 @@ pub enum Dialect {
     OpenaiChat,
     /// The OpenAI Responses API (`/responses`), options: [`ResponsesOptions`].
     OpenaiResponses,
+    /// A raw-text host (Fabstir): the request is one ChatML prompt (the prepared body is a
+    /// [`ChatmlPrompt`] JSON object), options: [`ChatmlOptions`]; the reply is the model's text,
+    /// fed as UTF-8 bytes in any split, with inline tool calls (typed by
+    /// [`StreamOptions::tools`]) and the host's numbers given to [`Translator::finish`].
+    Chatml,
+    /// The Anthropic Messages API itself (pass-through), options: [`AnthropicOptions`]; the
+    /// request goes as it came unless the model or the history changes, the stream is relayed
+    /// frame by frame (unknown event types too) and ends with an `error` event when cut.
+    Anthropic,
 }
 
 impl Dialect {
+    /// Every dialect, in the order the error messages list them.
+    pub const ALL: [Self; 4] = [
+        Self::OpenaiChat,
+        Self::OpenaiResponses,
+        Self::Chatml,
+        Self::Anthropic,
+    ];
+
     /// The dialect's name, as the facades take it.
     #[must_use]
     pub fn as_str(self) -> &'static str {
         match self {
             Self::OpenaiChat => "openai_chat",
             Self::OpenaiResponses => "openai_responses",
+            Self::Chatml => "chatml",
+            Self::Anthropic => "anthropic",
         }
     }
 
-    /// Read a dialect name (`openai_chat`, `openai_responses`).
+    /// Read a dialect name (`openai_chat`, `openai_responses`, `chatml`, `anthropic`).
     ///
     /// # Errors
     /// [`RequestError::Options`] naming the dialects there are.
     pub fn parse(name: &str) -> Result<Self, RequestError> {
-        serde_json::from_value(serde_json::Value::String(name.to_owned())).map_err(|_| {
-            RequestError::Options(format!(
-                "unknown dialect {name:?}: expected openai_chat or openai_responses"
-            ))
-        })
+        Self::ALL
+            .into_iter()
+            .find(|d| d.as_str() == name)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Self::ALL.iter().map(|d| d.as_str()).collect();
+                RequestError::Options(format!(
+                    "unknown dialect {name:?}: expected one of {}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 
 /// Anthropic Messages request → the upstream request of `dialect`. `options_json` is that
-/// dialect's options object (`{}` for the defaults): [`ConvertOptions`] or [`ResponsesOptions`].
+/// dialect's options object (`{}` for the defaults): [`ConvertOptions`], [`ResponsesOptions`],
+/// [`ChatmlOptions`] or [`AnthropicOptions`].
 ///
 /// ```
-/// use bridge_core::api::{prepare, Dialect};
+/// use bridge_core::api::{prepare, ChatmlPrompt, Dialect};
 /// let req = br#"{"model":"claude-x","max_tokens":64,"system":"be brief","messages":[{"role":"user","content":"hi"}]}"#;
 /// let converted = prepare(Dialect::OpenaiResponses, req, r#"{"model":"gpt-5"}"#).unwrap();
 /// assert!(converted.body.contains(r#""instructions":"be brief""#));
+///
+/// let raw = prepare(Dialect::Chatml, req, "{}").unwrap();
+/// let prompt: ChatmlPrompt = serde_json::from_str(&raw.body).unwrap();
+/// assert!(prompt.prompt.ends_with("<|im_start|>assistant\n"));
 /// ```
 ///
 /// # Errors
@@ -148,11 +180,26 @@ pub fn prepare(
         Dialect::OpenaiResponses => {
             crate::translate::responses_request::convert(request, &options(options_json)?)
         }
+        Dialect::Chatml => {
+            let prompt = crate::chatml::render::render(request, &options(options_json)?)?;
+            Ok(ConvertedRequest {
+                body: serde_json::to_string(&prompt)
+                    .map_err(|e| RequestError::Options(format!("the ChatML prompt: {e}")))?,
+                upstream_model: prompt.upstream_model,
+                client_model: prompt.client_model,
+                client_stream: prompt.client_stream,
+                input_tokens_estimate: prompt.input_tokens_estimate,
+                warnings: prompt.warnings,
+            })
+        }
+        Dialect::Anthropic => {
+            crate::translate::passthrough::prepare(request, &options(options_json)?)
+        }
     }
 }
 
-/// How a [`ChatStream`] presents its output.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+/// How a [`Translator`] reads its input and presents its output.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
 pub struct StreamOptions {
     /// `true`: `feed`/`finish` return Anthropic SSE bytes. `false`: they return nothing until
     /// `finish`, which returns the folded `Message` JSON (or an error envelope).
@@ -166,9 +213,14 @@ pub struct StreamOptions {
     /// The upstream's stream format (default: OpenAI Chat Completions).
     #[serde(default)]
     pub dialect: Dialect,
+    /// [`Dialect::Chatml`]: the offered tools (`ChatmlPrompt::tools`), to type the arguments of
+    /// tool calls the model writes inline. Ignored by the other dialects (their upstreams type
+    /// their own calls).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<ToolHint>,
 }
 
-/// What [`ChatStream::finish`] returns.
+/// What [`Translator::finish`] returns.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Finished {
     /// HTTP status a non-streaming response should carry (200, or the error's status).
@@ -178,42 +230,120 @@ pub struct Finished {
     pub body: String,
 }
 
-/// OpenAI Chat Completions stream (raw upstream bytes) → Anthropic response, as SSE or folded.
+/// An upstream's reply (raw bytes of its [`Dialect`]) → Anthropic response, as SSE or folded.
 ///
-/// The same translator serves both modes; non-streaming output is its events folded by the
-/// [`Accumulator`] the tests use, so the two can never disagree.
+/// The one stateful translator of the facade: the component's `translator` resource and the npm
+/// package's `Translator` class are this type. The same translator serves both modes;
+/// non-streaming output is its events folded by the [`Accumulator`] the tests use, so the two can
+/// never disagree.
 #[derive(Debug)]
-pub struct ChatStream {
-    translator: StreamTranslator,
+pub struct Translator {
+    translator: DialectTranslator,
     sink: Sink,
 }
 
 /// The translator of each [`Dialect`].
 #[derive(Debug)]
-enum StreamTranslator {
+enum DialectTranslator {
     Chat(Box<ChatStreamTranslator>),
     Responses(Box<ResponsesStreamTranslator>),
+    Chatml {
+        translator: Box<TokenStreamTranslator>,
+        text: Utf8Reader,
+    },
+    Anthropic(Box<PassThrough>),
 }
 
-impl StreamTranslator {
-    fn feed(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
-        match self {
+/// What one step of a translator gives: events to encode, or (pass-through) the upstream's
+/// frames already as SSE with the events read from them.
+#[derive(Debug)]
+enum Step {
+    Events(Vec<StreamEvent>),
+    Relayed(Relayed),
+}
+
+impl DialectTranslator {
+    fn feed(&mut self, chunk: &[u8]) -> Step {
+        Step::Events(match self {
             Self::Chat(t) => t.feed(chunk),
             Self::Responses(t) => t.feed(chunk),
-        }
+            Self::Chatml { translator, text } => translator.feed(&text.feed(chunk)),
+            Self::Anthropic(t) => return Step::Relayed(t.feed(chunk)),
+        })
     }
 
-    fn fail(&mut self, error: ApiError) -> Vec<StreamEvent> {
-        match self {
+    fn fail(&mut self, error: ApiError) -> Step {
+        Step::Events(match self {
             Self::Chat(t) => t.fail(error),
             Self::Responses(t) => t.fail(error),
+            Self::Chatml { translator, text } => {
+                let mut events = translator.feed(&text.finish());
+                events.extend(translator.fail(error));
+                events
+            }
+            Self::Anthropic(t) => return Step::Relayed(t.fail(error)),
+        })
+    }
+
+    fn finish(&mut self, end: &StreamEnd) -> Step {
+        Step::Events(match self {
+            Self::Chat(t) => t.finish(),
+            Self::Responses(t) => t.finish(),
+            Self::Chatml { translator, text } => {
+                let mut events = translator.feed(&text.finish());
+                events.extend(translator.finish(end));
+                events
+            }
+            Self::Anthropic(t) => return Step::Relayed(t.finish()),
+        })
+    }
+}
+
+/// UTF-8 text from bytes in any split: a character cut between two chunks waits for its end;
+/// bytes that can never be UTF-8 become U+FFFD (a raw-text host's reply is text, so nothing
+/// else can be meant).
+#[derive(Debug, Default)]
+struct Utf8Reader {
+    /// The start of a character whose end has not arrived (at most 3 bytes).
+    held: Vec<u8>,
+}
+
+impl Utf8Reader {
+    fn feed(&mut self, chunk: &[u8]) -> String {
+        let mut bytes = std::mem::take(&mut self.held);
+        bytes.extend_from_slice(chunk);
+        let mut out = String::with_capacity(bytes.len());
+        let mut rest = bytes.as_slice();
+        loop {
+            match std::str::from_utf8(rest) {
+                Ok(text) => {
+                    out.push_str(text);
+                    return out;
+                }
+                Err(e) => {
+                    let (valid, after) = rest.split_at(e.valid_up_to());
+                    out.push_str(&String::from_utf8_lossy(valid));
+                    match e.error_len() {
+                        Some(bad) => {
+                            out.push(char::REPLACEMENT_CHARACTER);
+                            rest = after.get(bad..).unwrap_or_default();
+                        }
+                        None => {
+                            self.held = after.to_vec();
+                            return out;
+                        }
+                    }
+                }
+            }
         }
     }
 
-    fn finish(&mut self) -> Vec<StreamEvent> {
-        match self {
-            Self::Chat(t) => t.finish(),
-            Self::Responses(t) => t.finish(),
+    /// The reply ended: a character still cut is lost, shown as U+FFFD.
+    fn finish(&mut self) -> String {
+        if std::mem::take(&mut self.held).is_empty() {
+            String::new()
+        } else {
+            String::from(char::REPLACEMENT_CHARACTER)
         }
     }
 }
@@ -234,12 +364,13 @@ impl Sink {
         }
     }
 
-    /// Events decided before the end: SSE text to write now (empty when folding).
-    fn emit(&mut self, events: &[StreamEvent]) -> String {
-        match self {
-            Self::Sse => encode_all(events),
-            Self::Fold(acc) => {
-                for event in events {
+    /// A step's output: SSE text to write now (empty when folding).
+    fn emit(&mut self, step: Step) -> String {
+        match (self, step) {
+            (Self::Sse, Step::Events(events)) => encode_all(&events),
+            (Self::Sse, Step::Relayed(relayed)) => relayed.sse,
+            (Self::Fold(acc), Step::Events(events) | Step::Relayed(Relayed { events, .. })) => {
+                for event in &events {
                     acc.push(event);
                 }
                 String::new()
@@ -247,25 +378,18 @@ impl Sink {
         }
     }
 
-    /// The last events: the last SSE text, or the folded message.
-    fn finish(&mut self, events: &[StreamEvent]) -> Finished {
+    /// The last step: the last SSE text, or the folded message.
+    fn finish(&mut self, step: Step) -> Finished {
+        let body = self.emit(step);
         match self {
-            Self::Sse => Finished {
-                status: 200,
-                body: encode_all(events),
-            },
-            Self::Fold(acc) => {
-                for event in events {
-                    acc.push(event);
-                }
-                acc.result()
-            }
+            Self::Sse => Finished { status: 200, body },
+            Self::Fold(acc) => acc.result(),
         }
     }
 }
 
-impl ChatStream {
-    /// A translator for one upstream response.
+impl Translator {
+    /// A translator for one upstream reply.
     #[must_use]
     pub fn new(options: StreamOptions) -> Self {
         let (model, estimate, seed) = (
@@ -275,11 +399,21 @@ impl ChatStream {
         );
         let translator = match options.dialect {
             Dialect::OpenaiChat => {
-                StreamTranslator::Chat(Box::new(ChatStreamTranslator::new(model, estimate, seed)))
+                DialectTranslator::Chat(Box::new(ChatStreamTranslator::new(model, estimate, seed)))
             }
-            Dialect::OpenaiResponses => StreamTranslator::Responses(Box::new(
+            Dialect::OpenaiResponses => DialectTranslator::Responses(Box::new(
                 ResponsesStreamTranslator::new(model, estimate, seed),
             )),
+            Dialect::Chatml => DialectTranslator::Chatml {
+                translator: Box::new(TokenStreamTranslator::new(
+                    model,
+                    estimate,
+                    seed,
+                    options.tools,
+                )),
+                text: Utf8Reader::default(),
+            },
+            Dialect::Anthropic => DialectTranslator::Anthropic(Box::default()),
         };
         Self {
             translator,
@@ -289,34 +423,25 @@ impl ChatStream {
 
     /// Feed upstream bytes (any chunking); returns SSE bytes to write now (empty when folding).
     pub fn feed(&mut self, chunk: &[u8]) -> String {
-        let events = self.translator.feed(chunk);
-        self.sink.emit(&events)
+        let step = self.translator.feed(chunk);
+        self.sink.emit(step)
     }
 
     /// The upstream failed (transport error, timeout, disconnect): end the response with an
     /// `error` event (streaming) or make `finish` return the error (folding).
     pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
-        let events = self.translator.fail(ApiError::new(kind, message));
-        self.sink.emit(&events)
+        let step = self.translator.fail(ApiError::new(kind, message));
+        self.sink.emit(step)
     }
 
-    /// The upstream body ended. Returns the last SSE bytes, or the folded message.
-    pub fn finish(&mut self) -> Finished {
-        let events = self.translator.finish();
-        self.sink.finish(&events)
+    /// The upstream's reply ended. `end` is what the upstream reported outside its stream (a
+    /// raw-text host's finish reason and token counts); the SSE dialects carry that in their
+    /// stream and take [`StreamEnd::default()`]. Returns the last SSE bytes, or the folded
+    /// message.
+    pub fn finish(&mut self, end: &StreamEnd) -> Finished {
+        let step = self.translator.finish(end);
+        self.sink.finish(step)
     }
-}
-
-/// Anthropic Messages request → one ChatML prompt for a raw-text host (Fabstir), with its images,
-/// the generation parameters to forward and the tools the reply parser needs.
-///
-/// # Errors
-/// [`RequestError`] when the body is not JSON or lacks a field the Messages API requires.
-pub fn render_chatml(
-    request: &[u8],
-    options: &ChatmlOptions,
-) -> Result<ChatmlPrompt, RequestError> {
-    crate::chatml::render::render(request, options)
 }
 
 /// A Fabstir `encrypted_session_init` plaintext (a `SessionInitPlain` JSON object) in the exact
@@ -338,64 +463,6 @@ pub fn fabstir_session_init(init_json: &str) -> Result<String, RequestError> {
     crate::fabstir::protocol::SessionInitPlain::from_json(init_json)
         .map(|init| init.to_plaintext())
         .map_err(RequestError::SessionInit)
-}
-
-/// How a [`TokenStream`] presents its output.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct TokenStreamOptions {
-    /// `true`: SSE text; `false`: `finish` returns the folded `Message` JSON.
-    pub stream: bool,
-    /// The model name reported to the client.
-    pub model: String,
-    /// Input-token estimate reported in `message_start` (`ChatmlPrompt::input_tokens_estimate`).
-    pub input_tokens_estimate: u32,
-    /// Seed for invented ids.
-    pub id_seed: u64,
-    /// The offered tools (`ChatmlPrompt::tools`), to type tool-call arguments.
-    #[serde(default)]
-    pub tools: Vec<ToolHint>,
-}
-
-/// A raw-text host's reply (token by token) → Anthropic response, as SSE or folded; tool calls
-/// written inline by the model become `tool_use` blocks.
-#[derive(Debug)]
-pub struct TokenStream {
-    translator: TokenStreamTranslator,
-    sink: Sink,
-}
-
-impl TokenStream {
-    /// A translator for one reply.
-    #[must_use]
-    pub fn new(options: TokenStreamOptions) -> Self {
-        Self {
-            translator: TokenStreamTranslator::new(
-                options.model,
-                options.input_tokens_estimate,
-                options.id_seed,
-                options.tools,
-            ),
-            sink: Sink::new(options.stream),
-        }
-    }
-
-    /// Feed model text (any split); returns SSE text to write now (empty when folding).
-    pub fn feed(&mut self, text: &str) -> String {
-        let events = self.translator.feed(text);
-        self.sink.emit(&events)
-    }
-
-    /// The host failed: end with an `error` event (streaming) or make `finish` return it.
-    pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
-        let events = self.translator.fail(ApiError::new(kind, message));
-        self.sink.emit(&events)
-    }
-
-    /// The reply is complete (`stream_end`): the last SSE text, or the folded message.
-    pub fn finish(&mut self, end: &StreamEnd) -> Finished {
-        let events = self.translator.finish(end);
-        self.sink.finish(&events)
-    }
 }
 
 fn encode_all(events: &[StreamEvent]) -> String {
@@ -500,5 +567,76 @@ impl SseFolder {
             }
             self.frames += 1;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf8_cut_anywhere_reads_the_same_and_garbage_becomes_replacement_characters() {
+        let text = "héllo 😀 – ok";
+        for cut in 0..=text.len() {
+            let mut reader = Utf8Reader::default();
+            let (a, b) = text.as_bytes().split_at(cut);
+            let mut out = reader.feed(a);
+            out.push_str(&reader.feed(b));
+            out.push_str(&reader.finish());
+            assert_eq!(out, text, "cut at byte {cut}");
+        }
+        let mut reader = Utf8Reader::default();
+        assert_eq!(reader.feed(b"a\xffb\xe2\x82"), "a\u{fffd}b");
+        assert_eq!(reader.finish(), "\u{fffd}");
+    }
+
+    #[test]
+    fn every_dialect_name_reads_back_and_an_unknown_one_lists_them() {
+        for dialect in Dialect::ALL {
+            assert_eq!(Dialect::parse(dialect.as_str()).ok(), Some(dialect));
+            let json = serde_json::to_string(&dialect).unwrap_or_default();
+            assert_eq!(json, format!("\"{}\"", dialect.as_str()));
+        }
+        let error = Dialect::parse("chat").err().map(|e| e.to_string());
+        assert_eq!(
+            error.as_deref(),
+            Some(
+                "invalid bridge options: unknown dialect \"chat\": expected one of openai_chat, openai_responses, chatml, anthropic"
+            )
+        );
+    }
+
+    #[test]
+    fn a_chatml_reply_in_bytes_split_inside_characters_and_tags_is_one_tool_call() {
+        let request = br#"{"model":"claude-x","max_tokens":64,"tools":[{"name":"Bash","input_schema":{"type":"object","properties":{"command":{"type":"string"}}}}],"messages":[{"role":"user","content":"list"}]}"#;
+        let prepared = prepare(Dialect::Chatml, request, "{}").unwrap();
+        let prompt: ChatmlPrompt = serde_json::from_str(&prepared.body).unwrap();
+        assert_eq!(prompt.client_model, prepared.client_model);
+        let reply =
+            "Listé.<tool_call>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool_call>";
+        let mut translator = Translator::new(StreamOptions {
+            stream: false,
+            model: prepared.client_model,
+            input_tokens_estimate: prepared.input_tokens_estimate,
+            id_seed: 3,
+            dialect: Dialect::Chatml,
+            tools: prompt.tools,
+        });
+        for byte in reply.as_bytes() {
+            assert_eq!(translator.feed(std::slice::from_ref(byte)), "");
+        }
+        let end = StreamEnd {
+            finish_reason: Some(String::from("stop")),
+            prompt_tokens: Some(30),
+            completion_tokens: Some(9),
+        };
+        let folded = translator.finish(&end);
+        assert_eq!(folded.status, 200);
+        let message: serde_json::Value = serde_json::from_str(&folded.body).unwrap_or_default();
+        assert_eq!(message["content"][0]["text"], "Listé.");
+        assert_eq!(message["content"][1]["name"], "Bash");
+        assert_eq!(message["content"][1]["input"]["command"], "ls");
+        assert_eq!(message["stop_reason"], "tool_use");
+        assert_eq!(message["usage"]["output_tokens"], 9);
     }
 }

@@ -13,7 +13,7 @@
 //! ```
 
 use crate::anthropic::events::StreamEvent;
-use crate::api::{self, ConvertOptions, Dialect, StreamOptions, TokenStreamOptions};
+use crate::api::{self, ConvertOptions, Dialect, StreamOptions};
 use crate::sse::decoder::SseDecoder;
 
 /// A fuzz target: arbitrary bytes in, `Err` with what was violated.
@@ -84,21 +84,22 @@ fn upstream_stream(data: &[u8], dialect: Dialect) -> Result<(), String> {
         input_tokens_estimate: 10,
         id_seed: 1,
         dialect,
+        tools: Vec::new(),
     };
-    let mut streaming = api::ChatStream::new(options(true));
+    let mut streaming = api::Translator::new(options(true));
     let mut sse = String::new();
     for piece in input.chunks(chunk) {
         sse.push_str(&streaming.feed(piece));
     }
-    let finished = streaming.finish();
+    let finished = streaming.finish(&api::StreamEnd::default());
     sse.push_str(&finished.body);
     validate_sse(&sse)?;
     // Folding the same input must give a message or an error envelope with its status.
-    let mut folding = api::ChatStream::new(options(false));
+    let mut folding = api::Translator::new(options(false));
     for piece in input.chunks(chunk) {
         let _ = folding.feed(piece);
     }
-    let folded = folding.finish();
+    let folded = folding.finish(&api::StreamEnd::default());
     let body: serde_json::Value = serde_json::from_str(&folded.body)
         .map_err(|e| format!("the folded answer is not JSON ({e}): {}", folded.body))?;
     match (folded.status, body["type"].as_str()) {
@@ -128,27 +129,13 @@ pub fn responses_stream(data: &[u8]) -> Result<(), String> {
     upstream_stream(data, Dialect::OpenaiResponses)
 }
 
-/// A raw-text model's reply (Fabstir), tool-call text included, becomes a well-formed stream.
+/// A raw-text model's reply (Fabstir), tool-call text included and cut anywhere (inside a
+/// UTF-8 character too), becomes a well-formed stream; folded, a message or an error envelope.
 ///
 /// # Errors
 /// The output breaks the stream rules.
 pub fn token_stream(data: &[u8]) -> Result<(), String> {
-    let (chunk, input) = split(data);
-    let text = String::from_utf8_lossy(input);
-    let mut stream = api::TokenStream::new(TokenStreamOptions {
-        stream: true,
-        model: "claude-fuzz".into(),
-        input_tokens_estimate: 10,
-        id_seed: 1,
-        tools: Vec::new(),
-    });
-    let mut sse = String::new();
-    let chars: Vec<char> = text.chars().collect();
-    for piece in chars.chunks(chunk) {
-        sse.push_str(&stream.feed(&piece.iter().collect::<String>()));
-    }
-    sse.push_str(&stream.finish(&api::StreamEnd::default()).body);
-    validate_sse(&sse)
+    upstream_stream(data, Dialect::Chatml)
 }
 
 /// Any body given as a client request is converted or refused with a request error, for every
@@ -158,9 +145,10 @@ pub fn token_stream(data: &[u8]) -> Result<(), String> {
 /// Never: a panic is the failure this target looks for.
 pub fn request(data: &[u8]) -> Result<(), String> {
     let _ = api::convert_request(data, &ConvertOptions::default());
-    let _ = api::prepare(Dialect::OpenaiResponses, data, "{}");
+    for dialect in Dialect::ALL {
+        let _ = api::prepare(dialect, data, "{}");
+    }
     let _ = api::count_tokens(data);
-    let _ = api::render_chatml(data, &api::ChatmlOptions::default());
     Ok(())
 }
 

@@ -2,8 +2,11 @@
 //! — an optional `request.json` (+ `options.json`) rendered to ChatML, the model's `tokens.json`,
 //! and how the reply ended (`end.json`, a `StreamEnd`, or `fail.json`, `{kind, message}`) — checked
 //! against insta snapshots in `tests/fixtures/fabstir/snapshots/`. Every output must pass the stream
-//! validator, and every way of cutting the model's text (each split point, and char by char) must
-//! give a valid stream that folds into the same message.
+//! validator, and every way of cutting the model's text must give a valid stream that folds into
+//! the same message.
+//!
+//! The reply goes through the one facade translator ([`Translator`] with [`Dialect::Chatml`]), as
+//! bytes: every split point, inside a UTF-8 character too, and byte by byte.
 #![expect(
     clippy::unwrap_used,
     clippy::disallowed_methods,
@@ -14,8 +17,8 @@ use std::path::{Path, PathBuf};
 
 use bridge_core::anthropic::stream::Validator;
 use bridge_core::api::{
-    ChatmlOptions, ErrorKind, Finished, StreamEnd, TokenStream, TokenStreamOptions, ToolHint,
-    fold_sse, render_chatml,
+    ChatmlOptions, ChatmlPrompt, Dialect, ErrorKind, Finished, StreamEnd, StreamOptions, ToolHint,
+    Translator, fold_sse, prepare,
 };
 
 const SEED: u64 = 42;
@@ -39,12 +42,13 @@ struct Case {
 }
 
 /// Feeds `pieces` and ends the reply as the case says.
-fn run(case: &Case, pieces: &[&str], stream: bool) -> Finished {
-    let mut t = TokenStream::new(TokenStreamOptions {
+fn run(case: &Case, pieces: &[&[u8]], stream: bool) -> Finished {
+    let mut t = Translator::new(StreamOptions {
         stream,
         model: case.model.clone(),
         input_tokens_estimate: case.estimate,
         id_seed: SEED,
+        dialect: Dialect::Chatml,
         tools: case.tools.clone(),
     });
     let mut out = String::new();
@@ -92,7 +96,9 @@ fn fabstir_golden_fixtures() {
                 }),
             };
             if let Ok(request) = std::fs::read(dir.join("request.json")) {
-                let prompt = render_chatml(&request, &options).unwrap();
+                let options = serde_json::to_string(&options).unwrap();
+                let prepared = prepare(Dialect::Chatml, &request, &options).unwrap();
+                let prompt: ChatmlPrompt = serde_json::from_str(&prepared.body).unwrap();
                 assert!(prompt.prompt.ends_with("<|im_start|>assistant\n"), "{name}");
                 let view = serde_json::json!({
                     "upstream_model": prompt.upstream_model,
@@ -124,7 +130,7 @@ fn fabstir_golden_fixtures() {
                 insta::assert_snapshot!(format!("{name}.session_init"), plain);
             }
 
-            let pieces: Vec<&str> = tokens.iter().map(String::as_str).collect();
+            let pieces: Vec<&[u8]> = tokens.iter().map(String::as_bytes).collect();
             let streamed = run(&case, &pieces, true);
             Validator::check_sse(streamed.body.as_bytes())
                 .unwrap_or_else(|v| panic!("{name}: invalid stream: {v}\n{}", streamed.body));
@@ -145,26 +151,27 @@ fn fabstir_golden_fixtures() {
                 format!("status: {}\n{shown}", folded.status)
             );
 
-            // However the model's text is cut (tags split anywhere), the stream is valid and
-            // folds into the same message: the deltas differ, never the content.
+            // However the model's text is cut (tags split anywhere, UTF-8 characters too), the
+            // stream is valid and folds into the same message: the deltas differ, never the
+            // content.
             let whole: String = tokens.concat();
-            let same = |pieces: &[&str], how: &str| {
+            let whole = whole.as_bytes();
+            let same = |pieces: &[&[u8]], how: &str| {
                 let split = run(&case, pieces, true);
                 Validator::check_sse(split.body.as_bytes())
                     .unwrap_or_else(|v| panic!("{name}: {how}: invalid stream: {v}"));
                 assert_eq!(fold_sse(split.body.as_bytes()), folded, "{name}: {how}");
             };
             if whole.len() < 4096 {
-                for (at, _) in whole.char_indices().skip(1) {
+                for at in 1..whole.len() {
                     same(
                         &[&whole[..at], &whole[at..]],
                         &format!("split at byte {at}"),
                     );
                 }
             }
-            let chars: Vec<String> = whole.chars().map(String::from).collect();
-            let by_char: Vec<&str> = chars.iter().map(String::as_str).collect();
-            same(&by_char, "char by char");
+            let by_byte: Vec<&[u8]> = whole.chunks(1).collect();
+            same(&by_byte, "byte by byte");
         }
     });
 }

@@ -81,16 +81,18 @@ pub fn translate(
     };
     let bytes = std::fs::read(upstream).map_err(|e| format!("{}: {e}", upstream.display()))?;
     let mut session = engine
-        .chat_stream(&bridge_core::api::StreamOptions {
+        .translator(&bridge_core::api::StreamOptions {
             stream: !no_stream,
             model: converted.client_model,
             input_tokens_estimate: converted.input_tokens_estimate,
             id_seed: crate::ids::seed(),
-            dialect: Default::default(),
+            ..bridge_core::api::StreamOptions::default()
         })
         .map_err(|e| e.to_string())?;
     let head = session.feed(&bytes).map_err(|e| e.to_string())?;
-    let finished = session.finish().map_err(|e| e.to_string())?;
+    let finished = session
+        .finish(&bridge_core::api::StreamEnd::default())
+        .map_err(|e| e.to_string())?;
     print!("{head}{}", finished.body);
     if no_stream {
         println!();

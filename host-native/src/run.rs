@@ -101,6 +101,7 @@ pub async fn build_provider(
             serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
         )),
         Provider::Anthropic => Arc::new(crate::provider::anthropic::AnthropicPassThrough::new(
+            Arc::clone(engine),
             upstream("v1/messages", false)?,
             args.api_key.as_deref(),
             args.model.clone(),

@@ -14,12 +14,12 @@ const loadMs = performance.now() - loadStarted;
 
 const upstream = new Uint8Array(readFileSync(join(dir, "large-stream.sse")));
 const expected = readFileSync(join(dir, "expected.sse"), "utf8");
-const converted = core.convertRequest(readFileSync(join(dir, "request.json")));
+const converted = core.prepare("openai_chat", readFileSync(join(dir, "request.json")));
 const options = { stream: true, model: converted.client_model, input_tokens_estimate: converted.input_tokens_estimate, id_seed: 42 };
 
 function translateOnce(keep) {
   const started = performance.now();
-  const session = new core.ChatStream(options);
+  const session = new core.Translator(options);
   let out = keep ? "" : 0;
   for (let at = 0; at < upstream.length; at += CHUNK) {
     const piece = session.feed(upstream.subarray(at, at + CHUNK));

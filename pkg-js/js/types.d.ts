@@ -16,8 +16,12 @@ export type ErrorKind =
   | "timeout_error"
   | "overloaded_error";
 
-/** The upstream API `prepare` writes for and `ChatStream` reads from. */
-export type Dialect = "openai_chat" | "openai_responses";
+/**
+ * The upstream API `prepare` writes for and a `Translator` reads from: OpenAI Chat Completions,
+ * the OpenAI Responses API, or a raw-text host (Fabstir) that takes one ChatML prompt and
+ * answers with the model's text.
+ */
+export type Dialect = "openai_chat" | "openai_responses" | "chatml";
 
 /** How `prepare("openai_responses", …)` shapes a Responses request. Every field is optional. */
 export interface ResponsesOptions {
@@ -35,7 +39,7 @@ export interface ResponsesOptions {
   require_max_tokens?: boolean;
 }
 
-/** How `convertRequest` shapes the upstream request. Every field is optional. */
+/** How `prepare("openai_chat", …)` shapes a Chat Completions request. Every field is optional. */
 export interface ConvertOptions {
   /** Upstream model for every request; absent: the client's model name is forwarded. */
   model?: string | null;
@@ -57,9 +61,12 @@ export interface ConvertOptions {
   require_max_tokens?: boolean;
 }
 
-/** An Anthropic request converted to an OpenAI Chat Completions request. */
+/** An Anthropic request prepared for an upstream (`prepare`). */
 export interface ConvertedRequest {
-  /** The Chat Completions body (JSON text), always with `stream: true`. */
+  /**
+   * The upstream body (JSON text): a Chat Completions or Responses request, always with
+   * `stream: true`; for "chatml" a `ChatmlPrompt` object.
+   */
   body: string;
   /** The model sent upstream. */
   upstream_model: string;
@@ -73,7 +80,7 @@ export interface ConvertedRequest {
   warnings: string[];
 }
 
-/** How a `ChatStream` presents its output. All fields are required. */
+/** How a `Translator` reads its input and presents its output. */
 export interface StreamOptions {
   /** true: `feed`/`finish` return Anthropic SSE text; false: `finish` returns the folded message. */
   stream: boolean;
@@ -85,9 +92,11 @@ export interface StreamOptions {
   id_seed: number | bigint;
   /** The upstream's stream format (default "openai_chat"). */
   dialect?: Dialect;
+  /** "chatml": `ChatmlPrompt.tools`, to type the tool calls the model writes inline. */
+  tools?: ToolHint[];
 }
 
-/** What `ChatStream.finish` and `foldSse` return. */
+/** What `Translator.finish` and `foldSse` return. */
 export interface Finished {
   /** HTTP status of a non-streaming response (200, or the error's status). */
   status: number;
@@ -176,7 +185,7 @@ export type Validation =
 /** The tool-call format the rendered system turn asks the model for (all are parsed). */
 export type ToolFormat = "json" | "glm";
 
-/** How `renderChatml` renders. Every field is optional. */
+/** How `prepare("chatml", …)` renders the prompt. Every field is optional. */
 export interface ChatmlOptions {
   /** The model to run (e.g. "org/repo:file.gguf"); absent: the client's model name. */
   model?: string | null;
@@ -200,7 +209,7 @@ export interface ToolHint {
   string_params: string[];
 }
 
-/** A request rendered as one ChatML prompt. */
+/** A request rendered as one ChatML prompt: `JSON.parse(prepare("chatml", …).body)`. */
 export interface ChatmlPrompt {
   /** The ChatML text, ending with "<|im_start|>assistant\n" (or an assistant prefill). */
   prompt: string;
@@ -213,7 +222,7 @@ export interface ChatmlPrompt {
   /** `temperature` to forward. */
   temperature: number | null;
   input_tokens_estimate: number;
-  /** Pass to `TokenStreamOptions.tools`. */
+  /** Pass to `StreamOptions.tools`. */
   tools: ToolHint[];
   /** What plain text could not carry. */
   warnings: string[];
@@ -231,18 +240,10 @@ export interface SessionInitPlain {
   recoveryPublicKey?: string;
 }
 
-/** How a `TokenStream` presents its output. */
-export interface TokenStreamOptions {
-  /** true: SSE text; false: `finish` returns the folded message. */
-  stream: boolean;
-  model: string;
-  input_tokens_estimate: number;
-  id_seed: number | bigint;
-  /** `ChatmlPrompt.tools`, to type tool-call arguments (optional). */
-  tools?: ToolHint[];
-}
-
-/** How the host's reply ended (Fabstir `stream_end`); every field is optional. */
+/**
+ * How the upstream's reply ended, as it said outside its stream (a Fabstir host's `stream_end`),
+ * for `Translator.finish`; every field is optional, and the SSE dialects leave it out.
+ */
 export interface StreamEnd {
   finish_reason?: string | null;
   prompt_tokens?: number | null;

@@ -1,7 +1,7 @@
 // The playground: paste or pick an upstream stream (and optionally the Anthropic request it
 // answers), see the Anthropic events, the folded message and any validator complaint. All of it
 // is @fabstir/bridge-core running in this page.
-import init, { ChatStream, SseDecoder, TokenStream, convertRequest, foldSse, renderChatml, validateSse } from "./bridge-core/web.js";
+import init, { SseDecoder, Translator, foldSse, prepare, validateSse } from "./bridge-core/web.js";
 
 const $ = (id) => document.getElementById(id);
 const ui = {
@@ -99,14 +99,14 @@ function translateChat() {
   let estimate = 0;
   ui.upstreamRequest.textContent = "";
   if (ui.request.value.trim()) {
-    const converted = convertRequest(ui.request.value);
+    const converted = prepare("openai_chat", ui.request.value);
     model = converted.client_model;
     estimate = converted.input_tokens_estimate;
     const warnings = converted.warnings.length ? `\n\n// dropped or changed:\n// ${converted.warnings.join("\n// ")}` : "";
     ui.upstreamRequest.textContent = pretty(converted.body) + warnings;
   }
   const run = (stream) => {
-    const session = new ChatStream({ stream, model, input_tokens_estimate: estimate, id_seed: seed });
+    const session = new Translator({ stream, model, input_tokens_estimate: estimate, id_seed: seed });
     try {
       const head = session.feed(ui.stream.value);
       const finished = session.finish();
@@ -123,10 +123,10 @@ function translateChat() {
 
 function translateFabstir() {
   const seed = BigInt(ui.seed.value || "0");
-  let options = { stream: true, model: "claude-playground", input_tokens_estimate: 0, id_seed: seed, tools: [] };
+  let options = { stream: true, model: "claude-playground", input_tokens_estimate: 0, id_seed: seed, dialect: "chatml", tools: [] };
   ui.upstreamRequest.textContent = "";
   if (ui.request.value.trim()) {
-    const rendered = renderChatml(ui.request.value);
+    const rendered = JSON.parse(prepare("chatml", ui.request.value).body);
     options = { ...options, model: rendered.client_model, input_tokens_estimate: rendered.input_tokens_estimate, tools: rendered.tools };
     const notes = [
       rendered.images.length ? `// ${rendered.images.length} image(s) sent beside the prompt` : "",
@@ -135,7 +135,7 @@ function translateFabstir() {
     ui.upstreamRequest.textContent = rendered.prompt + (notes.length ? `\n\n${notes.join("\n")}` : "");
   }
   const run = (stream) => {
-    const reply = new TokenStream({ ...options, stream });
+    const reply = new Translator({ ...options, stream });
     try {
       const head = reply.feed(ui.stream.value);
       const finished = reply.finish({ finish_reason: "stop" });

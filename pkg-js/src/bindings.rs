@@ -82,23 +82,8 @@ fn request_error(error: &bridge_core::error::RequestError) -> JsValue {
     core_error(error.kind(), &error.to_string())
 }
 
-/// Anthropic Messages request → OpenAI Chat Completions request.
-///
-/// # Errors
-/// `BridgeCoreError` (`invalid_request_error`) naming the field to fix.
-#[wasm_bindgen(js_name = convertRequest, unchecked_return_type = "ConvertedRequest")]
-pub fn convert_request(
-    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] request: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "ConvertOptions")] options: Option<JsValue>,
-) -> Result<JsValue, JsValue> {
-    let request = bytes(&request, "the request")?;
-    let options: api::ConvertOptions = options_or_default(options, "convert options")?;
-    let converted = api::convert_request(&request, &options).map_err(|e| request_error(&e))?;
-    to_js(&converted)
-}
-
 /// Anthropic Messages request → the upstream request of `dialect` (`"openai_chat"`,
-/// `"openai_responses"`), with that dialect's options.
+/// `"openai_responses"`, `"chatml"`), with that dialect's options.
 ///
 /// # Errors
 /// `BridgeCoreError` (`invalid_request_error`) naming the field to fix; `api_error` for an
@@ -107,7 +92,9 @@ pub fn convert_request(
 pub fn prepare(
     #[wasm_bindgen(unchecked_param_type = "Dialect")] dialect: &str,
     #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] request: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "ConvertOptions | ResponsesOptions")]
+    #[wasm_bindgen(
+        unchecked_optional_param_type = "ConvertOptions | ResponsesOptions | ChatmlOptions"
+    )]
     options: Option<JsValue>,
 ) -> Result<JsValue, JsValue> {
     let request = bytes(&request, "the request")?;
@@ -133,30 +120,30 @@ pub fn count_tokens(
     api::count_tokens(&bytes(&request, "the request")?).map_err(|e| request_error(&e))
 }
 
-/// OpenAI Chat Completions stream → Anthropic response, as SSE text or folded.
-#[wasm_bindgen(js_name = ChatStream)]
+/// An upstream's reply (bytes of its dialect) → Anthropic response, as SSE text or folded.
+#[wasm_bindgen(js_name = Translator)]
 #[derive(Debug)]
-pub struct JsChatStream {
-    inner: api::ChatStream,
+pub struct JsTranslator {
+    inner: api::Translator,
 }
 
-#[wasm_bindgen(js_class = ChatStream)]
-impl JsChatStream {
-    /// A translator for one upstream response.
+#[wasm_bindgen(js_class = Translator)]
+impl JsTranslator {
+    /// A translator for one upstream reply; `options.dialect` says what the upstream speaks.
     ///
     /// # Errors
     /// `BridgeCoreError` (`api_error`) when the options lack a field.
     #[wasm_bindgen(constructor)]
     pub fn new(
         #[wasm_bindgen(unchecked_param_type = "StreamOptions")] options: JsValue,
-    ) -> Result<JsChatStream, JsValue> {
+    ) -> Result<JsTranslator, JsValue> {
         let options: api::StreamOptions = from_js(options, "stream options", ErrorKind::Api)?;
         Ok(Self {
-            inner: api::ChatStream::new(options),
+            inner: api::Translator::new(options),
         })
     }
 
-    /// Feed upstream bytes (any chunking); returns the SSE text to write now.
+    /// Feed upstream bytes or text (any chunking); returns the SSE text to write now.
     ///
     /// # Errors
     /// `TypeError` when `chunk` is neither a string nor a `Uint8Array`.
@@ -176,81 +163,9 @@ impl JsChatStream {
         self.inner.fail(ErrorKind::from_type_str(kind), message)
     }
 
-    /// The upstream body ended: the last SSE text, or the folded message.
-    ///
-    /// # Errors
-    /// Only if the result cannot be converted to JS.
-    #[wasm_bindgen(unchecked_return_type = "Finished")]
-    pub fn finish(&mut self) -> Result<JsValue, JsValue> {
-        to_js(&self.inner.finish())
-    }
-}
-
-/// Anthropic Messages request → one ChatML prompt for a raw-text host (Fabstir).
-///
-/// # Errors
-/// `BridgeCoreError` (`invalid_request_error`) naming the field to fix.
-#[wasm_bindgen(js_name = renderChatml, unchecked_return_type = "ChatmlPrompt")]
-pub fn render_chatml(
-    #[wasm_bindgen(unchecked_param_type = "string | Uint8Array")] request: JsValue,
-    #[wasm_bindgen(unchecked_optional_param_type = "ChatmlOptions")] options: Option<JsValue>,
-) -> Result<JsValue, JsValue> {
-    let request = bytes(&request, "the request")?;
-    let options: api::ChatmlOptions = options_or_default(options, "ChatML options")?;
-    let prompt = api::render_chatml(&request, &options).map_err(|e| request_error(&e))?;
-    to_js(&prompt)
-}
-
-/// A Fabstir session init (`SessionInitPlain` as JSON text) → the exact plaintext a host
-/// accepts (`jobId` a string, `pricePerToken` an integer).
-///
-/// # Errors
-/// `BridgeCoreError` (`api_error`) naming the field that is missing or of the wrong type.
-#[wasm_bindgen(js_name = fabstirSessionInit)]
-pub fn fabstir_session_init(init_json: &str) -> Result<String, JsValue> {
-    api::fabstir_session_init(init_json).map_err(|e| request_error(&e))
-}
-
-/// A raw-text host's reply (token by token) → Anthropic response, as SSE text or folded.
-#[wasm_bindgen(js_name = TokenStream)]
-#[derive(Debug)]
-pub struct JsTokenStream {
-    inner: api::TokenStream,
-}
-
-#[wasm_bindgen(js_class = TokenStream)]
-impl JsTokenStream {
-    /// A translator for one reply.
-    ///
-    /// # Errors
-    /// `BridgeCoreError` (`api_error`) when the options lack a field.
-    #[wasm_bindgen(constructor)]
-    pub fn new(
-        #[wasm_bindgen(unchecked_param_type = "TokenStreamOptions")] options: JsValue,
-    ) -> Result<JsTokenStream, JsValue> {
-        let options: api::TokenStreamOptions =
-            from_js(options, "token stream options", ErrorKind::Api)?;
-        Ok(Self {
-            inner: api::TokenStream::new(options),
-        })
-    }
-
-    /// Feed model text (any split); returns the SSE text to write now.
-    pub fn feed(&mut self, text: &str) -> String {
-        self.inner.feed(text)
-    }
-
-    /// The host failed: end with an error of Anthropic type `kind`.
-    pub fn fail(
-        &mut self,
-        #[wasm_bindgen(unchecked_param_type = "ErrorKind")] kind: &str,
-        message: &str,
-    ) -> String {
-        self.inner.fail(ErrorKind::from_type_str(kind), message)
-    }
-
-    /// The reply is complete: the last SSE text, or the folded message. `end` carries the
-    /// host's finish reason and token counts (all optional).
+    /// The reply ended: the last SSE text, or the folded message. `end` is what the upstream
+    /// reported outside its stream (a raw-text host's finish reason and token counts, all
+    /// optional); the SSE dialects leave it out.
     ///
     /// # Errors
     /// `BridgeCoreError` (`api_error`) when `end` has fields of the wrong type.
@@ -262,6 +177,16 @@ impl JsTokenStream {
         let end: api::StreamEnd = options_or_default(end, "stream end")?;
         to_js(&self.inner.finish(&end))
     }
+}
+
+/// A Fabstir session init (`SessionInitPlain` as JSON text) → the exact plaintext a host
+/// accepts (`jobId` a string, `pricePerToken` an integer).
+///
+/// # Errors
+/// `BridgeCoreError` (`api_error`) naming the field that is missing or of the wrong type.
+#[wasm_bindgen(js_name = fabstirSessionInit)]
+pub fn fabstir_session_init(init_json: &str) -> Result<String, JsValue> {
+    api::fabstir_session_init(init_json).map_err(|e| request_error(&e))
 }
 
 /// Incremental Server-Sent Events decoder.

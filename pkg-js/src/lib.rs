@@ -7,18 +7,15 @@
 //!
 //! | JS | core |
 //! |---|---|
-//! | `convertRequest(request, options?)` | [`bridge_core::api::convert_request`] |
 //! | `prepare(dialect, request, options?)` | [`bridge_core::api::prepare`] |
 //! | `countTokens(request)` | [`bridge_core::api::count_tokens`] |
 //! | `route(config, request)` | [`bridge_core::api::route`] |
-//! | `new ChatStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::ChatStream`] |
+//! | `new Translator(options)` `.feed` `.fail` `.finish(end?)` | [`bridge_core::api::Translator`] |
 //! | `new SseDecoder()` `.feed` `.finish` | [`bridge_core::api::SseDecoder`] |
 //! | `encodeEvent(event)`, `encodeSseFrame(event, data)` | [`bridge_core::api::encode_event`], [`bridge_core::api::encode_sse_frame`] |
 //! | `new StreamValidator()` `.push` `.finish`, `validateSse(sse)` | [`bridge_core::api::Validator`], [`bridge_core::api::validate_sse`] |
 //! | `foldSse(sse)` | [`bridge_core::api::fold_sse`] |
-//! | `renderChatml(request, options?)` | [`bridge_core::api::render_chatml`] |
 //! | `fabstirSessionInit(initJson)` | [`bridge_core::api::fabstir_session_init`] |
-//! | `new TokenStream(options)` `.feed` `.fail` `.finish` | [`bridge_core::api::TokenStream`] |
 //!
 //! Failures become a JS `BridgeCoreError` (`kind`: the Anthropic error type, `status`: its HTTP
 //! status, `message`: the core's message). Its class lives in `js/error.js`; the TypeScript

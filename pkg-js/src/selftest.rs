@@ -11,18 +11,32 @@ pub fn selftest() -> usize {
     const REQUEST: &[u8] = br#"{"model":"claude-x","max_tokens":64,"system":"s","tools":[{"name":"t","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}"#;
     const UPSTREAM: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"r\",\"content\":\"a\",\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"t\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
     let mut produced = 0;
-    if let Ok(converted) = api::convert_request(REQUEST, &api::ConvertOptions::default()) {
+    for dialect in api::Dialect::ALL {
+        let Ok(converted) = api::prepare(dialect, REQUEST, "{}") else {
+            continue;
+        };
         produced += converted.body.len();
+        let (upstream, tools): (&[u8], _) = match dialect {
+            api::Dialect::Chatml => (
+                "<think>r</think>a<tool_call>{\"name\":\"t\",\"arguments\":{}}</tool_call>"
+                    .as_bytes(),
+                serde_json::from_str::<api::ChatmlPrompt>(&converted.body)
+                    .map(|p| p.tools)
+                    .unwrap_or_default(),
+            ),
+            _ => (UPSTREAM, Vec::new()),
+        };
         for stream in [true, false] {
-            let mut translator = api::ChatStream::new(api::StreamOptions {
+            let mut translator = api::Translator::new(api::StreamOptions {
                 stream,
                 model: converted.client_model.clone(),
                 input_tokens_estimate: converted.input_tokens_estimate,
                 id_seed: 1,
-                dialect: Default::default(),
+                dialect,
+                tools: tools.clone(),
             });
-            let mut sse = translator.feed(UPSTREAM);
-            sse.push_str(&translator.finish().body);
+            let mut sse = translator.feed(upstream);
+            sse.push_str(&translator.finish(&api::StreamEnd::default()).body);
             produced += sse.len();
             if stream {
                 produced += api::validate_sse(sse.as_bytes()).map_or(0, |events| {
@@ -35,20 +49,6 @@ pub fn selftest() -> usize {
         }
     }
     produced += api::encode_sse_frame("x", "a\nb").map_or(0, |s| s.len());
-    if let Ok(prompt) = api::render_chatml(REQUEST, &api::ChatmlOptions::default()) {
-        produced += prompt.prompt.len();
-        let mut reply = api::TokenStream::new(api::TokenStreamOptions {
-            stream: true,
-            model: prompt.client_model,
-            input_tokens_estimate: prompt.input_tokens_estimate,
-            id_seed: 1,
-            tools: prompt.tools,
-        });
-        produced += reply
-            .feed("<think>r</think>a<tool_call>{\"name\":\"t\",\"arguments\":{}}</tool_call>")
-            .len();
-        produced += reply.finish(&api::StreamEnd::default()).body.len();
-    }
     // The Fabstir protocol pieces (keccak for model ids included).
     if let Ok(id) = bridge_core::fabstir::model_id::ModelId::parse("org/repo:file.gguf") {
         produced += id.to_hex().len();

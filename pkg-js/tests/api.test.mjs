@@ -16,7 +16,7 @@ const upstream = (...chunks) => chunks.map((c) => `data: ${JSON.stringify(c)}\n\
 test("a bad request throws a BridgeCoreError naming the field to fix", () => {
   const bad = JSON.stringify({ model: "m", max_tokens: 10 });
   assert.throws(
-    () => core.convertRequest(bad),
+    () => core.prepare("openai_chat", bad),
     (e) => {
       assert.ok(e instanceof core.BridgeCoreError, `not a BridgeCoreError: ${e}`);
       assert.ok(e instanceof Error);
@@ -27,28 +27,28 @@ test("a bad request throws a BridgeCoreError naming the field to fix", () => {
       return true;
     },
   );
-  assert.throws(() => core.convertRequest("{not json"), { name: "BridgeCoreError", kind: "invalid_request_error", message: /not valid JSON/ });
+  assert.throws(() => core.prepare("openai_chat", "{not json"), { name: "BridgeCoreError", kind: "invalid_request_error", message: /not valid JSON/ });
   assert.throws(() => core.countTokens("[1,2]"), { name: "BridgeCoreError", status: 400 });
 });
 
 test("inputs of the wrong JS type are TypeErrors, options of the wrong shape BridgeCoreErrors", () => {
-  assert.throws(() => core.convertRequest(42), TypeError);
-  assert.throws(() => core.convertRequest({ model: "m" }), TypeError);
-  assert.throws(() => core.convertRequest(JSON.stringify(REQUEST), { max_tokens_cap: "lots" }), {
+  assert.throws(() => core.prepare("openai_chat", 42), TypeError);
+  assert.throws(() => core.prepare("openai_chat", { model: "m" }), TypeError);
+  assert.throws(() => core.prepare("openai_chat", JSON.stringify(REQUEST), { max_tokens_cap: "lots" }), {
     name: "BridgeCoreError",
     kind: "api_error",
-    message: /invalid convert options/,
+    message: /invalid bridge options: invalid type: string "lots"/,
   });
-  assert.throws(() => new core.ChatStream({ stream: true }), { name: "BridgeCoreError", message: /invalid stream options: missing field/ });
-  const s = new core.ChatStream({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1 });
+  assert.throws(() => new core.Translator({ stream: true }), { name: "BridgeCoreError", message: /invalid stream options: missing field/ });
+  const s = new core.Translator({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1 });
   assert.throws(() => s.feed(null), TypeError);
   s.free();
 });
 
 test("string and bytes inputs give the same conversion; options apply", () => {
   const text = JSON.stringify(REQUEST);
-  const a = core.convertRequest(text, { model: "qwen3-coder", max_tokens_cap: 16 });
-  const b = core.convertRequest(new TextEncoder().encode(text), { model: "qwen3-coder", max_tokens_cap: 16 });
+  const a = core.prepare("openai_chat", text, { model: "qwen3-coder", max_tokens_cap: 16 });
+  const b = core.prepare("openai_chat", new TextEncoder().encode(text), { model: "qwen3-coder", max_tokens_cap: 16 });
   assert.deepEqual(a, b);
   assert.equal(a.upstream_model, "qwen3-coder");
   assert.equal(a.client_model, "claude-sonnet-4-6");
@@ -56,15 +56,15 @@ test("string and bytes inputs give the same conversion; options apply", () => {
   assert.equal(body.model, "qwen3-coder");
   assert.equal(body.max_tokens, 16);
   assert.equal(body.stream, true);
-  assert.deepEqual(core.convertRequest(Buffer.from(text)), core.convertRequest(text));
+  assert.deepEqual(core.prepare("openai_chat", Buffer.from(text)), core.prepare("openai_chat", text));
   assert.ok(core.countTokens(text) > 0);
 });
 
-test("a ChatStream translates text split inside a UTF-8 character", () => {
+test("a Translator translates text split inside a UTF-8 character", () => {
   const bytes = new TextEncoder().encode(
     upstream({ choices: [{ index: 0, delta: { content: "héllo 😀" } }] }, { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }),
   );
-  const s = new core.ChatStream({ stream: true, model: "claude-x", input_tokens_estimate: 5, id_seed: 7n });
+  const s = new core.Translator({ stream: true, model: "claude-x", input_tokens_estimate: 5, id_seed: 7n });
   let sse = "";
   for (let i = 0; i < bytes.length; i++) sse += s.feed(bytes.subarray(i, i + 1));
   const finished = s.finish();
@@ -79,7 +79,7 @@ test("a ChatStream translates text split inside a UTF-8 character", () => {
 });
 
 test("fail ends a stream with an error event; folded, it is the error with its status", () => {
-  const s = new core.ChatStream({ stream: false, model: "m", input_tokens_estimate: 1, id_seed: 1 });
+  const s = new core.Translator({ stream: false, model: "m", input_tokens_estimate: 1, id_seed: 1 });
   assert.equal(s.feed(upstream({ choices: [{ index: 0, delta: { content: "partial" } }] }).replace("data: [DONE]\n\n", "")), "");
   assert.equal(s.fail("rate_limit_error", "slow down"), "");
   const folded = s.finish();
@@ -129,7 +129,7 @@ test("the validator names the broken rule and where", () => {
 
 test("the same id seed gives the same bytes; another seed other ids", () => {
   const run = (seed) => {
-    const s = new core.ChatStream({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: seed });
+    const s = new core.Translator({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: seed });
     const out = s.feed(upstream({ choices: [{ index: 0, delta: { content: "x" }, finish_reason: "stop" }] })) + s.finish().body;
     s.free();
     return out;
@@ -143,38 +143,43 @@ test("init() resolves in Node (code shared with browsers can await it)", async (
   assert.equal(typeof core.default, "function");
 });
 
-test("renderChatml and TokenStream: a raw-text host's reply with an inline tool call", () => {
+test("prepare(\"chatml\") and a chatml Translator: a raw-text host's reply with an inline tool call", () => {
   const request = JSON.stringify({
     model: "claude-x",
     max_tokens: 50000,
     tools: [{ name: "Bash", input_schema: { type: "object", properties: { command: { type: "string" } } } }],
     messages: [{ role: "user", content: "list" }],
   });
-  const prompt = core.renderChatml(request, { model: "org/repo:m.gguf", max_tokens_cap: 4096 });
-  assert.equal(prompt.upstream_model, "org/repo:m.gguf");
+  const prepared = core.prepare("chatml", request, { model: "org/repo:m.gguf", max_tokens_cap: 4096 });
+  assert.equal(prepared.upstream_model, "org/repo:m.gguf");
+  const prompt = JSON.parse(prepared.body);
   assert.equal(prompt.max_tokens, 4096);
   assert.match(prompt.prompt, /<tools>\n\{"name":"Bash"/);
   assert.ok(prompt.prompt.endsWith("<|im_start|>assistant\n"));
   assert.deepEqual(prompt.tools, [{ name: "Bash", string_params: ["command"] }]);
-  assert.throws(() => core.renderChatml('{"model":"m","messages":[{"role":"user","content":"hi"}]}'), { name: "BridgeCoreError", kind: "invalid_request_error", message: /max_tokens/ });
+  assert.throws(() => core.prepare("chatml", '{"model":"m","messages":[{"role":"user","content":"hi"}]}'), { name: "BridgeCoreError", kind: "invalid_request_error", message: /max_tokens/ });
 
-  const reply = new core.TokenStream({ stream: false, model: prompt.client_model, input_tokens_estimate: prompt.input_tokens_estimate, id_seed: 1, tools: prompt.tools });
-  for (const token of ["On it.", "<tool_", "call>Bash<arg_key>command</arg_key><arg_value>", "42</arg_value></tool_call>"]) assert.equal(reply.feed(token), "");
+  const reply = new core.Translator({ stream: false, model: prompt.client_model, input_tokens_estimate: prompt.input_tokens_estimate, id_seed: 1, dialect: "chatml", tools: prompt.tools });
+  // Text or bytes, cut anywhere (here inside "é", a two-byte character).
+  const bytes = new TextEncoder().encode("On it, café.");
+  for (const token of [bytes.subarray(0, 10), bytes.subarray(10), "<tool_", "call>Bash<arg_key>command</arg_key><arg_value>", "42</arg_value></tool_call>"]) assert.equal(reply.feed(token), "");
   const folded = reply.finish({ finish_reason: "stop", prompt_tokens: 30, completion_tokens: 9 });
   assert.equal(folded.status, 200);
   const message = JSON.parse(folded.body);
   assert.equal(message.stop_reason, "tool_use");
   assert.deepEqual(message.content.map((b) => b.type), ["text", "tool_use"]);
+  assert.equal(message.content[0].text, "On it, café.");
   assert.deepEqual(message.content[1].input, { command: "42" }, "a string parameter stays a string");
   assert.deepEqual(message.usage, { input_tokens: 30, output_tokens: 9 });
   reply.free();
 
-  const s = new core.TokenStream({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1 });
+  const s = new core.Translator({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1, dialect: "chatml" });
   const sse = s.feed("partial") + s.fail("overloaded_error", "host gone") + s.finish().body;
   assert.equal(core.validateSse(sse).valid, true);
   assert.match(sse, /event: error\ndata: .*host gone/);
   s.free();
-  assert.throws(() => new core.TokenStream({ stream: true }), { name: "BridgeCoreError", message: /invalid token stream options: missing field/ });
+  assert.throws(() => new core.Translator({ stream: true, dialect: "chatml" }), { name: "BridgeCoreError", message: /invalid stream options: missing field/ });
+  assert.throws(() => core.prepare("raw", request), { name: "BridgeCoreError", kind: "api_error", message: /unknown dialect "raw": expected one of openai_chat, openai_responses, chatml/ });
 });
 
 test("route picks a target in the design's order and keeps the fallbacks in theirs", () => {

@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { compareParts } from "./harness.mjs";
-import { launchChromium, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
+import { launchChromium, loadAnthropicFixtures, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
 
 requireBuilt();
-const fixtures = [...loadFixtures(), ...loadResponsesFixtures()];
+const fixtures = [...loadFixtures(), ...loadResponsesFixtures(), ...loadAnthropicFixtures()];
 const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 const testsDir = fileURLToPath(new URL(".", import.meta.url));
@@ -32,11 +32,11 @@ test("Chromium gives the native bytes for every fixture", async () => {
   const results = await page.evaluate(async (cases) => {
     const core = await import("/pkg/web.js");
     await core.init();
-    const { runCase, runFabstirCase } = await import("/tests/harness.mjs");
+    const { dialectOf, runCase, runFabstirCase } = await import("/tests/harness.mjs");
     const bytes = (b64) => (b64 === undefined || b64 === null ? undefined : Uint8Array.from(atob(b64), (c) => c.charCodeAt(0)));
     const decode = (files) => Object.fromEntries(Object.entries(files).map(([k, v]) => [k, bytes(v)]));
     const out = {};
-    for (const c of cases.openai) out[c.name] = runCase(core, decode(c.files), c.name.startsWith("responses/") ? "openai_responses" : "openai_chat");
+    for (const c of cases.openai) out[c.name] = runCase(core, decode(c.files), dialectOf(c.name));
     for (const c of cases.fabstir) out[c.name] = runFabstirCase(core, decode(c.files));
     return { out, userAgent: navigator.userAgent };
   }, input);
@@ -53,7 +53,7 @@ test("in Chromium a bad request is a BridgeCoreError too", async () => {
     const core = await import("/pkg/web.js");
     await core.init();
     try {
-      core.convertRequest('{"model":"m","max_tokens":1}');
+      core.prepare("openai_chat", '{"model":"m","max_tokens":1}');
       return null;
     } catch (e) {
       return { instance: e instanceof core.BridgeCoreError, kind: e.kind, status: e.status, message: e.message };

@@ -8,11 +8,11 @@ import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 
 import { compareParts, runCase, runFabstirCase } from "./harness.mjs";
-import { dialectOf, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, packageDir, requireBuilt } from "./support.mjs";
+import { dialectOf, loadAnthropicFixtures, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, packageDir, requireBuilt } from "./support.mjs";
 
 requireBuilt();
 const core = await import(pathToFileURL(join(packageDir, "node.js")).href);
-const fixtures = [...loadFixtures(), ...loadResponsesFixtures()];
+const fixtures = [...loadFixtures(), ...loadResponsesFixtures(), ...loadAnthropicFixtures()];
 const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 

@@ -22,7 +22,7 @@ function* pieces(bytes, size) {
 }
 
 export function runStream(core, options, upstream, chunk, failAt) {
-  const session = new core.ChatStream(options);
+  const session = new core.Translator(options);
   try {
     const fed = failAt === undefined ? upstream : upstream.subarray(0, Math.min(failAt, upstream.length));
     let out = "";
@@ -33,6 +33,13 @@ export function runStream(core, options, upstream, chunk, failAt) {
   } finally {
     session.free();
   }
+}
+
+/** The upstream dialect of a golden case, from its name (`<folder>/<case>`, or a bare Chat case). */
+export function dialectOf(name) {
+  if (name.startsWith("responses/")) return "openai_responses";
+  if (name.startsWith("anthropic/")) return "anthropic";
+  return "openai_chat";
 }
 
 /** One golden case as tests/src/conformance.rs `run_case_in` renders it; `dialect` is the upstream's. */
@@ -115,7 +122,7 @@ export function runFabstirCase(core, files) {
   let tools = [];
   if (files.request) {
     try {
-      const p = core.renderChatml(files.request, json(files.options));
+      const p = JSON.parse(core.prepare("chatml", files.request, json(files.options)).body);
       const meta = {
         upstream_model: p.upstream_model,
         client_model: p.client_model,
@@ -142,11 +149,14 @@ export function runFabstirCase(core, files) {
       parts.push(["session init", showError(error)]);
     }
   }
-  const chars = [...tokens.join("")];
+  const encoder = new TextEncoder();
+  const asTokens = tokens.map((t) => encoder.encode(t));
+  const whole = encoder.encode(tokens.join(""));
+  const asBytes = Array.from(whole, (_, at) => whole.subarray(at, at + 1));
   for (const stream of [true, false]) {
     const mode = stream ? "stream" : "folded";
-    for (const [label, pieces] of [["tokens", tokens], ["chars", chars]]) {
-      const reply = new core.TokenStream({ stream, model, input_tokens_estimate: estimate, id_seed: SEED, tools });
+    for (const [label, pieces] of [["tokens", asTokens], ["bytes", asBytes]]) {
+      const reply = new core.Translator({ stream, model, input_tokens_estimate: estimate, id_seed: SEED, dialect: "chatml", tools });
       try {
         let text = "";
         for (const piece of pieces) text += reply.feed(piece);

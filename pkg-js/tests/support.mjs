@@ -48,10 +48,12 @@ export function loadResponsesFixtures() {
   return loadCases(join(fixturesDir, "responses"), ["request.json", "upstream.sse"], { request: "request.json", options: "options.json", upstream: "upstream.sse" }, "responses/");
 }
 
-/** The upstream dialect of a case, from its name. */
-export function dialectOf(name) {
-  return name.startsWith("responses/") ? "openai_responses" : "openai_chat";
+/** The Anthropic pass-through cases: [{ name: "anthropic/<case>", files }]. */
+export function loadAnthropicFixtures() {
+  return loadCases(join(fixturesDir, "anthropic"), ["request.json", "upstream.sse"], { request: "request.json", options: "options.json", upstream: "upstream.sse" }, "anthropic/");
 }
+
+export { dialectOf } from "./harness.mjs";
 
 /** The raw-text (Fabstir) cases: [{ name: "fabstir/<case>", files: { request, options, tokens, end, fail } }]. */
 export function loadFabstirFixtures() {

@@ -94,7 +94,7 @@ pub fn run_stream(
     chunk: usize,
     fail_at: Option<usize>,
 ) -> crate::Result<String> {
-    let mut session = engine.chat_stream(options)?;
+    let mut session = engine.translator(options)?;
     let fed = fail_at.map_or(upstream, |n| &upstream[..n.min(upstream.len())]);
     let mut out = String::new();
     for piece in fed.chunks(chunk) {
@@ -103,7 +103,7 @@ pub fn run_stream(
     if fail_at.is_some() {
         out.push_str(&session.fail(ErrorKind::Overloaded, "the upstream connection was reset")?);
     }
-    let finished = session.finish()?;
+    let finished = session.finish(&bridge_core::api::StreamEnd::default())?;
     write!(
         out,
         "\n--- finish\nstatus: {}\n{}",
@@ -166,6 +166,7 @@ pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate:
                 input_tokens_estimate: estimate,
                 id_seed: SEED,
                 dialect,
+                tools: Vec::new(),
             };
             let mode = if stream { "stream" } else { "folded" };
             for (label, chunk) in CHUNKINGS {
@@ -254,13 +255,14 @@ fn session_init(engine: &dyn Engine, init: &str) -> crate::Result<String> {
 /// One raw-text case through `engine`, as parts the npm package must match:
 /// `prompt` (the rendering's metadata as compact JSON, `\n--- prompt\n`, the prompt; or the
 /// error), `session init` (with a `session_init.json`: the init plaintext, or the error),
-/// then `<mode> tokens` (the model's tokens as given) and `<mode> chars` (char by char)
+/// then `<mode> tokens` (the model's tokens as given) and `<mode> bytes` (byte by byte, so
+/// UTF-8 characters are cut too)
 /// for `stream` and `folded`: everything written, then `\n--- finish\nstatus: <s>\n<body>`.
 ///
 /// # Errors
 /// A fixture file is unreadable or malformed.
 pub fn run_fabstir_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outputs> {
-    use bridge_core::api::{ChatmlOptions, StreamEnd, TokenStreamOptions, ToolHint};
+    use bridge_core::api::{ChatmlOptions, Dialect, StreamEnd, ToolHint};
     let read = |file: &str| std::fs::read(case.join(file)).ok();
     let tokens: Vec<String> =
         serde_json::from_slice(&read("tokens.json").ok_or("no tokens.json")?)?;
@@ -309,19 +311,22 @@ pub fn run_fabstir_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outpu
         let init = String::from_utf8(init)?;
         out.push("session init", session_init(engine, init.trim_end())?);
     }
-    let chars: Vec<String> = tokens.concat().chars().map(String::from).collect();
+    let whole = tokens.concat();
+    let as_tokens: Vec<&[u8]> = tokens.iter().map(String::as_bytes).collect();
+    let as_bytes: Vec<&[u8]> = whole.as_bytes().chunks(1).collect();
     for stream in [true, false] {
         let mode = if stream { "stream" } else { "folded" };
-        for (label, pieces) in [("tokens", &tokens), ("chars", &chars)] {
-            let mut reply = engine.token_stream(&TokenStreamOptions {
+        for (label, pieces) in [("tokens", &as_tokens), ("bytes", &as_bytes)] {
+            let mut reply = engine.translator(&StreamOptions {
                 stream,
                 model: model.clone(),
                 input_tokens_estimate: estimate,
                 id_seed: SEED,
+                dialect: Dialect::Chatml,
                 tools: tools.clone(),
             })?;
             let mut text = String::new();
-            for piece in pieces {
+            for piece in pieces.iter() {
                 text.push_str(&reply.feed(piece)?);
             }
             if let Some(fail) = &fail {

@@ -17,7 +17,9 @@ use std::sync::{Arc, Barrier};
 use bridge_tests::conformance::{
     Outputs, cases, first_difference, fixtures_dir, request_view, run_case, run_stream,
 };
-use claude_bridge::engine::{self, ConvertOptions, Dialect, EngineError, Finished, StreamOptions};
+use claude_bridge::engine::{
+    self, ConvertOptions, Dialect, EngineError, Finished, StreamEnd, StreamOptions,
+};
 
 fn show_finished(f: &Finished) -> String {
     format!("status: {}\n{}", f.status, f.body)
@@ -167,27 +169,29 @@ fn raw_text_cases_give_identical_bytes_through_wasmtime() {
 }
 
 #[test]
-fn responses_cases_give_identical_bytes_through_wasmtime() {
-    let dir = fixtures_dir().join("responses");
+fn responses_and_anthropic_cases_give_identical_bytes_through_wasmtime() {
     let native = engine::native();
     let wasm = engine::wasm(None).unwrap();
-    let cases = cases(&dir).unwrap();
-    assert!(
-        cases.len() >= 10,
-        "Responses fixtures missing under {}",
-        dir.display()
-    );
     let mut failures = Vec::new();
-    for case in &cases {
-        let name = case.file_name().unwrap().to_string_lossy().into_owned();
-        let reference =
-            bridge_tests::conformance::run_case_in(native.as_ref(), case, Dialect::OpenaiResponses)
-                .unwrap();
-        assert!(reference.parts.len() >= 4, "{name}: nothing to compare");
-        let got =
-            bridge_tests::conformance::run_case_in(wasm.as_ref(), case, Dialect::OpenaiResponses)
-                .unwrap();
-        compare(&name, &reference, "wasm vs native", &got, &mut failures);
+    for (folder, dialect, at_least) in [
+        ("responses", Dialect::OpenaiResponses, 10),
+        ("anthropic", Dialect::Anthropic, 5),
+    ] {
+        let dir = fixtures_dir().join(folder);
+        let cases = cases(&dir).unwrap();
+        assert!(
+            cases.len() >= at_least,
+            "{folder} fixtures missing under {}",
+            dir.display()
+        );
+        for case in &cases {
+            let name = format!("{folder}/{}", case.file_name().unwrap().to_string_lossy());
+            let reference =
+                bridge_tests::conformance::run_case_in(native.as_ref(), case, dialect).unwrap();
+            assert!(reference.parts.len() >= 4, "{name}: nothing to compare");
+            let got = bridge_tests::conformance::run_case_in(wasm.as_ref(), case, dialect).unwrap();
+            compare(&name, &reference, "wasm vs native", &got, &mut failures);
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
@@ -257,17 +261,19 @@ fn wasm_engine_serves_200_concurrent_sessions() {
                         model: format!("claude-{i}"),
                         input_tokens_estimate: 9,
                         id_seed: i as u64,
-                        dialect: Default::default(),
+                        ..StreamOptions::default()
                     };
                     let upstream = text_upstream(&format!("session {i} says hello to you"));
-                    let mut session = wasm.chat_stream(&options).unwrap();
+                    let mut session = wasm.translator(&options).unwrap();
                     opened.wait();
                     let mut got = String::new();
                     for piece in upstream.chunks(5 + i % 11) {
                         got.push_str(&session.feed(piece).unwrap());
                         std::thread::yield_now();
                     }
-                    got.push_str(&show_finished(&session.finish().unwrap()));
+                    got.push_str(&show_finished(
+                        &session.finish(&StreamEnd::default()).unwrap(),
+                    ));
                     drop(session);
                     let expected =
                         run_stream(native.as_ref(), &options, &upstream, usize::MAX, None)

@@ -10,9 +10,7 @@
 use std::cell::RefCell;
 
 use bridge_core::anthropic::events::ErrorKind;
-use bridge_core::api::{
-    self, ChatmlOptions, ConvertOptions, StreamEnd, StreamOptions, TokenStreamOptions,
-};
+use bridge_core::api::{self, StreamEnd, StreamOptions};
 use bridge_core::error::RequestError;
 
 #[expect(
@@ -29,7 +27,6 @@ mod bindings {
     export!(Component with_types_in self);
 }
 
-use bindings::exports::fabstir::bridge_core::raw_text as wit_raw;
 use bindings::exports::fabstir::bridge_core::translate::{
     self as wit, Converted, CoreError, Finished,
 };
@@ -51,14 +48,7 @@ fn options_error(what: &str, error: &serde_json::Error) -> CoreError {
 }
 
 impl wit::Guest for Component {
-    type ChatStream = ChatStream;
-
-    fn convert_request(request: Vec<u8>, options_json: String) -> Result<Converted, CoreError> {
-        let options: ConvertOptions = serde_json::from_str(&options_json)
-            .map_err(|e| options_error("convert options", &e))?;
-        let converted = api::convert_request(&request, &options).map_err(|e| request_error(&e))?;
-        Ok(converted_record(converted))
-    }
+    type Translator = Translator;
 
     fn prepare(
         dialect: String,
@@ -74,6 +64,10 @@ impl wit::Guest for Component {
     fn count_tokens(request: Vec<u8>) -> Result<u32, CoreError> {
         api::count_tokens(&request).map_err(|e| request_error(&e))
     }
+
+    fn fabstir_session_init(init_json: String) -> Result<String, CoreError> {
+        api::fabstir_session_init(&init_json).map_err(|e| request_error(&e))
+    }
 }
 
 fn converted_record(converted: api::ConvertedRequest) -> Converted {
@@ -87,16 +81,16 @@ fn converted_record(converted: api::ConvertedRequest) -> Converted {
     }
 }
 
-/// One upstream response being translated. Resource methods take `&self`, hence the cell; a
+/// One upstream reply being translated. Resource methods take `&self`, hence the cell; a
 /// component instance is single-threaded and never re-entered, so the borrow cannot clash.
-struct ChatStream(RefCell<api::ChatStream>);
+struct Translator(RefCell<api::Translator>);
 
-impl wit::GuestChatStream for ChatStream {
-    fn create(options_json: String) -> Result<wit::ChatStream, CoreError> {
+impl wit::GuestTranslator for Translator {
+    fn create(options_json: String) -> Result<wit::Translator, CoreError> {
         let options: StreamOptions =
             serde_json::from_str(&options_json).map_err(|e| options_error("stream options", &e))?;
-        Ok(wit::ChatStream::new(Self(RefCell::new(
-            api::ChatStream::new(options),
+        Ok(wit::Translator::new(Self(RefCell::new(
+            api::Translator::new(options),
         ))))
     }
 
@@ -104,55 +98,6 @@ impl wit::GuestChatStream for ChatStream {
         #[cfg(feature = "fault-injection")]
         faults::inject(&chunk);
         self.0.borrow_mut().feed(&chunk)
-    }
-
-    fn fail(&self, kind: String, message: String) -> String {
-        self.0
-            .borrow_mut()
-            .fail(ErrorKind::from_type_str(&kind), &message)
-    }
-
-    fn finish(&self) -> Finished {
-        let finished = self.0.borrow_mut().finish();
-        Finished {
-            status: finished.status,
-            body: finished.body,
-        }
-    }
-}
-
-impl wit_raw::Guest for Component {
-    type TokenStream = TokenStream;
-
-    fn render_chatml(request: Vec<u8>, options_json: String) -> Result<String, CoreError> {
-        let options: ChatmlOptions =
-            serde_json::from_str(&options_json).map_err(|e| options_error("ChatML options", &e))?;
-        let prompt = api::render_chatml(&request, &options).map_err(|e| request_error(&e))?;
-        serde_json::to_string(&prompt).map_err(|e| CoreError {
-            kind: ErrorKind::Api.as_str().to_owned(),
-            message: format!("cannot encode the ChatML prompt: {e}"),
-        })
-    }
-
-    fn fabstir_session_init(init_json: String) -> Result<String, CoreError> {
-        api::fabstir_session_init(&init_json).map_err(|e| request_error(&e))
-    }
-}
-
-/// One raw-text reply being translated (a cell for the same reason as [`ChatStream`]).
-struct TokenStream(RefCell<api::TokenStream>);
-
-impl wit_raw::GuestTokenStream for TokenStream {
-    fn create(options_json: String) -> Result<wit_raw::TokenStream, CoreError> {
-        let options: TokenStreamOptions = serde_json::from_str(&options_json)
-            .map_err(|e| options_error("token stream options", &e))?;
-        Ok(wit_raw::TokenStream::new(Self(RefCell::new(
-            api::TokenStream::new(options),
-        ))))
-    }
-
-    fn feed(&self, text: String) -> String {
-        self.0.borrow_mut().feed(&text)
     }
 
     fn fail(&self, kind: String, message: String) -> String {

@@ -5,12 +5,15 @@
 //! - [`responses_request`]: Anthropic Messages request → OpenAI Responses request.
 //! - [`responses_stream`]: OpenAI Responses stream → Anthropic events (a sans-IO state machine).
 //! - [`token_stream`]: raw model text (a Fabstir host's tokens) → Anthropic events.
+//! - [`passthrough`]: Anthropic → Anthropic (real Claude): the request as it came, the stream
+//!   relayed whole frame by frame and ended well when cut.
 //! - [`schema`]: tool input schemas cleaned for upstreams that reject parts of JSON Schema.
 //! - [`writer`]: the one [`writer::AnthropicWriter`] every stream translator writes its events
 //!   through (well-formed by construction).
 
 pub mod chat_request;
 pub mod chat_stream;
+pub mod passthrough;
 pub mod responses_request;
 pub mod responses_stream;
 pub mod schema;

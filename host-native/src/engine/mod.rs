@@ -19,33 +19,24 @@ use std::sync::Arc;
 pub use bridge_core::anthropic::events::ErrorKind;
 pub use bridge_core::api::{
     ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Finished, StreamEnd,
-    StreamOptions, TokenStreamOptions,
+    StreamOptions,
 };
 
 pub use self::native::NativeEngine;
 pub use self::wasm::WasmEngine;
 
-/// One build of the translation core.
+/// One build of the translation core: the facade of [`bridge_core::api`], keyed by [`Dialect`]
+/// (one `prepare`, one translator), so a new upstream API needs no change here.
 pub trait Engine: Send + Sync + 'static {
     /// `"wasm"` or `"native"`.
     fn name(&self) -> &'static str;
-
-    /// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
-    ///
-    /// # Errors
-    /// [`EngineError::Request`] when the request cannot be translated (the client's fault unless
-    /// the kind says otherwise), [`EngineError::Trap`] when the engine itself failed.
-    fn convert_request(
-        &self,
-        request: &[u8],
-        options: &ConvertOptions,
-    ) -> Result<ConvertedRequest, EngineError>;
 
     /// Anthropic Messages request → the upstream request of `dialect`; `options_json` is that
     /// dialect's options object.
     ///
     /// # Errors
-    /// As [`Engine::convert_request`].
+    /// [`EngineError::Request`] when the request cannot be translated (the client's fault unless
+    /// the kind says otherwise), [`EngineError::Trap`] when the engine itself failed.
     fn prepare(
         &self,
         dialect: Dialect,
@@ -56,64 +47,62 @@ pub trait Engine: Send + Sync + 'static {
     /// Estimated input tokens of an Anthropic request.
     ///
     /// # Errors
-    /// As [`Engine::convert_request`].
+    /// As [`Engine::prepare`].
     fn count_tokens(&self, request: &[u8]) -> Result<u32, EngineError>;
-
-    /// A translator for one OpenAI Chat Completions response stream.
-    ///
-    /// # Errors
-    /// [`EngineError::Trap`] when the engine could not start one (e.g. the instance pool is
-    /// exhausted); [`EngineError::Request`] when a plug-in rejects the options.
-    fn chat_stream(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError>;
-
-    /// Anthropic Messages request → one ChatML prompt for a raw-text host (Fabstir).
-    ///
-    /// # Errors
-    /// As [`Engine::convert_request`].
-    fn render_chatml(
-        &self,
-        request: &[u8],
-        options: &ChatmlOptions,
-    ) -> Result<ChatmlPrompt, EngineError>;
 
     /// A Fabstir session init (`SessionInitPlain` as JSON text) → the exact plaintext a host accepts.
     ///
     /// # Errors
-    /// As [`Engine::convert_request`] (a field of the wrong type is `api_error`: the bridge built it).
+    /// As [`Engine::prepare`] (a field of the wrong type is `api_error`: the bridge built it).
     fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError>;
 
-    /// A translator for one raw-text host reply (model text with inline tool calls).
+    /// A translator for one upstream reply, of the dialect `options.dialect`.
     ///
     /// # Errors
-    /// As [`Engine::chat_stream`].
-    fn token_stream(
+    /// [`EngineError::Busy`] when the engine could not start one (the instance pool is
+    /// exhausted); [`EngineError::Request`] when a plug-in rejects the options.
+    fn translator(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError>;
+
+    /// [`Engine::prepare`] for OpenAI Chat Completions, with typed options.
+    ///
+    /// # Errors
+    /// As [`Engine::prepare`].
+    fn convert_request(
         &self,
-        options: &TokenStreamOptions,
-    ) -> Result<Box<dyn TokenSession>, EngineError>;
+        request: &[u8],
+        options: &ConvertOptions,
+    ) -> Result<ConvertedRequest, EngineError> {
+        self.prepare(Dialect::OpenaiChat, request, &encode_options(options)?)
+    }
+
+    /// [`Engine::prepare`] for a raw-text host: the ChatML prompt and what goes with it.
+    ///
+    /// # Errors
+    /// As [`Engine::prepare`]; [`EngineError::Trap`] when the prepared body is not a prompt.
+    fn render_chatml(
+        &self,
+        request: &[u8],
+        options: &ChatmlOptions,
+    ) -> Result<ChatmlPrompt, EngineError> {
+        let prepared = self.prepare(Dialect::Chatml, request, &encode_options(options)?)?;
+        serde_json::from_str(&prepared.body).map_err(|e| {
+            EngineError::Trap(format!(
+                "the core prepared a ChatML prompt that does not parse: {e}"
+            ))
+        })
+    }
 }
 
-/// One raw-text reply being translated (see [`bridge_core::api::TokenStream`]).
-pub trait TokenSession: Send {
-    /// Feed model text (any split); returns the SSE text to write now.
-    ///
-    /// # Errors
-    /// [`EngineError::Trap`] when the engine failed; the session is unusable afterwards.
-    fn feed(&mut self, text: &str) -> Result<String, EngineError>;
-
-    /// The host failed: end the response with an error of this kind.
-    ///
-    /// # Errors
-    /// As [`TokenSession::feed`].
-    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError>;
-
-    /// The reply is complete: the last SSE text, or the folded message.
-    ///
-    /// # Errors
-    /// As [`TokenSession::feed`].
-    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError>;
+/// Options as the JSON the core's facade takes.
+///
+/// # Errors
+/// [`EngineError::Trap`] when they do not encode (they always do: plain data).
+pub fn encode_options<T: serde::Serialize>(options: &T) -> Result<String, EngineError> {
+    serde_json::to_string(options)
+        .map_err(|e| EngineError::Trap(format!("cannot encode the core options: {e}")))
 }
 
-/// One upstream response being translated (see [`bridge_core::api::ChatStream`]).
+/// One upstream reply being translated (see [`bridge_core::api::Translator`]).
 pub trait StreamSession: Send {
     /// Feed upstream bytes (any chunking); returns the SSE bytes to write now.
     ///
@@ -127,11 +116,13 @@ pub trait StreamSession: Send {
     /// As [`StreamSession::feed`].
     fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError>;
 
-    /// The upstream body ended: the last SSE bytes, or the folded message.
+    /// The reply ended: the last SSE bytes, or the folded message. `end` is what the upstream
+    /// reported outside its stream (a raw-text host's `stream_end`); SSE dialects pass
+    /// [`StreamEnd::default()`].
     ///
     /// # Errors
     /// As [`StreamSession::feed`].
-    fn finish(&mut self) -> Result<Finished, EngineError>;
+    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError>;
 }
 
 /// Why an engine operation failed.

@@ -1,11 +1,11 @@
 //! The core called directly: no boundary, no copies beyond the core's own.
 
-use bridge_core::api::{self, ChatStream, TokenStream};
+use bridge_core::api::{self, Translator};
 use bridge_core::error::RequestError;
 
 use super::{
-    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Engine, EngineError,
-    ErrorKind, Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
+    ConvertedRequest, Dialect, Engine, EngineError, ErrorKind, Finished, StreamEnd, StreamOptions,
+    StreamSession,
 };
 
 /// [`Engine`] over the core compiled into this binary.
@@ -24,14 +24,6 @@ impl Engine for NativeEngine {
         "native"
     }
 
-    fn convert_request(
-        &self,
-        request: &[u8],
-        options: &ConvertOptions,
-    ) -> Result<ConvertedRequest, EngineError> {
-        api::convert_request(request, options).map_err(|e| request_error(&e))
-    }
-
     fn prepare(
         &self,
         dialect: Dialect,
@@ -45,49 +37,17 @@ impl Engine for NativeEngine {
         api::count_tokens(request).map_err(|e| request_error(&e))
     }
 
-    fn chat_stream(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
-        Ok(Box::new(NativeSession(ChatStream::new(options.clone()))))
-    }
-
-    fn render_chatml(
-        &self,
-        request: &[u8],
-        options: &ChatmlOptions,
-    ) -> Result<ChatmlPrompt, EngineError> {
-        api::render_chatml(request, options).map_err(|e| request_error(&e))
-    }
-
     fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError> {
         api::fabstir_session_init(init_json).map_err(|e| request_error(&e))
     }
 
-    fn token_stream(
-        &self,
-        options: &TokenStreamOptions,
-    ) -> Result<Box<dyn TokenSession>, EngineError> {
-        Ok(Box::new(NativeTokens(TokenStream::new(options.clone()))))
+    fn translator(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
+        Ok(Box::new(NativeSession(Translator::new(options.clone()))))
     }
 }
 
 #[derive(Debug)]
-struct NativeTokens(TokenStream);
-
-impl TokenSession for NativeTokens {
-    fn feed(&mut self, text: &str) -> Result<String, EngineError> {
-        Ok(self.0.feed(text))
-    }
-
-    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
-        Ok(self.0.fail(kind, message))
-    }
-
-    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
-        Ok(self.0.finish(end))
-    }
-}
-
-#[derive(Debug)]
-struct NativeSession(ChatStream);
+struct NativeSession(Translator);
 
 impl StreamSession for NativeSession {
     fn feed(&mut self, chunk: &[u8]) -> Result<String, EngineError> {
@@ -98,7 +58,7 @@ impl StreamSession for NativeSession {
         Ok(self.0.fail(kind, message))
     }
 
-    fn finish(&mut self) -> Result<Finished, EngineError> {
-        Ok(self.0.finish())
+    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
+        Ok(self.0.finish(end))
     }
 }

@@ -25,8 +25,8 @@ use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 use super::guest_io::{self, GuestOutput, HasTable};
 
 use super::{
-    ChatmlOptions, ChatmlPrompt, ConvertOptions, ConvertedRequest, Dialect, Engine, EngineError,
-    ErrorKind, Finished, StreamEnd, StreamOptions, StreamSession, TokenSession, TokenStreamOptions,
+    ConvertedRequest, Dialect, Engine, EngineError, ErrorKind, Finished, StreamEnd, StreamOptions,
+    StreamSession, encode_options,
 };
 
 /// Host-side bindings of `wit/bridge-core.wit` (exports only; the world imports nothing but
@@ -428,32 +428,9 @@ fn converted(c: wit::Converted) -> ConvertedRequest {
     }
 }
 
-fn options_json<T: serde::Serialize>(options: &T) -> Result<String, EngineError> {
-    serde_json::to_string(options)
-        .map_err(|e| EngineError::Trap(format!("cannot encode the core options: {e}")))
-}
-
 impl Engine for WasmEngine {
     fn name(&self) -> &'static str {
         "wasm"
-    }
-
-    fn convert_request(
-        &self,
-        request: &[u8],
-        options: &ConvertOptions,
-    ) -> Result<ConvertedRequest, EngineError> {
-        let options = options_json(options)?;
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .call_convert_request(arm(&mut instance.store), request, &options);
-        match result {
-            Ok(Ok(c)) => Ok(converted(c)),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("convert-request", &e)),
-        }
     }
 
     fn prepare(
@@ -492,48 +469,11 @@ impl Engine for WasmEngine {
         }
     }
 
-    fn chat_stream(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
-        let options = options_json(options)?;
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .chat_stream()
-            .call_create(arm(&mut instance.store), &options);
-        match result {
-            Ok(Ok(stream)) => Ok(Box::new(WasmSession { instance, stream })),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("chat-stream.create", &e)),
-        }
-    }
-
-    fn render_chatml(
-        &self,
-        request: &[u8],
-        options: &ChatmlOptions,
-    ) -> Result<ChatmlPrompt, EngineError> {
-        let options = options_json(options)?;
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_raw_text()
-            .call_render_chatml(arm(&mut instance.store), request, &options);
-        match result {
-            Ok(Ok(json)) => serde_json::from_str(&json).map_err(|e| {
-                EngineError::Trap(format!(
-                    "render-chatml returned a prompt that does not parse: {e}"
-                ))
-            }),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("render-chatml", &e)),
-        }
-    }
-
     fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError> {
         let mut instance = self.instantiate()?;
         let result = instance
             .bindings
-            .fabstir_bridge_core_raw_text()
+            .fabstir_bridge_core_translate()
             .call_fabstir_session_init(arm(&mut instance.store), init_json);
         match result {
             Ok(Ok(plain)) => Ok(plain),
@@ -542,72 +482,23 @@ impl Engine for WasmEngine {
         }
     }
 
-    fn token_stream(
-        &self,
-        options: &TokenStreamOptions,
-    ) -> Result<Box<dyn TokenSession>, EngineError> {
-        let options = options_json(options)?;
+    fn translator(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
+        let options = encode_options(options)?;
         let mut instance = self.instantiate()?;
         let result = instance
             .bindings
-            .fabstir_bridge_core_raw_text()
-            .token_stream()
+            .fabstir_bridge_core_translate()
+            .translator()
             .call_create(arm(&mut instance.store), &options);
         match result {
-            Ok(Ok(stream)) => Ok(Box::new(WasmTokens { instance, stream })),
+            Ok(Ok(stream)) => Ok(Box::new(WasmSession { instance, stream })),
             Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("token-stream.create", &e)),
+            Err(e) => Err(instance.trap("translator.create", &e)),
         }
     }
 }
 
-/// A token stream living in its own store (as [`WasmSession`]).
-struct WasmTokens {
-    instance: Instance,
-    stream: ResourceAny,
-}
-
-impl TokenSession for WasmTokens {
-    fn feed(&mut self, text: &str) -> Result<String, EngineError> {
-        let Self { instance, stream } = self;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_raw_text()
-            .token_stream()
-            .call_feed(arm(&mut instance.store), *stream, text);
-        result.map_err(|e| instance.trap("token-stream.feed", &e))
-    }
-
-    fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
-        let Self { instance, stream } = self;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_raw_text()
-            .token_stream()
-            .call_fail(arm(&mut instance.store), *stream, kind.as_str(), message);
-        result.map_err(|e| instance.trap("token-stream.fail", &e))
-    }
-
-    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
-        let end = options_json(end)?;
-        let Self { instance, stream } = self;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_raw_text()
-            .token_stream()
-            .call_finish(arm(&mut instance.store), *stream, &end);
-        match result {
-            Ok(Ok(f)) => Ok(Finished {
-                status: f.status,
-                body: f.body,
-            }),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("token-stream.finish", &e)),
-        }
-    }
-}
-
-/// A chat stream living in its own store. Dropping it drops the store, which frees the
+/// A translator living in its own store. Dropping it drops the store, which frees the
 /// instance slot and everything the guest held (no explicit resource drop needed).
 struct WasmSession {
     instance: Instance,
@@ -620,9 +511,9 @@ impl StreamSession for WasmSession {
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .chat_stream()
+            .translator()
             .call_feed(arm(&mut instance.store), *stream, chunk);
-        result.map_err(|e| instance.trap("chat-stream.feed", &e))
+        result.map_err(|e| instance.trap("translator.feed", &e))
     }
 
     fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
@@ -630,24 +521,26 @@ impl StreamSession for WasmSession {
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .chat_stream()
+            .translator()
             .call_fail(arm(&mut instance.store), *stream, kind.as_str(), message);
-        result.map_err(|e| instance.trap("chat-stream.fail", &e))
+        result.map_err(|e| instance.trap("translator.fail", &e))
     }
 
-    fn finish(&mut self) -> Result<Finished, EngineError> {
+    fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
+        let end = encode_options(end)?;
         let Self { instance, stream } = self;
         let result = instance
             .bindings
             .fabstir_bridge_core_translate()
-            .chat_stream()
-            .call_finish(arm(&mut instance.store), *stream);
+            .translator()
+            .call_finish(arm(&mut instance.store), *stream, &end);
         match result {
-            Ok(f) => Ok(Finished {
+            Ok(Ok(f)) => Ok(Finished {
                 status: f.status,
                 body: f.body,
             }),
-            Err(e) => Err(instance.trap("chat-stream.finish", &e)),
+            Ok(Err(e)) => Err(core_error(e)),
+            Err(e) => Err(instance.trap("translator.finish", &e)),
         }
     }
 }
@@ -656,6 +549,7 @@ impl StreamSession for WasmSession {
 mod tests {
     use std::time::Instant;
 
+    use super::super::ConvertOptions;
     use super::*;
 
     /// A fresh directory under the system temp dir, removed on drop.
@@ -772,12 +666,12 @@ mod tests {
     fn a_session_survives_many_calls_and_errors_cross_typed() {
         let engine = WasmEngine::embedded().unwrap();
         let mut session = engine
-            .chat_stream(&StreamOptions {
+            .translator(&StreamOptions {
                 stream: true,
                 model: "claude-x".into(),
                 input_tokens_estimate: 3,
                 id_seed: 1,
-                dialect: Default::default(),
+                ..StreamOptions::default()
             })
             .unwrap();
         let chunk = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"x\"}}]}\n\n";
@@ -786,7 +680,7 @@ mod tests {
             out.push_str(&session.feed(chunk).unwrap());
         }
         out.push_str(&session.fail(ErrorKind::Overloaded, "gone").unwrap());
-        out.push_str(&session.finish().unwrap().body);
+        out.push_str(&session.finish(&StreamEnd::default()).unwrap().body);
         assert!(out.starts_with("event: message_start\n"), "{out}");
         assert!(out.contains("overloaded_error"), "{out}");
 
@@ -868,12 +762,17 @@ mod tests {
             let r = instance
                 .bindings
                 .fabstir_bridge_core_translate()
-                .call_convert_request(arm(&mut instance.store), &big, &options_json)
+                .call_prepare(
+                    arm(&mut instance.store),
+                    Dialect::OpenaiChat.as_str(),
+                    &big,
+                    &options_json,
+                )
                 .unwrap();
             assert!(r.is_ok());
         }
         eprintln!(
-            "convert-request {} KB on a live instance: {:?}",
+            "prepare (openai_chat) {} KB on a live instance: {:?}",
             big.len() / 1024,
             per_op(start, n)
         );
@@ -904,10 +803,10 @@ mod tests {
                 model: "claude-x".into(),
                 input_tokens_estimate: 3,
                 id_seed: 1,
-                dialect: Default::default(),
+                ..StreamOptions::default()
             };
             let start = Instant::now();
-            let mut session = engine.chat_stream(&options).unwrap();
+            let mut session = engine.translator(&options).unwrap();
             let opened = start.elapsed();
             let start = Instant::now();
             for _ in 0..n {

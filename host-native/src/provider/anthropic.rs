@@ -2,31 +2,35 @@
 //! query string kept) — real Claude with an API key, or with the client's own credentials (a
 //! Claude subscription's OAuth token included).
 //!
-//! The body goes through unchanged except the model when `--model` names one, and the history
-//! repair every provider gets (`bridge_core::anthropic::repair`); the bytes are forwarded as
-//! they came when neither changes anything. `anthropic-version`, `anthropic-beta` and the SDK's
-//! `x-stainless-*` / `user-agent` / `x-app` headers are forwarded unchanged.
+//! The protocol work is the core's `anthropic` dialect
+//! ([`bridge_core::translate::passthrough`], through the configured engine like every other
+//! dialect): the body goes through unchanged except the model when `--model` names one, and the
+//! history repair every provider gets; the bytes are forwarded as they came when neither changes
+//! anything. `anthropic-version`, `anthropic-beta` and the SDK's `x-stainless-*` /
+//! `user-agent` / `x-app` headers are forwarded unchanged.
 //!
 //! Credentials: with a provider key, `x-api-key: KEY` and the client's credentials are dropped;
 //! without one, the client's `x-api-key` or `Authorization: Bearer` is forwarded, and a bearer
 //! token that is a Claude OAuth token (`sk-ant-oat…`) gets `oauth-2025-04-20` appended to
 //! `anthropic-beta` when missing. Keys are never logged.
 //!
-//! The stream is relayed frame by frame as it arrives, watched by the core's validator: usage is
-//! logged at the end, and an upstream cut mid-stream ends with a well-formed `error` event
-//! instead of a truncated stream. `count_tokens` is forwarded (exact counts).
+//! The stream is relayed frame by frame as it arrives (each frame whole), and an upstream cut
+//! mid-stream ends with a well-formed `error` event instead of a truncated stream; usage is in
+//! the request's log line like every provider's. `count_tokens` is forwarded (exact counts).
+
+use std::sync::Arc;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Limited};
-use hyper::body::Incoming;
-use tracing::{debug, info, warn};
+use tracing::info;
 
-use bridge_core::anthropic::events::{ApiError, ErrorKind, StreamEvent};
-use bridge_core::api::{SseDecoder, Validator, encode_sse_frame};
+use bridge_core::api::{AnthropicOptions, ConvertedRequest, Dialect, StreamOptions};
 
+use super::translated::{TranslatedSource, log_warnings};
 use super::upstream::Upstream;
-use super::{Answer, BoxFuture, Call, EventSource, Next, Provider};
+use super::{Answer, BoxFuture, Call, Provider};
+use crate::engine::{Engine, encode_options};
 use crate::error::BridgeError;
 
 /// The beta a Claude OAuth token needs.
@@ -36,22 +40,37 @@ const OAUTH_BETA: &str = "oauth-2025-04-20";
 const MAX_COMPLETE_BODY: usize = 64 * 1024 * 1024;
 
 /// The Anthropic Messages API, passed through.
-#[derive(Debug)]
 pub struct AnthropicPassThrough {
+    engine: Arc<dyn Engine>,
     messages: Upstream,
     count_tokens: Upstream,
     /// With a provider key, clients' credentials are never forwarded.
     has_key: bool,
     model: Option<String>,
+    /// The `anthropic` dialect's options, encoded once.
+    options_json: String,
+}
+
+impl std::fmt::Debug for AnthropicPassThrough {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicPassThrough")
+            .field("engine", &self.engine.name())
+            .field("messages", &self.messages.url())
+            .field("has_key", &self.has_key)
+            .field("model", &self.model)
+            .finish_non_exhaustive()
+    }
 }
 
 impl AnthropicPassThrough {
     /// A pass-through to `messages` (`…/v1/messages`), with `api_key` sent as `x-api-key` (or
-    /// the clients' own credentials without one), every request's model replaced by `model`.
+    /// the clients' own credentials without one), every request's model replaced by `model`,
+    /// requests and streams through `engine`.
     ///
     /// # Errors
     /// The key cannot be sent in a header.
     pub fn new(
+        engine: Arc<dyn Engine>,
         messages: Upstream,
         api_key: Option<&str>,
         model: Option<String>,
@@ -65,11 +84,18 @@ impl AnthropicPassThrough {
             Some((path, query)) => format!("{path}/count_tokens?{query}"),
             None => format!("{}/count_tokens", messages.url()),
         };
+        let model = model.filter(|m| !m.is_empty());
+        let options_json = encode_options(&AnthropicOptions {
+            model: model.clone(),
+        })
+        .map_err(|e| e.to_string())?;
         Ok(Self {
+            engine,
             count_tokens: messages.at(count_url),
             messages,
             has_key: key.is_some(),
-            model: model.filter(|m| !m.is_empty()),
+            model,
+            options_json,
         })
     }
 
@@ -104,44 +130,24 @@ impl AnthropicPassThrough {
         out
     }
 
-    /// The body to send: the client's bytes, unless the model or the history had to change.
-    fn body(&self, body: &Bytes) -> Result<Bytes, BridgeError> {
-        let parsed = bridge_core::anthropic::repair::parse_and_repair(body).map_err(|e| {
-            BridgeError::Engine(crate::engine::EngineError::Request {
-                kind: e.kind(),
-                message: e.to_string(),
-            })
-        })?;
-        for repair in &parsed.repairs {
-            warn!(%repair, "repaired the conversation history");
-        }
-        let model_changes = self
-            .model
-            .as_ref()
-            .is_some_and(|m| *m != parsed.request.model);
-        if !model_changes && parsed.repaired.is_none() {
-            return Ok(body.clone());
-        }
-        let mut value = match parsed.repaired {
-            Some(value) => value,
-            None => serde_json::from_slice(body)
-                .map_err(|e| BridgeError::Internal(format!("cannot re-read the request: {e}")))?,
-        };
-        if let Some(model) = &self.model {
-            value["model"] = serde_json::Value::String(model.clone());
-        }
-        serde_json::to_vec(&value)
-            .map(Bytes::from)
-            .map_err(|e| BridgeError::Internal(format!("cannot re-encode the request: {e}")))
+    /// The request to send (the core's `anthropic` dialect): the client's bytes, unless the
+    /// model or the history had to change.
+    fn prepare(&self, body: &[u8]) -> Result<ConvertedRequest, BridgeError> {
+        let prepared = self
+            .engine
+            .prepare(Dialect::Anthropic, body, &self.options_json)?;
+        log_warnings(&prepared.warnings);
+        Ok(prepared)
     }
 
     async fn send(
         &self,
         upstream: &Upstream,
         call: &Call,
-        body: Bytes,
+        prepared: ConvertedRequest,
     ) -> Result<Answer, BridgeError> {
         let headers = self.forwarded_headers(&call.headers);
+        let body = Bytes::from(prepared.body);
         let response = upstream.post(body, call.query.as_deref(), &headers).await?;
         let status = response.status().as_u16();
         let is_sse = response
@@ -150,9 +156,17 @@ impl AnthropicPassThrough {
             .and_then(|v| v.to_str().ok())
             .is_some_and(|t| t.starts_with("text/event-stream"));
         if is_sse {
+            let session = self.engine.translator(&StreamOptions {
+                stream: true,
+                model: prepared.client_model,
+                input_tokens_estimate: prepared.input_tokens_estimate,
+                id_seed: crate::ids::seed(),
+                dialect: Dialect::Anthropic,
+                tools: Vec::new(),
+            })?;
             return Ok(Answer::Stream {
                 client_stream: true,
-                source: Box::new(PassThroughSource::new(response.into_body())),
+                source: Box::new(TranslatedSource::new(session, response.into_body())),
             });
         }
         let body = Limited::new(response.into_body(), MAX_COMPLETE_BODY)
@@ -208,166 +222,26 @@ impl Provider for AnthropicPassThrough {
 
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
-            let body = self.body(&call.body)?;
+            let prepared = self.prepare(&call.body)?;
             info!(
                 upstream = %self.messages.url(),
+                model = %prepared.client_model,
+                upstream_model = %prepared.upstream_model,
                 credentials = if self.has_key { "provider key" } else { "client's" },
                 "forwarding to Anthropic"
             );
-            self.send(&self.messages, &call, body).await
+            self.send(&self.messages, &call, prepared).await
         })
     }
 
     fn count_tokens(&self, call: Call) -> BoxFuture<'_, Option<Result<Answer, BridgeError>>> {
         Box::pin(async move {
-            let body = match self.body(&call.body) {
-                Ok(body) => body,
+            let prepared = match self.prepare(&call.body) {
+                Ok(prepared) => prepared,
                 Err(e) => return Some(Err(e)),
             };
-            Some(self.send(&self.count_tokens, &call, body).await)
+            Some(self.send(&self.count_tokens, &call, prepared).await)
         })
-    }
-}
-
-/// The upstream's SSE, relayed frame by frame and checked by the validator.
-struct PassThroughSource {
-    body: Incoming,
-    decoder: SseDecoder,
-    validator: Validator,
-    /// `message_stop` or `error` seen: the stream is complete.
-    complete: bool,
-    done: bool,
-    /// Usage as reported (`message_start`, then `message_delta`), for the log.
-    input_tokens: u64,
-    output_tokens: u64,
-}
-
-impl PassThroughSource {
-    fn new(body: Incoming) -> Self {
-        Self {
-            body,
-            decoder: SseDecoder::new(),
-            validator: Validator::new(),
-            complete: false,
-            done: false,
-            input_tokens: 0,
-            output_tokens: 0,
-        }
-    }
-
-    /// Frames → the SSE text to relay (each frame re-encoded whole, so a cut never leaves half a
-    /// frame at the client).
-    fn relay(&mut self, frames: Vec<bridge_core::api::SseFrame>) -> String {
-        let mut out = String::new();
-        for frame in frames {
-            if self.complete {
-                break;
-            }
-            let event = frame
-                .event
-                .clone()
-                .unwrap_or_else(|| String::from("message"));
-            match serde_json::from_str::<StreamEvent>(&frame.data) {
-                Ok(parsed) => {
-                    self.watch(&parsed);
-                    if let Err(violation) = self.validator.push(&parsed) {
-                        debug!(%violation, "the upstream's stream breaks a rule");
-                    }
-                }
-                Err(e) => {
-                    debug!(error = %e, event = %event, "an upstream event this bridge does not know")
-                }
-            }
-            match encode_sse_frame(&event, &frame.data) {
-                Ok(text) => out.push_str(&text),
-                Err(e) => {
-                    debug!(error = %e, "an upstream frame that cannot be re-encoded was skipped")
-                }
-            }
-        }
-        out
-    }
-
-    fn watch(&mut self, event: &StreamEvent) {
-        match event {
-            StreamEvent::MessageStart { message } => {
-                self.input_tokens = u64::from(message.usage.input_tokens);
-            }
-            StreamEvent::MessageDelta { usage, .. } => {
-                self.output_tokens = u64::from(usage.output_tokens);
-            }
-            StreamEvent::MessageStop => {
-                self.complete = true;
-                info!(
-                    input_tokens = self.input_tokens,
-                    output_tokens = self.output_tokens,
-                    "Anthropic stream complete"
-                );
-            }
-            StreamEvent::Error { error } => {
-                self.complete = true;
-                warn!(kind = error.kind.as_str(), message = %error.message, "Anthropic stream ended with an error");
-            }
-            _ => {}
-        }
-    }
-}
-
-impl EventSource for PassThroughSource {
-    fn next(&mut self) -> BoxFuture<'_, Next> {
-        Box::pin(async move {
-            loop {
-                if self.done {
-                    return Next::End;
-                }
-                let frames = match self.body.frame().await {
-                    Some(Ok(frame)) => match frame.into_data() {
-                        Ok(data) => self.decoder.feed(&data),
-                        Err(_) => continue,
-                    },
-                    Some(Err(e)) => {
-                        warn!(error = %e, "the Anthropic stream failed");
-                        let message = format!("the upstream connection failed mid-stream: {e}");
-                        return Next::Sse(self.fail(ErrorKind::Api, &message));
-                    }
-                    None => {
-                        let rest = self.decoder.finish();
-                        let mut out = self.relay(rest);
-                        if self.complete {
-                            self.done = true;
-                        } else {
-                            out.push_str(&self.fail(
-                                ErrorKind::Api,
-                                "the upstream's stream ended before message_stop",
-                            ));
-                        }
-                        return if out.is_empty() {
-                            Next::End
-                        } else {
-                            Next::Sse(out)
-                        };
-                    }
-                };
-                let out = self.relay(frames);
-                if self.complete {
-                    self.done = true;
-                }
-                if !out.is_empty() {
-                    return Next::Sse(out);
-                }
-            }
-        })
-    }
-
-    fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
-        self.done = true;
-        if self.complete {
-            return String::new();
-        }
-        self.complete = true;
-        warn!(%message, "ending the Anthropic stream with an error");
-        let error = ApiError::new(kind, message);
-        format!("event: error\ndata: {}\n\n", error.envelope())
     }
 }
 
@@ -385,7 +259,8 @@ mod tests {
             std::time::Duration::from_secs(1),
         )
         .unwrap_or_else(|e| panic!("{e}"));
-        AnthropicPassThrough::new(upstream, key, None).unwrap_or_else(|e| panic!("{e}"))
+        AnthropicPassThrough::new(crate::engine::native(), upstream, key, None)
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {

@@ -9,15 +9,14 @@
 use std::sync::Arc;
 
 use hyper::body::Incoming;
-use tracing::{debug, info, warn};
+use tracing::{info, warn};
 
-use bridge_core::anthropic::events::ErrorKind;
 use bridge_core::api::{Dialect, StreamOptions};
-use http_body_util::BodyExt;
 
+use super::translated::{TranslatedSource, log_warnings};
 use super::upstream::Upstream;
-use super::{Answer, BoxFuture, Call, EventSource, Next, Provider};
-use crate::engine::{Engine, EngineError, StreamSession};
+use super::{Answer, BoxFuture, Call, Provider};
+use crate::engine::Engine;
 use crate::error::BridgeError;
 
 /// An OpenAI-compatible server speaking `dialect`.
@@ -76,6 +75,8 @@ impl Provider for OpenAi {
         match self.dialect {
             Dialect::OpenaiChat => "openai",
             Dialect::OpenaiResponses => "responses",
+            Dialect::Chatml => "chatml",
+            Dialect::Anthropic => "anthropic",
         }
     }
 
@@ -101,21 +102,17 @@ impl Provider for OpenAi {
                 "forwarding"
             );
             let response = self.send(&call.body, converted.body).await?;
-            let session = self.engine.chat_stream(&StreamOptions {
+            let session = self.engine.translator(&StreamOptions {
                 stream: true,
                 model: converted.client_model,
                 input_tokens_estimate: converted.input_tokens_estimate,
                 id_seed: crate::ids::seed(),
                 dialect: self.dialect,
+                tools: Vec::new(),
             })?;
             Ok(Answer::Stream {
                 client_stream: converted.client_stream,
-                source: Box::new(ChatSource {
-                    session,
-                    body: response.into_body(),
-                    started: false,
-                    done: false,
-                }),
+                source: Box::new(TranslatedSource::new(session, response.into_body())),
             })
         })
     }
@@ -149,105 +146,9 @@ impl OpenAi {
     }
 }
 
-/// What a conversion dropped (debug), and the histories it repaired (warn).
-pub fn log_warnings(warnings: &[String]) {
-    for warning in warnings {
-        match warning.strip_prefix(bridge_core::translate::chat_request::REPAIRED) {
-            Some(repair) => warn!(%repair, "repaired the conversation history"),
-            None => debug!(%warning, "dropped in translation"),
-        }
-    }
-}
-
 fn rejects_tool_choice(message: &str) -> bool {
     let lower = message.to_ascii_lowercase();
     lower.contains("tool_choice")
         || lower.contains("tool choice")
         || lower.contains("parallel_tool_calls")
-}
-
-/// The upstream's body through the Chat stream translator.
-struct ChatSource {
-    session: Box<dyn StreamSession>,
-    body: Incoming,
-    /// `message_start` was asked for (it goes out as soon as the upstream answered).
-    started: bool,
-    done: bool,
-}
-
-impl ChatSource {
-    /// The engine failed: the stream ends with an error event the host writes itself.
-    fn engine_failed(&mut self, error: &EngineError) -> Next {
-        self.done = true;
-        warn!(%error, "translation engine failed mid-stream");
-        Next::Sse(engine_failure_event(error))
-    }
-
-    fn output(&mut self, result: Result<String, EngineError>) -> Option<Next> {
-        match result {
-            Ok(out) if out.is_empty() => None,
-            Ok(out) => Some(Next::Sse(out)),
-            Err(e) => Some(self.engine_failed(&e)),
-        }
-    }
-}
-
-impl EventSource for ChatSource {
-    fn next(&mut self) -> BoxFuture<'_, Next> {
-        Box::pin(async move {
-            if self.done {
-                return Next::End;
-            }
-            if !self.started {
-                self.started = true;
-                let first = self.session.feed(b"");
-                if let Some(next) = self.output(first) {
-                    return next;
-                }
-            }
-            loop {
-                match self.body.frame().await {
-                    Some(Ok(frame)) => {
-                        let Ok(data) = frame.into_data() else {
-                            continue;
-                        };
-                        let fed = self.session.feed(&data);
-                        if let Some(next) = self.output(fed) {
-                            return next;
-                        }
-                    }
-                    Some(Err(e)) => {
-                        warn!(error = %e, "upstream stream failed");
-                        let message = format!("the upstream connection failed mid-stream: {e}");
-                        return Next::Sse(self.fail(ErrorKind::Api, &message));
-                    }
-                    None => {
-                        self.done = true;
-                        let last = self.session.finish().map(|f| f.body);
-                        return self.output(last).unwrap_or(Next::End);
-                    }
-                }
-            }
-        })
-    }
-
-    fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
-        self.done = true;
-        let ended = self
-            .session
-            .fail(kind, message)
-            .and_then(|out| Ok(out + &self.session.finish()?.body));
-        ended.unwrap_or_else(|e| {
-            warn!(error = %e, "translation engine failed while ending the stream");
-            engine_failure_event(&e)
-        })
-    }
-}
-
-/// The engine failed mid-response: the `error` event the host writes itself (the engine's
-/// session is unusable).
-#[must_use]
-pub fn engine_failure_event(error: &EngineError) -> String {
-    let api = bridge_core::anthropic::events::ApiError::new(ErrorKind::Api, error.to_string());
-    format!("event: error\ndata: {}\n\n", api.envelope())
 }

@@ -3,14 +3,12 @@
 // `@ts-expect-error` lines prove the types are precise, not `any`.
 import {
   BridgeCoreError,
-  ChatStream,
   SseDecoder,
   StreamValidator,
-  TokenStream,
-  renderChatml,
+  Translator,
   type ChatmlPrompt,
   type StreamEnd,
-  convertRequest,
+  prepare,
   countTokens,
   encodeEvent,
   encodeSseFrame,
@@ -32,11 +30,11 @@ import {
 
 const options: ConvertOptions = { model: "qwen3-coder", max_tokens_cap: 8192, strict_schemas: true };
 const request = JSON.stringify({ model: "claude-sonnet-4-6", max_tokens: 1024, messages: [{ role: "user", content: "hi" }] });
-const converted: ConvertedRequest = convertRequest(request, options);
+const converted: ConvertedRequest = prepare("openai_chat", request, options);
 const tokens: number = countTokens(new TextEncoder().encode(request));
 const upstreamBody: { model: string; stream: boolean } = JSON.parse(converted.body);
 
-const stream = new ChatStream({
+const stream = new Translator({
   stream: true,
   model: converted.client_model,
   input_tokens_estimate: converted.input_tokens_estimate,
@@ -79,7 +77,7 @@ const complaint: Violation | null = validator.push(ping);
 console.log(firstEvent, complaint, validator.finish(), encodeSseFrame("x", "y"), tokens, upstreamBody.model);
 
 try {
-  convertRequest("{}");
+  prepare("openai_chat", "{}");
 } catch (error) {
   if (error instanceof BridgeCoreError) {
     const kind: ErrorKind = error.kind;
@@ -89,21 +87,24 @@ try {
 }
 
 // A raw-text host (Fabstir): render the prompt, translate the model's tokens.
-const chatml: ChatmlPrompt = renderChatml(request, { model: "org/repo:file.gguf", tool_format: "glm" });
-const reply = new TokenStream({
+const chatml: ChatmlPrompt = JSON.parse(prepare("chatml", request, { model: "org/repo:file.gguf", tool_format: "glm" }).body);
+const reply = new Translator({
   stream: true,
   model: chatml.client_model,
   input_tokens_estimate: chatml.input_tokens_estimate,
   id_seed: 7,
+  dialect: "chatml",
   tools: chatml.tools,
 });
 const end: StreamEnd = { finish_reason: "stop", completion_tokens: 12 };
 const replySse: string = reply.feed("<tool_call>Bash<arg_key>command</arg_key><arg_value>ls</arg_value></tool_call>") + reply.finish(end).body;
 console.log(replySse, chatml.images.map((i) => i.format));
 // @ts-expect-error: tool formats are "json" or "glm"
-renderChatml(request, { tool_format: "xml" });
-// @ts-expect-error: a TokenStream takes text, not bytes
-reply.feed(new Uint8Array(1));
+prepare("chatml", request, { tool_format: "xml" });
+// @ts-expect-error: dialects are "openai_chat", "openai_responses" or "chatml"
+prepare("fabstir", request);
+// @ts-expect-error: a translator takes text or bytes, not numbers
+reply.feed(42);
 
 // The router: which provider and model serve a request, and the fallbacks.
 const router: RouterConfig = {
@@ -121,11 +122,11 @@ route({ think: "openai,o4-mini" }, request);
 route({ default: "local", rules: [{ pattern: "claude-*", to: "x" }] }, request);
 
 // @ts-expect-error: `stream` must be a boolean
-new ChatStream({ stream: "yes", model: "m", input_tokens_estimate: 0, id_seed: 1 });
+new Translator({ stream: "yes", model: "m", input_tokens_estimate: 0, id_seed: 1 });
 // @ts-expect-error: options have no field `modle`
-convertRequest(request, { modle: "typo" });
+prepare("openai_chat", request, { modle: "typo" });
 // @ts-expect-error: the request is text or bytes
-convertRequest({ model: "m" });
+prepare("openai_chat", { model: "m" });
 // @ts-expect-error: kinds are Anthropic error types
 stream.fail("teapot_error", "no");
 // @ts-expect-error: a Finished has no `events`

@@ -1,11 +1,11 @@
 // What a new user does after `npm install @fabstir/bridge-core`: translate a captured OpenAI
 // stream (argv[2]) answering an Anthropic request (argv[3]); prints a JSON summary.
 import { readFileSync } from "node:fs";
-import { ChatStream, convertRequest, foldSse, validateSse } from "@fabstir/bridge-core";
+import { Translator, foldSse, prepare, validateSse } from "@fabstir/bridge-core";
 
 const [upstreamFile, requestFile] = process.argv.slice(2);
-const converted = convertRequest(readFileSync(requestFile), { model: "local-model" });
-const translator = new ChatStream({
+const converted = prepare("openai_chat", readFileSync(requestFile), { model: "local-model" });
+const translator = new Translator({
   stream: true,
   model: converted.client_model,
   input_tokens_estimate: converted.input_tokens_estimate,

@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use bridge_tests::bench_stream::{REQUEST, large_stream};
-use claude_bridge::engine::{self, ConvertOptions, Engine, StreamOptions};
+use claude_bridge::engine::{self, ConvertOptions, Engine, StreamEnd, StreamOptions};
 
 /// Bytes fed per call: what one network read of a busy upstream typically gives.
 const CHUNK: usize = 4096;
@@ -23,12 +23,12 @@ fn translate_once(
     upstream: &[u8],
 ) -> bridge_tests::Result<(f64, usize)> {
     let started = Instant::now();
-    let mut session = engine.chat_stream(options)?;
+    let mut session = engine.translator(options)?;
     let mut produced = 0;
     for piece in upstream.chunks(CHUNK) {
         produced += session.feed(piece)?.len();
     }
-    produced += session.finish()?.body.len();
+    produced += session.finish(&StreamEnd::default())?.body.len();
     Ok((started.elapsed().as_secs_f64(), produced))
 }
 
@@ -76,12 +76,12 @@ fn main() -> bridge_tests::Result<()> {
         model: converted.client_model,
         input_tokens_estimate: converted.input_tokens_estimate,
         id_seed: 42,
-        dialect: Default::default(),
+        ..StreamOptions::default()
     };
     let wasm = engine::wasm(None)?;
     // Same bytes out of both before anything is timed.
-    let mut a = native.chat_stream(&options)?;
-    let mut b = wasm.chat_stream(&options)?;
+    let mut a = native.translator(&options)?;
+    let mut b = wasm.translator(&options)?;
     let mut expected = String::new();
     for piece in upstream.as_bytes().chunks(CHUNK) {
         let out = a.feed(piece)?;
@@ -90,8 +90,8 @@ fn main() -> bridge_tests::Result<()> {
         }
         expected.push_str(&out);
     }
-    let last = a.finish()?;
-    if last != b.finish()? {
+    let last = a.finish(&StreamEnd::default())?;
+    if last != b.finish(&StreamEnd::default())? {
         return Err("native and wasm outputs differ on the bench stream".into());
     }
     expected.push_str(&last.body);

@@ -33,13 +33,19 @@ fn main() -> bridge_tests::Result<()> {
         let outputs = run_case(native.as_ref(), &case)?;
         dump.insert(name(&case)?, serde_json::to_value(&outputs.parts)?);
     }
-    // The OpenAI Responses cases, keyed `responses/<case>`.
-    let responses_dir = dir.join("responses");
-    if responses_dir.is_dir() {
-        for case in cases(&responses_dir)? {
-            let outputs = run_case_in(native.as_ref(), &case, Dialect::OpenaiResponses)?;
+    // The OpenAI Responses and Anthropic pass-through cases, keyed `<folder>/<case>`.
+    for (folder, dialect) in [
+        ("responses", Dialect::OpenaiResponses),
+        ("anthropic", Dialect::Anthropic),
+    ] {
+        let folder_dir = dir.join(folder);
+        if !folder_dir.is_dir() {
+            continue;
+        }
+        for case in cases(&folder_dir)? {
+            let outputs = run_case_in(native.as_ref(), &case, dialect)?;
             dump.insert(
-                format!("responses/{}", name(&case)?),
+                format!("{folder}/{}", name(&case)?),
                 serde_json::to_value(&outputs.parts)?,
             );
         }

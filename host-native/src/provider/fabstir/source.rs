@@ -13,13 +13,13 @@ use std::sync::Arc;
 use tracing::{debug, info, warn};
 
 use bridge_core::anthropic::events::ErrorKind;
-use bridge_core::api::{ChatmlOptions, StreamEnd, TokenStreamOptions};
+use bridge_core::api::{ChatmlOptions, Dialect, StreamEnd, StreamOptions};
 use bridge_core::fabstir::protocol::PromptPlain;
 
 use super::driver::{Fabstir, PromptHandle, Reply};
-use crate::engine::{Engine, EngineError, TokenSession};
+use crate::engine::{Engine, EngineError, StreamSession};
 use crate::error::BridgeError;
-use crate::provider::openai::engine_failure_event;
+use crate::provider::translated::{engine_failure_event, log_warnings};
 use crate::provider::{Answer, BoxFuture, Call, EventSource, Next, Provider};
 
 /// Fabstir host nodes, through one session driver.
@@ -61,7 +61,7 @@ impl Provider for FabstirProvider {
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
             let rendered = self.engine.render_chatml(&call.body, &self.options)?;
-            crate::provider::openai::log_warnings(&rendered.warnings);
+            log_warnings(&rendered.warnings);
             info!(
                 model = %rendered.client_model,
                 host_model = %self.model,
@@ -80,11 +80,12 @@ impl Provider for FabstirProvider {
                 stream: true,
                 images: rendered.images,
             };
-            let reply = self.engine.token_stream(&TokenStreamOptions {
+            let reply = self.engine.translator(&StreamOptions {
                 stream: true,
                 model: rendered.client_model,
                 input_tokens_estimate: rendered.input_tokens_estimate,
                 id_seed: crate::ids::seed(),
+                dialect: Dialect::Chatml,
                 tools: rendered.tools,
             })?;
             let mut handle = self.client.prompt(plain);
@@ -117,9 +118,9 @@ impl Provider for FabstirProvider {
     }
 }
 
-/// One prompt's replies through the token stream translator.
+/// One prompt's replies through the core's translator (dialect `chatml`).
 struct FabstirSource {
-    reply: Box<dyn TokenSession>,
+    reply: Box<dyn StreamSession>,
     handle: PromptHandle,
     /// The first reply (it resolved `open`).
     pending: Option<Reply>,
@@ -134,7 +135,7 @@ impl FabstirSource {
             Some(Reply::Text(text)) => {
                 return self
                     .reply
-                    .feed(&text)
+                    .feed(text.as_bytes())
                     .unwrap_or_else(|e| self.engine_failed(&e));
             }
             Some(Reply::End(end)) => {
