@@ -212,6 +212,7 @@ async fn responses_faults_become_anthropic_errors() {
             .with_header("retry-after", "7"),
             "500" => responses::error(500, "server_error", "The server had an error", None),
             "cut" => script.stream("gpt-x", StreamEnd::Disconnect, 5),
+            "slow" => script.answer(req).delayed(Duration::from_secs(5)),
             _ => script.answer(req),
         }
     })
@@ -220,7 +221,10 @@ async fn responses_faults_become_anthropic_errors() {
     let bridge = Bridge::start_with(
         &upstream.base_url(),
         "responses-faults",
-        opts("responses", Some("gpt-x"), Some(OPENAI_KEY)),
+        BridgeOptions {
+            extra_args: vec!["--first-byte-timeout".into(), "1".into()],
+            ..opts("responses", Some("gpt-x"), Some(OPENAI_KEY))
+        },
     )
     .await
     .unwrap();
@@ -239,6 +243,20 @@ async fn responses_faults_become_anthropic_errors() {
         .unwrap();
     r.anthropic_error(&[500], "api_error")
         .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    // No answer within the first-byte timeout: a 504 at once, streaming or not.
+    for stream in [true, false] {
+        let started = std::time::Instant::now();
+        let r = http::post_messages(&bridge.base_url(), &ask("slow", stream), T)
+            .await
+            .unwrap();
+        r.anthropic_error(&[504], "timeout_error")
+            .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+        assert!(
+            started.elapsed() < Duration::from_secs(4),
+            "{:?}",
+            started.elapsed()
+        );
+    }
 
     let r = http::post_messages(&bridge.base_url(), &ask("cut", true), T)
         .await
@@ -454,6 +472,7 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
         match text.as_str() {
             "cut" => message.stream("claude-x", StreamEnd::Disconnect, 4),
             "busy" => anthropic::error(529, "overloaded_error", "Overloaded"),
+            "slow" => message.answer(req).delayed(Duration::from_secs(5)),
             "stall" => match message.stream("claude-x", StreamEnd::Clean, usize::MAX) {
                 ScriptedResponse::Stream(mut s) => {
                     s.pauses = vec![(4, Duration::from_secs(4))];
@@ -470,7 +489,12 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
         &upstream_base(&upstream),
         "anthropic-faults",
         BridgeOptions {
-            extra_args: vec!["--idle-timeout".into(), "2".into()],
+            extra_args: vec![
+                "--idle-timeout".into(),
+                "2".into(),
+                "--first-byte-timeout".into(),
+                "1".into(),
+            ],
             ..opts("anthropic", Some("claude-opus-4-1"), Some(ANTHROPIC_KEY))
         },
     )
@@ -494,6 +518,18 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
         .unwrap();
     r.anthropic_error(&[529], "overloaded_error")
         .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    // No answer within the first-byte timeout: a 504 at once.
+    let started = std::time::Instant::now();
+    let r = http::post_messages(&bridge.base_url(), &ask("slow"), T)
+        .await
+        .unwrap();
+    r.anthropic_error(&[504], "timeout_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
     // An upstream that stalls mid-stream: the relay's idle timeout ends it well-formed.
     let r = http::post_messages(&bridge.base_url(), &ask("stall"), T)
         .await
