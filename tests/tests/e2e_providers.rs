@@ -245,17 +245,7 @@ async fn responses_faults_become_anthropic_errors() {
         .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
     // No answer within the first-byte timeout: a 504 at once, streaming or not.
     for stream in [true, false] {
-        let started = std::time::Instant::now();
-        let r = http::post_messages(&bridge.base_url(), &ask("slow", stream), T)
-            .await
-            .unwrap();
-        r.anthropic_error(&[504], "timeout_error")
-            .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
-        assert!(
-            started.elapsed() < Duration::from_secs(4),
-            "{:?}",
-            started.elapsed()
-        );
+        times_out_before_the_first_byte(&bridge, &ask("slow", stream)).await;
     }
 
     let r = http::post_messages(&bridge.base_url(), &ask("cut", true), T)
@@ -285,6 +275,19 @@ async fn responses_faults_become_anthropic_errors() {
     assert_eq!(message["stop_reason"], "end_turn");
     assert_eq!(message["usage"]["output_tokens"], 2);
     assert!(streamed.text().contains(r#""text":" there""#));
+}
+
+/// `body` reaches an upstream that answers after 5 s through a bridge with a 1 s first-byte
+/// timeout: a 504 `timeout_error` well before the upstream would have answered.
+async fn times_out_before_the_first_byte(bridge: &Bridge, body: &Value) {
+    let started = std::time::Instant::now();
+    let r = http::post_messages(&bridge.base_url(), body, T)
+        .await
+        .unwrap();
+    r.anthropic_error(&[504], "timeout_error")
+        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(4), "took {took:?}");
 }
 
 // ---------------------------------------------------------------- Anthropic pass-through
@@ -519,17 +522,7 @@ async fn the_anthropic_pass_through_repairs_guards_counts_and_ends_cut_streams_c
     r.anthropic_error(&[529], "overloaded_error")
         .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
     // No answer within the first-byte timeout: a 504 at once.
-    let started = std::time::Instant::now();
-    let r = http::post_messages(&bridge.base_url(), &ask("slow"), T)
-        .await
-        .unwrap();
-    r.anthropic_error(&[504], "timeout_error")
-        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
-    assert!(
-        started.elapsed() < Duration::from_secs(4),
-        "{:?}",
-        started.elapsed()
-    );
+    times_out_before_the_first_byte(&bridge, &ask("slow")).await;
     // An upstream that stalls mid-stream: the relay's idle timeout ends it well-formed.
     let r = http::post_messages(&bridge.base_url(), &ask("stall"), T)
         .await
