@@ -475,17 +475,28 @@ impl ServeArgs {
         }
     }
 
-    /// The options the Chat request translator gets.
+    /// The connection cap and client timeouts, the cap lowered to what the open-files limit
+    /// holds (raised to the hard limit first); a lowered cap is logged.
     #[must_use]
     pub fn conn_limits(&self) -> crate::server::conn::ConnLimits {
         let limits = crate::server::conn::ConnLimits {
             max_connections: self.max_connections.max(1),
             client_timeout: std::time::Duration::from_secs(self.client_timeout.max(1)),
         };
-        match crate::server::conn::raise_fd_limit() {
-            Some(open_files) => limits.fitted_to(open_files),
-            None => limits,
+        let Some(open_files) = crate::server::conn::raise_fd_limit() else {
+            return limits;
+        };
+        let fitted = limits.fitted_to(open_files);
+        if fitted.max_connections < limits.max_connections {
+            tracing::warn!(
+                open_files,
+                max_connections = fitted.max_connections,
+                asked = limits.max_connections,
+                "the open-files limit holds fewer client connections than --max-connections; \
+                 serving at most max_connections at once (raise the hard limit, ulimit -Hn, for more)"
+            );
         }
+        fitted
     }
 
     /// The core's options for Chat Completions upstreams.

@@ -35,6 +35,9 @@ pub struct BridgeOptions {
     pub extra_args: Vec<String>,
     /// More environment variables.
     pub env: Vec<(String, String)>,
+    /// Run under this open-files limit, soft and hard (`ulimit -n` in `sh` before `exec`), so
+    /// the bridge cannot raise it.
+    pub open_files: Option<u64>,
 }
 
 impl Default for BridgeOptions {
@@ -47,6 +50,7 @@ impl Default for BridgeOptions {
             api_key: Some("sk-upstream-test".into()),
             extra_args: Vec::new(),
             env: Vec::new(),
+            open_files: None,
         }
     }
 }
@@ -79,6 +83,13 @@ impl BridgeOptions {
     pub fn args<S: AsRef<str>>(mut self, args: &[S]) -> Self {
         self.extra_args
             .extend(args.iter().map(|a| a.as_ref().to_owned()));
+        self
+    }
+
+    /// Run under an open-files limit of `limit` (soft and hard).
+    #[must_use]
+    pub fn open_files(mut self, limit: u64) -> Self {
+        self.open_files = Some(limit);
         self
     }
 }
@@ -248,7 +259,16 @@ impl Bridge {
             args.extend(["--engine".into(), e]);
         }
         args.extend(opts.extra_args.iter().cloned());
-        let mut cmd = Command::new(&bin);
+        let mut cmd = match opts.open_files {
+            None => Command::new(&bin),
+            Some(limit) => {
+                let mut sh = Command::new("sh");
+                sh.arg("-c")
+                    .arg(format!("ulimit -n {limit} && exec \"$0\" \"$@\""))
+                    .arg(&bin);
+                sh
+            }
+        };
         cmd.args(&args)
             .current_dir(std::env::temp_dir())
             .stdin(Stdio::null())

@@ -959,6 +959,72 @@ async fn slow_clients_time_out_and_connections_are_capped() {
     assert_eq!(r.status, 200, "{c}");
 }
 
+/// Issue 16.3 (descriptor pressure): under an open-files limit of 256, soft and hard (so the
+/// bridge cannot raise it), 300 idle clients — each half a request head — do not run the bridge
+/// out of descriptors. It caps its connections to what the limit holds ((256 − 64) / 2 = 96,
+/// and says so at start); the others wait in the kernel's queue, so accepting never fails with
+/// `Too many open files` (no error loop in the log), and reaching the cap again and again is
+/// logged once per 10 s. A real request sent behind them waits, is answered 200 once idle ones
+/// are closed (the test closes 100) or timed out (`--client-timeout 2`), and the bridge serves
+/// normally afterwards.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn descriptor_pressure_makes_clients_wait_not_fail() {
+    use tokio::io::AsyncWriteExt;
+    use tokio::net::TcpStream;
+    let upstream = Upstream::always(text_stream(&["Hello."])).await.unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions::default()
+        .args(&["--client-timeout", "2"])
+        .open_files(256);
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-fd-pressure", opts)
+        .await
+        .unwrap();
+    let addr = format!("127.0.0.1:{}", bridge.port());
+    let log = bridge.log();
+    assert!(
+        log.contains("open-files limit") && log.contains("max_connections=96"),
+        "the lowered cap is logged at start:\n{log}"
+    );
+
+    let mut idle = Vec::new();
+    for _ in 0..300 {
+        let mut s = TcpStream::connect(&addr).await.unwrap();
+        s.write_all(b"GET /health HTTP/1.1\r\n").await.unwrap();
+        idle.push(s);
+    }
+    let base = bridge.base_url();
+    let waiting = tokio::spawn(async move { http::post_messages(&base, &request(false), T).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !waiting.is_finished(),
+        "served past the cap\n{}",
+        bridge.log()
+    );
+    idle.drain(..100);
+    let r = waiting.await.unwrap().unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_eq!(r.status, 200, "{c}");
+    assert_eq!(r.json().unwrap()["content"][0]["text"], "Hello.", "{c}");
+    drop(idle);
+
+    for _ in 0..3 {
+        let r = http::post_messages(&bridge.base_url(), &request(true), T)
+            .await
+            .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        assert_eq!(r.status, 200, "{c}");
+        sse::validate(&sse::parse(&r.body)).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    }
+    let log = bridge.log();
+    assert!(
+        !log.contains("Too many open files") && !log.contains("accept failed"),
+        "accepting failed under descriptor pressure:\n{log}"
+    );
+    // Reached again each time a wave of idle clients is closed: logged once per 10 s, not on
+    // every connection that closes and lets the next one in.
+    let reached = log.matches("connection cap reached").count();
+    assert!((1..=2).contains(&reached), "{reached} times:\n{log}");
+}
+
 /// Issue 16.5: a plug-in that never returns is stopped at the per-call deadline (2 s): its
 /// stream ends with an `error` event that says so, other requests are served meanwhile, and
 /// SIGTERM still stops the bridge promptly.

@@ -180,6 +180,91 @@ async fn pings_flow_while_the_upstream_is_silent() {
     );
 }
 
+/// An SSE response of raw `parts`, one every `every` (a trickling upstream).
+fn trickle(parts: impl IntoIterator<Item = bytes::Bytes>, every: Duration) -> ScriptedResponse {
+    ScriptedResponse::Stream(bridge_tests::upstream::StreamResponse {
+        status: 200,
+        parts: parts.into_iter().collect(),
+        delay: every,
+        pauses: Vec::new(),
+        end: bridge_tests::upstream::StreamEnd::Clean,
+        headers: vec![("content-type".into(), "text/event-stream".into())],
+    })
+}
+
+/// Issue 16 (item 6): pings and the idle timeout follow what the client received, not what the
+/// upstream sent. An upstream that sends only `: PROCESSING` comments (as OpenRouter does while a
+/// model is queued), or one SSE line a byte at a time, sends bytes every 250 ms that give the
+/// client nothing: the client gets `ping` events every `--ping-interval` (1 s) and, after
+/// `--idle-timeout` (4 s), a well-formed `timeout_error` event — long before the upstream ends
+/// (30 s and 16 s). A non-streaming client gets a 504. (When upstream bytes reset the relay's
+/// clocks, the client got no ping and no timeout: total silence until the upstream gave up.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pings_and_the_idle_timeout_follow_what_the_client_received() {
+    let every = Duration::from_millis(250);
+    let comments = trickle(
+        std::iter::repeat_n(bytes::Bytes::from_static(b": PROCESSING\n\n"), 120),
+        every,
+    );
+    let line = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hello\"}}]}\n\n";
+    let dribble = trickle(
+        line.iter().map(|b| bytes::Bytes::copy_from_slice(&[*b])),
+        every,
+    );
+    let upstream = Upstream::start(move |r| {
+        if r.all_text().contains("dribble") {
+            dribble.clone()
+        } else {
+            comments.clone()
+        }
+    })
+    .await
+    .unwrap();
+    let opts = BridgeOptions::default().args(&["--ping-interval", "1", "--idle-timeout", "4"]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "stream-comment-only", opts)
+        .await
+        .unwrap();
+    for (case, text) in [("comments", "comments"), ("a dribbled line", "dribble")] {
+        let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": true,
+                          "messages": [{"role": "user", "content": text}]});
+        let r = http::post_messages(&bridge.base_url(), &body, T)
+            .await
+            .unwrap_or_else(|e| panic!("{case}: {e}\n--- bridge log:\n{}", bridge.log()));
+        let c = format!("{case}: {}", ctx(&r, &upstream, &bridge));
+        assert_eq!(r.status, 200, "{c}");
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        let names = sse::names(&events);
+        let pings = names.iter().filter(|n| *n == "ping").count();
+        assert!(
+            pings >= 2,
+            "{pings} pings in 4 s of nothing for the client at --ping-interval 1\n{c}"
+        );
+        assert_eq!(
+            names.iter().filter(|n| *n != "ping").collect::<Vec<_>>(),
+            ["message_start", "error"],
+            "{c}"
+        );
+        let error = sse::error_event(&events).unwrap_or_else(|| panic!("no error event\n{c}"));
+        assert_eq!(error["error"]["type"], "timeout_error", "{c}");
+        assert!(
+            error["error"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("--idle-timeout"),
+            "{c}"
+        );
+    }
+    let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": false,
+                      "messages": [{"role": "user", "content": "comments"}]});
+    let r = http::post_messages(&bridge.base_url(), &body, T)
+        .await
+        .unwrap_or_else(|e| panic!("non-streaming: {e}\n--- bridge log:\n{}", bridge.log()));
+    let c = ctx(&r, &upstream, &bridge);
+    r.anthropic_error(&[504], "timeout_error")
+        .unwrap_or_else(|e| panic!("{e}\n{c}"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_disconnect_cancels_the_upstream_stream() {
     let mut s = ChatStream::new().role().delay(Duration::from_millis(50));

@@ -107,18 +107,19 @@ pub async fn read_request_body(
     }
 }
 
-/// Logs a repeated accept failure at most once per [`Self::EVERY`] (a full descriptor table
-/// fails every accept, many times a second).
+/// Logs a repeated event at most once per [`Self::EVERY`]: a failing accept (a full descriptor
+/// table fails every accept, many times a second), or reaching the connection cap (under
+/// sustained overload every closing connection lets one in and the cap is reached again).
 #[derive(Debug, Default)]
-pub(super) struct AcceptErrors {
+pub(super) struct Throttled {
     last: Option<Instant>,
     suppressed: u64,
 }
 
-impl AcceptErrors {
+impl Throttled {
     const EVERY: Duration = Duration::from_secs(10);
 
-    /// Whether to log this failure now, and how many were not logged since the last one.
+    /// Whether to log this event now, and how many were not logged since the last one.
     pub(super) fn report(&mut self, now: Instant) -> Option<u64> {
         match self.last {
             Some(last) if now.duration_since(last) < Self::EVERY => {
@@ -151,7 +152,7 @@ mod tests {
 
     #[test]
     fn repeated_accept_failures_are_logged_once_per_interval() {
-        let mut errors = AcceptErrors::default();
+        let mut errors = Throttled::default();
         let t0 = Instant::now();
         assert_eq!(errors.report(t0), Some(0));
         for i in 1..=20 {

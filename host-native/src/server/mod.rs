@@ -123,17 +123,23 @@ where
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
-    let mut accept_errors = conn::AcceptErrors::default();
+    let mut accept_errors = conn::Throttled::default();
+    let mut cap_reached = conn::Throttled::default();
+    // When the loop last stopped at the cap, if that was logged.
     let mut at_cap_since: Option<Instant> = None;
     loop {
         // Back-pressure: at the cap, stop accepting until a connection closes.
         let permit = match Arc::clone(&permits).try_acquire_owned() {
             Ok(permit) => permit,
             Err(_) => {
-                if at_cap_since.is_none() {
-                    at_cap_since = Some(Instant::now());
+                let now = Instant::now();
+                if at_cap_since.is_none()
+                    && let Some(suppressed) = cap_reached.report(now)
+                {
+                    at_cap_since = Some(now);
                     warn!(
                         max_connections = limits.max_connections,
+                        suppressed,
                         "connection cap reached; new connections wait (--max-connections)"
                     );
                 }
