@@ -284,8 +284,8 @@ async fn times_out_before_the_first_byte(bridge: &Bridge, body: &Value) {
     let r = http::post_messages(&bridge.base_url(), body, T)
         .await
         .unwrap();
-    r.anthropic_error(&[504], "timeout_error")
-        .unwrap_or_else(|e| panic!("{e}: {}", r.text()));
+    let checked = r.anthropic_error(&[504], "timeout_error");
+    assert!(checked.is_ok(), "{checked:?}: {}", r.text());
     let took = started.elapsed();
     assert!(took < Duration::from_secs(4), "took {took:?}");
 }
@@ -1543,4 +1543,70 @@ async fn a_providers_idle_timeout_applies_to_its_streams() {
     let events = sse::parse(&r.body);
     let error = sse::error_event(&events).unwrap_or_else(|| panic!("{}", r.text()));
     assert_eq!(error["error"]["type"], "timeout_error", "{}", r.text());
+}
+
+/// Issue 13.4: an upstream whose model writes at most 8192 tokens (DeepSeek's words for a
+/// larger `max_tokens`) does not fail the turn: the bridge sends the request once more within the
+/// limit, remembers it for that model, and the next request of the Claude Code tool loop goes out
+/// within it at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_max_tokens_above_the_models_limit_is_retried_within_it() {
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        let asked = req.body["max_tokens"].as_u64().unwrap_or(0);
+        if req.is_chat() && asked > 8192 {
+            return ScriptedResponse::openai_error(
+                400,
+                "Invalid max_tokens value, the valid range of max_tokens is [1, 8192]",
+                "invalid_request_error",
+                Some("invalid_request_error"),
+            );
+        }
+        if !req.is_chat() || req.tools().is_empty() {
+            return bridge_tests::upstream::background_response();
+        }
+        if req.has_tool_result() {
+            bridge_tests::chunks::text_stream(&["Made ", "it."])
+        } else {
+            let args =
+                json!({"command": "echo limit > limited.txt", "description": "Write a file"})
+                    .to_string();
+            bridge_tests::chunks::tool_call_stream("call_limit", "Bash", &[&args])
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "max-tokens-limit")
+        .await
+        .unwrap();
+    let run = run_claude_code_with(
+        &bridge.base_url(),
+        "Write the file.",
+        BASH,
+        &[],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = || format!("{}\n{}", run.describe(), context(&upstream, &bridge));
+    assert_eq!(run.output.code, Some(0), "{}", ctx());
+    assert_eq!(run.result_text(), Some("Made it."), "{}", ctx());
+    let asked: Vec<u64> = upstream
+        .model_requests()
+        .iter()
+        .filter(|r| !r.tools().is_empty())
+        .map(|r| r.body["max_tokens"].as_u64().unwrap_or(0))
+        .collect();
+    assert!(
+        asked.len() == 3 && asked[0] > 8192 && asked[1..] == [8192, 8192],
+        "refused once ({asked:?}), retried within the limit, then within it at once\n{}",
+        ctx()
+    );
+    let log = bridge.log();
+    assert_eq!(
+        log.matches("the upstream writes at most 8192 output tokens")
+            .count(),
+        1,
+        "the limit is logged once\n{}",
+        ctx()
+    );
 }

@@ -108,10 +108,107 @@ pub fn recognise(
     (worded || coded).then(ContextOverflow::default)
 }
 
+/// Smallest output budget worth retrying with when the limit is what is left of the context
+/// after the prompt: below it the prompt itself is the problem (and compaction the answer).
+const MIN_USEFUL_OUTPUT: u64 = 1024;
+
+/// The most output tokens (`max_tokens`) an upstream accepts, when its error says so: the request
+/// is then worth sending once more with that `max_tokens`, rather than failing the turn.
+///
+/// Read from OpenAI ("This model supports at most N completion tokens"), DeepSeek ("the valid
+/// range of max_tokens is [1, N]"), Groq ("`max_tokens` must be less than or equal to `N`"),
+/// Anthropic ("max_tokens: 64000 > N, which is the maximum allowed number of output tokens"),
+/// and vLLM, whose limit is the context left after the prompt ("maximum context length is M
+/// tokens and your request has P input tokens", or "you requested … (P in the messages, … in the
+/// completion)"): M − P, when that leaves at least 1024 tokens (else the prompt is the problem).
+///
+/// ```
+/// use bridge_core::anthropic::overflow::max_tokens_limit;
+/// let deepseek = "Invalid max_tokens value, the valid range of max_tokens is [1, 8192]";
+/// assert_eq!(max_tokens_limit(deepseek), Some(8192));
+/// assert_eq!(max_tokens_limit("Rate limit reached"), None);
+/// ```
+#[must_use]
+pub fn max_tokens_limit(message: &str) -> Option<u64> {
+    let lower = message.to_ascii_lowercase();
+    let about_output = ["max_tokens", "max_completion_tokens", "in the completion"]
+        .iter()
+        .any(|w| lower.contains(w));
+    if !about_output {
+        return None;
+    }
+    let stated = number_after(message, "supports at most")
+        .or_else(|| number_after(message, "valid range of max_tokens is [1,"))
+        .or_else(|| number_after(message, "less than or equal to `"))
+        .or_else(|| number_after(message, "less than or equal to"))
+        .or_else(|| {
+            lower
+                .contains("maximum allowed number of output tokens")
+                .then(|| number_after(message, " > "))
+                .flatten()
+        });
+    if let Some(limit) = stated.filter(|n| *n > 0) {
+        return Some(limit);
+    }
+    let context = number_after(message, "maximum context length is")?;
+    let prompt = number_after(message, "your request has").or_else(|| {
+        // "you requested N tokens (P in the messages, C in the completion)"
+        let start = lower.find("you requested")?;
+        number_after(&message[start..], "tokens (")
+    })?;
+    context
+        .checked_sub(prompt)
+        .filter(|left| *left >= MIN_USEFUL_OUTPUT)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn output_limits_are_read_from_each_upstreams_words() {
+        let cases = [
+            (
+                "max_tokens is too large: 32768. This model supports at most 16384 completion tokens, whereas you provided 32768.",
+                Some(16384),
+            ),
+            (
+                "Invalid max_tokens value, the valid range of max_tokens is [1, 8192]",
+                Some(8192),
+            ),
+            (
+                "`max_tokens` must be less than or equal to `8192`, the maximum value for `max_tokens` is less than the `context_window` for this model",
+                Some(8192),
+            ),
+            (
+                "max_tokens: 64000 > 32000, which is the maximum allowed number of output tokens for claude-opus-4-1-20250805",
+                Some(32000),
+            ),
+            (
+                "'max_tokens' or 'max_completion_tokens' is too large: 32768. This model's maximum context length is 16384 tokens and your request has 1234 input tokens (32768 > 16384 - 1234). None",
+                Some(15150),
+            ),
+            (
+                "This model's maximum context length is 8192 tokens. However, you requested 33000 tokens (232 in the messages, 32768 in the completion). Please reduce the length of the messages or completion.",
+                Some(7960),
+            ),
+            (
+                "This model's maximum context length is 8192 tokens. However, you requested 9000 tokens (8500 in the messages, 500 in the completion). Please reduce the length of the messages or completion.",
+                None,
+            ),
+            // The prompt itself fills the context: compaction, not a smaller max_tokens.
+            (
+                "'max_tokens' or 'max_completion_tokens' is too large: 4096. This model's maximum context length is 8192 tokens and your request has 7900 input tokens (4096 > 8192 - 7900). None",
+                None,
+            ),
+            ("model 'qwen3' not found, try pulling it first", None),
+            ("Rate limit reached for gpt-4o", None),
+        ];
+        for (message, limit) in cases {
+            assert_eq!(max_tokens_limit(message), limit, "{message}");
+        }
+    }
 
     fn said(message: &str, code: Option<&str>, error: Option<&Value>) -> String {
         recognise(message, code, error)

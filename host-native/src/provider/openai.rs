@@ -4,9 +4,13 @@
 //! [`Dialect`]: the request goes through the core (`Engine::prepare`), the upstream's bytes
 //! through the core's stream translator of that dialect, one upstream chunk at a time. An
 //! upstream that rejects `tool_choice` / `parallel_tool_calls` (pitfall 11) gets the request once
-//! more without them, so the model chooses freely; the degradation is logged.
+//! more without them, so the model chooses freely; the degradation is logged. One that refuses a
+//! `max_tokens` above the model's output limit and says the limit (DeepSeek's 8192 against the
+//! default cap of 32768) gets it once more within that limit, and the limit is remembered for
+//! that model for the life of the process (logged once), so later requests fit at once.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use hyper::body::Incoming;
 use tracing::{info, warn};
@@ -32,6 +36,8 @@ pub struct OpenAi {
     options: serde_json::Value,
     /// The same, encoded once (every request passes it to the engine).
     options_json: String,
+    /// Output limits upstream models stated when they refused a larger `max_tokens`.
+    output_limits: Mutex<HashMap<String, u64>>,
 }
 
 impl OpenAi {
@@ -49,7 +55,43 @@ impl OpenAi {
             upstream,
             dialect,
             options,
+            output_limits: Mutex::default(),
         }
+    }
+
+    /// The output limit `model` stated earlier in this process, if it did.
+    fn learned_limit(&self, model: &str) -> Option<u64> {
+        let limits = self
+            .output_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        limits.get(model).copied()
+    }
+
+    /// Remember `model`'s output limit (logged when it is news).
+    fn learn_limit(&self, model: &str, limit: u64) {
+        let mut limits = self
+            .output_limits
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if limits.insert(model.to_owned(), limit) != Some(limit) {
+            warn!(
+                upstream_model = model,
+                limit,
+                "the upstream writes at most {limit} output tokens with this model: requests to it now ask for at most that (--max-tokens-cap {limit} says so from the start)"
+            );
+        }
+    }
+
+    /// The options with `max_tokens` capped at `limit` (a lower cap stays).
+    fn capped(options: &serde_json::Value, limit: u64) -> serde_json::Value {
+        let mut options = options.clone();
+        let cap = options["max_tokens_cap"]
+            .as_u64()
+            .filter(|c| *c > 0)
+            .map_or(limit, |c| c.min(limit));
+        options["max_tokens_cap"] = serde_json::Value::from(cap);
+        options
     }
 
     /// The upstream model of every request, if the options name one.
@@ -90,9 +132,29 @@ impl Provider for OpenAi {
 
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
-            let converted = self
-                .engine
-                .prepare(self.dialect, &call.body, &self.options_json)?;
+            // A limit learned for the target model applies before the first attempt; for a
+            // forwarded client model it is known only once the request is read.
+            let known = self.target_model().and_then(|m| self.learned_limit(m));
+            let mut options = match known {
+                Some(limit) => Self::capped(&self.options, limit),
+                None => self.options.clone(),
+            };
+            let mut converted = match known {
+                Some(_) => self
+                    .engine
+                    .prepare(self.dialect, &call.body, &options.to_string())?,
+                None => self
+                    .engine
+                    .prepare(self.dialect, &call.body, &self.options_json)?,
+            };
+            if known.is_none()
+                && let Some(limit) = self.learned_limit(&converted.upstream_model)
+            {
+                options = Self::capped(&self.options, limit);
+                converted = self
+                    .engine
+                    .prepare(self.dialect, &call.body, &options.to_string())?;
+            }
             log_warnings(&converted.warnings);
             info!(
                 model = %converted.client_model,
@@ -101,7 +163,14 @@ impl Provider for OpenAi {
                 input_tokens_estimate = converted.input_tokens_estimate,
                 "forwarding"
             );
-            let response = self.send(&call.body, converted.body).await?;
+            let response = self
+                .send(
+                    &call.body,
+                    converted.body,
+                    &converted.upstream_model,
+                    options,
+                )
+                .await?;
             let session = self.engine.translator(&StreamOptions {
                 stream: true,
                 model: converted.client_model,
@@ -119,29 +188,49 @@ impl Provider for OpenAi {
 }
 
 impl OpenAi {
-    /// Send the converted request; once more without `tool_choice` when the upstream rejects it.
+    /// Send the converted request (made with `options`). Once more within the model's output
+    /// limit when the upstream refuses `max_tokens` and says its limit; once more without
+    /// `tool_choice` when it rejects that. Each at most once.
     async fn send(
         &self,
         client_body: &[u8],
-        upstream_body: String,
+        mut upstream_body: String,
+        model: &str,
+        mut options: serde_json::Value,
     ) -> Result<hyper::Response<Incoming>, BridgeError> {
-        let has_choice = upstream_body.contains("\"tool_choice\":")
-            || upstream_body.contains("\"parallel_tool_calls\":");
-        match self.upstream.post_json(upstream_body).await {
-            Err(BridgeError::UpstreamStatus {
+        let (mut dropped_choice, mut limited) = (false, false);
+        loop {
+            let has_choice = upstream_body.contains("\"tool_choice\":")
+                || upstream_body.contains("\"parallel_tool_calls\":");
+            let result = self.upstream.post_json(upstream_body).await;
+            let Err(BridgeError::UpstreamStatus {
                 status: 400 | 422,
                 message,
                 ..
-            }) if has_choice && rejects_tool_choice(&message) => {
+            }) = &result
+            else {
+                return result;
+            };
+            let limit = bridge_core::anthropic::overflow::max_tokens_limit(message);
+            let cap = options["max_tokens_cap"].as_u64().filter(|c| *c > 0);
+            if let Some(limit) = limit
+                && !limited
+                && cap.is_none_or(|c| c > limit)
+            {
+                limited = true;
+                self.learn_limit(model, limit);
+                options = Self::capped(&options, limit);
+            } else if !dropped_choice && has_choice && rejects_tool_choice(message) {
+                dropped_choice = true;
                 warn!(%message, "upstream rejected tool_choice; retrying once with the model choosing (auto)");
-                let mut options = self.options.clone();
                 options["drop_tool_choice"] = serde_json::Value::Bool(true);
-                let converted =
-                    self.engine
-                        .prepare(self.dialect, client_body, &options.to_string())?;
-                self.upstream.post_json(converted.body).await
+            } else {
+                return result;
             }
-            other => other,
+            upstream_body = self
+                .engine
+                .prepare(self.dialect, client_body, &options.to_string())?
+                .body;
         }
     }
 }

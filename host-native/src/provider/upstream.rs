@@ -233,6 +233,19 @@ impl Upstream {
             Err(_) => Bytes::new(),
         };
         let detail = crate::redact::redact(&upstream_error_message(&bytes)).into_owned();
+        // `max_tokens` above what the model can write: not a full context (compacting would not
+        // help). The OpenAI providers send the request once more with the limit.
+        if let Some(limit) = bridge_core::anthropic::overflow::max_tokens_limit(&detail) {
+            return Err(BridgeError::UpstreamStatus {
+                kind: ErrorKind::InvalidRequest,
+                status: status.as_u16(),
+                message: format!(
+                    "upstream answered {}: {detail} — the model writes at most {limit} output tokens (max_tokens)",
+                    status.as_u16()
+                ),
+                retry_after,
+            });
+        }
         // A full context becomes Anthropic's "prompt is too long", which Claude Code answers by
         // compacting the conversation.
         if let Some(overflow) = context_overflow(&bytes, &detail) {
