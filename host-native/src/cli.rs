@@ -302,6 +302,11 @@ pub struct ServeArgs {
         value_delimiter = ','
     )]
     pub allowed_origin: Vec<String>,
+    /// Do not check the upstreams at start (by default each one is asked for its model list in
+    /// the background, and one that is down, refuses the key or has a `base_url` without `/v1`
+    /// is a warning in the log; serving starts either way).
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_NO_UPSTREAM_CHECK")]
+    pub no_upstream_check: bool,
     /// Largest accepted request body, in bytes.
     #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,

@@ -46,6 +46,48 @@ pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
             return Ok((format!("config: {problem}\n"), false));
         }
     };
+    let (header, rows) = check(args, config.as_ref()).await?;
+    let ok = rows.iter().all(|r| !r.problem);
+    Ok((header + &table(&rows), ok))
+}
+
+/// The same checks when `serve` starts, in the background: each provider that is down, refuses
+/// the key, lacks a configured model or has a `base_url` without `/v1` is a warning in the log
+/// (the upstream may come up later, so serving goes on); a reachable one is one info line.
+pub async fn log_at_start(args: ServeArgs) {
+    let config = crate::run::load_config(&args).ok().flatten();
+    let rows = match check(&args, config.as_ref()).await {
+        Ok((_, rows)) => rows,
+        Err(why) => {
+            tracing::warn!(%why, "could not check the upstreams at start");
+            return;
+        }
+    };
+    for row in rows {
+        if row.status == "-" {
+            continue;
+        }
+        let notes = row.notes.join("; ");
+        if row.problem || !row.notes.is_empty() {
+            tracing::warn!(
+                provider = %row.name,
+                base_url = %row.base_url,
+                status = %row.status,
+                "upstream check at start: {notes} (serving anyway; `claude-bridge doctor` checks again)"
+            );
+        } else {
+            tracing::info!(
+                provider = %row.name,
+                base_url = %row.base_url,
+                models = %row.models,
+                "upstream reachable"
+            );
+        }
+    }
+}
+
+/// One row per provider of `config` (or of the flags).
+async fn check(args: &ServeArgs, config: Option<&Config>) -> Result<(String, Vec<Row>), String> {
     let http = reqwest::Client::builder()
         .timeout(Duration::from_secs(args.connect_timeout.max(1) + 5))
         .use_preconfigured_tls(crate::provider::upstream::tls_config(
@@ -55,7 +97,7 @@ pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
         .map_err(|e| format!("cannot build an HTTP client: {e}"))?;
     let mut rows = Vec::new();
     let mut header = String::new();
-    match &config {
+    match config {
         Some(config) => {
             let _ = writeln!(header, "config: {} (ok)", config.file.display());
             for (name, provider) in &config.providers {
@@ -71,8 +113,7 @@ pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
             rows.push(check_flags(&http, args).await);
         }
     }
-    let ok = rows.iter().all(|r| !r.problem);
-    Ok((header + &table(&rows), ok))
+    Ok((header, rows))
 }
 
 fn unused_providers(config: &Config, rows: &mut [Row]) {

@@ -149,6 +149,9 @@ pub async fn serve(args: &ServeArgs) -> Result<(), String> {
     let state = build_state(args).await?;
     let (listener, local) = bind_listen(args).await?;
     announce(args, &state, local);
+    if !args.no_upstream_check {
+        tokio::spawn(crate::doctor::log_at_start(args.clone()));
+    }
     if let Some(file) = state.routes().file.clone() {
         tokio::spawn(reload_on_change(Arc::clone(&state), args.clone(), file));
     }

@@ -33,6 +33,8 @@ pub struct BridgeOptions {
     pub api_key: Option<String>,
     /// More arguments after the standard ones.
     pub extra_args: Vec<String>,
+    /// Let the bridge check its upstream at start (off by default in tests: see `try_start`).
+    pub upstream_check: bool,
     /// More environment variables.
     pub env: Vec<(String, String)>,
     /// Run under this open-files limit, soft and hard (`ulimit -n` in `sh` before `exec`), so
@@ -49,6 +51,7 @@ impl Default for BridgeOptions {
             model: Some("test-model".into()),
             api_key: Some("sk-upstream-test".into()),
             extra_args: Vec::new(),
+            upstream_check: false,
             env: Vec::new(),
             open_files: None,
         }
@@ -284,6 +287,11 @@ impl Bridge {
             std::env::var("E2E_BRIDGE_LOG").unwrap_or_else(|_| "info,claude_bridge=debug".into());
         cmd.env("CLAUDE_BRIDGE_LOG", &rust_log)
             .env("RUST_LOG", &rust_log);
+        // The start-up check of the upstream (a GET of its model list) would be one more request
+        // and connection in the scripted upstream's counts; tests of it turn it back on.
+        if !opts.upstream_check {
+            cmd.env("CLAUDE_BRIDGE_NO_UPSTREAM_CHECK", "true");
+        }
         for (k, v) in &opts.env {
             cmd.env(k, v);
         }

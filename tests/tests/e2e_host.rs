@@ -317,3 +317,85 @@ async fn a_body_over_max_body_bytes_is_a_413() {
     assert_eq!(r.status, 200, "{c}");
     assert_eq!(r.json().unwrap()["content"][0]["text"], ANSWER.concat());
 }
+
+/// Waits until the bridge's log holds `text` (the start-up check runs in the background).
+async fn log_shows(bridge: &Bridge, text: &str) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while Instant::now() < deadline {
+        if bridge.log().contains(text) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Issue 13.6: at start the bridge asks its upstream for the model list in the background: a
+/// reachable one is an info line, one that is down or whose base URL lacks `/v1` a clear warning
+/// — and it serves either way (the upstream may come up later).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_is_checked_at_start_and_a_bad_one_is_a_warning_not_a_refusal() {
+    let upstream = Upstream::start(|req: &bridge_tests::upstream::RecordedRequest| {
+        if req.method == "GET" && req.path == "/v1/models" {
+            return bridge_tests::upstream::ScriptedResponse::Full {
+                status: 200,
+                headers: vec![("content-type".into(), "application/json".into())],
+                body: bytes::Bytes::from(
+                    json!({"object": "list", "data": [{"id": "test-model", "object": "model"}]})
+                        .to_string(),
+                ),
+            };
+        }
+        bridge_tests::upstream::ScriptedResponse::openai_error(
+            404,
+            "404 page not found",
+            "not_found",
+            None,
+        )
+    })
+    .await
+    .unwrap();
+    let checked = || BridgeOptions {
+        upstream_check: true,
+        ..BridgeOptions::default()
+    };
+
+    let good = Bridge::start_with(&upstream.base_url(), "check-good", checked())
+        .await
+        .unwrap();
+    assert!(
+        log_shows(&good, "upstream reachable").await,
+        "{}",
+        good.log()
+    );
+    assert!(good.log().contains("test-model ✓"), "{}", good.log());
+
+    // Ollama's address without /v1: the check says what is wrong before any request fails.
+    let root = upstream.base_url().trim_end_matches("/v1").to_owned();
+    let no_v1 = Bridge::start_with(&root, "check-no-v1", checked())
+        .await
+        .unwrap();
+    assert!(
+        log_shows(&no_v1, "base_url has no /v1").await,
+        "{}",
+        no_v1.log()
+    );
+    assert!(
+        no_v1.log().contains("GET models answered 404"),
+        "{}",
+        no_v1.log()
+    );
+
+    // Nothing listening: a warning naming the address, and the bridge still serves.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let dead = format!("http://{}/v1", closed.local_addr().unwrap());
+    drop(closed);
+    let down = Bridge::start_with(&dead, "check-down", checked())
+        .await
+        .unwrap();
+    assert!(log_shows(&down, "cannot reach").await, "{}", down.log());
+    let health = http::send("GET", &format!("{}/health", down.base_url()), &[], None, T)
+        .await
+        .unwrap();
+    assert_eq!(health.status, 200, "{}", health.text());
+}
