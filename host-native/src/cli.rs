@@ -442,6 +442,11 @@ pub struct ServeArgs {
     /// Log format.
     #[arg(help_heading = "Logging", long, env = "CLAUDE_BRIDGE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Pretty)]
     pub log_format: LogFormat,
+    /// Append the log to this file instead of writing it to stderr (`-`: stderr). For
+    /// `claude-bridge claude` the default is a file under `$XDG_STATE_HOME/claude-bridge/`, so
+    /// the log stays off Claude Code's screen; it says where at start.
+    #[arg(help_heading = "Logging", long, env = "CLAUDE_BRIDGE_LOG_FILE")]
+    pub log_file: Option<std::path::PathBuf>,
     /// Log filter (`info`, `debug`, `claude_bridge=trace`, …).
     #[arg(
         help_heading = "Logging",

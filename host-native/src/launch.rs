@@ -9,20 +9,29 @@ use crate::cli::ServeArgs;
 use crate::run;
 use crate::server;
 
-/// Serve on a free loopback port and run Claude Code against it; returns its exit code.
+/// Serve on `listen` (`--listen`, when given), else on a free loopback port, and run Claude Code
+/// against it; returns its exit code.
 ///
 /// # Errors
-/// Set-up failed or Claude Code could not be started.
+/// Set-up failed, the address cannot be bound, or Claude Code could not be started.
 pub async fn claude(
     args: &ServeArgs,
+    listen: Option<std::net::SocketAddr>,
     claude_bin: &str,
     claude_args: &[String],
 ) -> Result<u8, String> {
     let state = run::build_state(args).await?;
-    let listener = TcpListener::bind(("127.0.0.1", 0))
-        .await
-        .map_err(|e| e.to_string())?;
-    let local = listener.local_addr().map_err(|e| e.to_string())?;
+    let (listener, local) = match listen {
+        // The same checks as `serve` (a reachable address needs a client key).
+        Some(_) => run::bind_listen(args).await?,
+        None => {
+            let listener = TcpListener::bind(("127.0.0.1", 0))
+                .await
+                .map_err(|e| e.to_string())?;
+            let local = listener.local_addr().map_err(|e| e.to_string())?;
+            (listener, local)
+        }
+    };
     run::announce(args, &state, local);
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::serve(

@@ -18,6 +18,14 @@ fn main() -> ExitCode {
         );
         return ExitCode::from(2);
     }
+    // `claude --listen ADDR` serves there; without it the launcher takes a free port (so it never
+    // clashes with a `serve` already on the default address). Only the bridge's own arguments
+    // count, not Claude Code's after `--`.
+    let listen_given = argv
+        .iter()
+        .take_while(|a| *a != "--")
+        .any(|a| a == "--listen" || a.starts_with("--listen="))
+        || std::env::var_os("CLAUDE_BRIDGE_LISTEN").is_some_and(|v| !v.is_empty());
     let cli = Cli::parse_from(argv);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -30,42 +38,57 @@ fn main() -> ExitCode {
         }
     };
     let result = match cli.command {
-        None => {
-            run::init_tracing(&cli.serve);
-            runtime.block_on(run::serve(&cli.serve)).map(|()| 0)
-        }
+        None => run::init_tracing(&cli.serve)
+            .and_then(|()| runtime.block_on(run::serve(&cli.serve)).map(|()| 0)),
         Some(Command::Serve(args)) => {
-            run::init_tracing(&args);
-            runtime.block_on(run::serve(&args)).map(|()| 0)
+            run::init_tracing(&args).and_then(|()| runtime.block_on(run::serve(&args)).map(|()| 0))
         }
         Some(Command::Claude {
             serve,
             claude_bin,
             args,
         }) => {
-            run::init_tracing(&serve);
-            runtime.block_on(claude_bridge::launch::claude(&serve, &claude_bin, &args))
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs());
+            let log_file = serve
+                .log_file
+                .clone()
+                .or_else(|| run::launcher_log_file(now, std::process::id()));
+            run::init_tracing_to(&serve, log_file.as_deref()).and_then(|()| {
+                if let Some(file) = log_file.filter(|f| f.as_os_str() != "-") {
+                    eprintln!(
+                        "claude-bridge: logging to {} (--log-file - for the terminal)",
+                        file.display()
+                    );
+                }
+                let listen = listen_given.then_some(serve.listen);
+                runtime.block_on(claude_bridge::launch::claude(
+                    &serve,
+                    listen,
+                    &claude_bin,
+                    &args,
+                ))
+            })
         }
-        Some(Command::Agui { serve, agent }) => {
-            run::init_tracing(&serve);
+        Some(Command::Agui { serve, agent }) => run::init_tracing(&serve).and_then(|()| {
             runtime
                 .block_on(claude_bridge::agui::serve(&serve, &agent))
                 .map(|()| 0)
-        }
+        }),
         Some(Command::Doctor { serve }) => runtime.block_on(async {
             let (report, ok) = claude_bridge::doctor::run(&serve).await?;
             print!("{report}");
             Ok(if ok { 0 } else { 1 })
         }),
-        Some(Command::Hosts { serve }) => {
-            run::init_tracing(&serve);
+        Some(Command::Hosts { serve }) => run::init_tracing(&serve).and_then(|()| {
             runtime
                 .block_on(claude_bridge::fabstir::setup::hosts(&serve))
                 .map(|table| {
                     print!("{table}");
                     0
                 })
-        }
+        }),
         Some(Command::Translate {
             request,
             upstream,

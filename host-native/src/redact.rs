@@ -75,22 +75,37 @@ pub fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
     }
 }
 
-/// A log writer that masks registered secrets in everything written through it.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct RedactingWriter;
+/// A log writer that masks registered secrets in everything written through it: to stderr, or
+/// (`to_file`) appended to a file.
+#[derive(Debug, Clone, Default)]
+pub struct RedactingWriter {
+    file: Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
+}
+
+impl RedactingWriter {
+    /// Lines go to `file` instead of stderr.
+    #[must_use]
+    pub fn to_file(file: std::fs::File) -> Self {
+        Self {
+            file: Some(std::sync::Arc::new(std::sync::Mutex::new(file))),
+        }
+    }
+}
 
 impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for RedactingWriter {
     type Writer = RedactingLine;
 
     fn make_writer(&'a self) -> Self::Writer {
-        RedactingLine(Vec::new())
+        RedactingLine(Vec::new(), self.file.clone())
     }
 }
 
-/// One log event, buffered so a secret is never split between two writes, then written to
-/// stderr masked.
+/// One log event, buffered so a secret is never split between two writes, then written masked.
 #[derive(Debug)]
-pub struct RedactingLine(Vec<u8>);
+pub struct RedactingLine(
+    Vec<u8>,
+    Option<std::sync::Arc<std::sync::Mutex<std::fs::File>>>,
+);
 
 impl io::Write for RedactingLine {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
@@ -106,7 +121,18 @@ impl io::Write for RedactingLine {
 impl Drop for RedactingLine {
     fn drop(&mut self) {
         let text = String::from_utf8_lossy(&self.0);
-        let _ = io::Write::write_all(&mut io::stderr().lock(), redact(&text).as_bytes());
+        let masked = redact(&text);
+        match &self.1 {
+            Some(file) => {
+                let mut file = file
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                let _ = io::Write::write_all(&mut *file, masked.as_bytes());
+            }
+            None => {
+                let _ = io::Write::write_all(&mut io::stderr().lock(), masked.as_bytes());
+            }
+        }
     }
 }
 

@@ -11,22 +11,69 @@ use crate::engine::{self, Dialect, Engine};
 use crate::provider::upstream::Upstream;
 use crate::server::{self, AppState};
 
-/// Set up logging (stderr). Secrets never reach it: the configured ones are registered with
-/// [`crate::redact`] first, and every line is written through its masking writer.
-pub fn init_tracing(args: &ServeArgs) {
+/// Set up logging: to stderr, or appended to `--log-file`. Secrets never reach it: the configured
+/// ones are registered with [`crate::redact`] first, and every line is written through its
+/// masking writer.
+///
+/// # Errors
+/// The log file cannot be created.
+pub fn init_tracing(args: &ServeArgs) -> Result<(), String> {
+    init_tracing_to(args, args.log_file.as_deref())
+}
+
+/// [`init_tracing`] to `file` (`None` or `-`: stderr), creating its directory.
+///
+/// # Errors
+/// The log file cannot be created.
+pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Result<(), String> {
     register_secrets(args);
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(&args.log))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let file = file.filter(|f| f.as_os_str() != "-");
+    let (writer, ansi) = match file {
+        Some(path) => {
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir)
+                    .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+            }
+            let opened = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("--log-file {}: {e}", path.display()))?;
+            (crate::redact::RedactingWriter::to_file(opened), false)
+        }
+        None => (
+            crate::redact::RedactingWriter::default(),
+            std::io::IsTerminal::is_terminal(&std::io::stderr()),
+        ),
+    };
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(crate::redact::RedactingWriter)
+        .with_writer(writer)
         .with_ansi(ansi);
     let _ = match args.log_format {
         LogFormat::Json => builder.json().try_init(),
         LogFormat::Pretty => builder.try_init(),
     };
+    Ok(())
+}
+
+/// Where `claude-bridge claude` logs unless `--log-file` says otherwise: a file per run under
+/// `$XDG_STATE_HOME/claude-bridge/` (else `~/.local/state/claude-bridge/`), so the log never
+/// draws over Claude Code's screen. `None` when neither directory is known (then stderr).
+#[must_use]
+pub fn launcher_log_file(now_unix_secs: u64, pid: u32) -> Option<std::path::PathBuf> {
+    let from_env = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+    };
+    let dir = from_env("XDG_STATE_HOME")
+        .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
+        .join("claude-bridge");
+    Some(dir.join(format!("claude-{now_unix_secs}-{pid}.log")))
 }
 
 /// Register every secret the arguments carry with [`crate::redact`]: the upstream and client

@@ -512,3 +512,79 @@ async fn claude_code_keeps_going_through_several_tool_steps() {
         last.openai_shape_problems()
     );
 }
+
+/// Issue 13.5: `claude-bridge claude` runs the real Claude Code on a bridge of its own, and its
+/// log goes to a file under `$XDG_STATE_HOME/claude-bridge/` (it says where on stderr, once),
+/// never onto the terminal Claude Code draws on; `--listen` is honoured, not ignored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_launcher_runs_claude_code_and_keeps_its_log_off_the_screen() {
+    let upstream =
+        claude_code_upstream(bridge_tests::chunks::text_stream(&["Launched ", "fine."])).await;
+    let state = bridge_tests::tempdir::TempDir::new("launcher-state").unwrap();
+    let home = bridge_tests::tempdir::TempDir::new("launcher-home").unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let claude = bridge_tests::clients::claude_code_bin().unwrap();
+    let mut cmd = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap());
+    cmd.args([
+        "claude",
+        "--base-url",
+        &upstream.base_url(),
+        "--model",
+        "test-model",
+    ])
+    .args(["--listen", &format!("127.0.0.1:{port}")])
+    .args(["--claude-bin", &claude.to_string_lossy()])
+    .args(["--", "-p", "say hi", "--output-format", "json"])
+    .current_dir(home.path())
+    .env_clear()
+    .env("PATH", std::env::var("PATH").unwrap_or_default())
+    .env("HOME", home.path())
+    .env("XDG_STATE_HOME", state.path())
+    .env("CLAUDE_BRIDGE_NO_UPSTREAM_CHECK", "true")
+    .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+    .env("CLAUDE_CODE_MAX_RETRIES", "0")
+    .env("DISABLE_AUTOUPDATER", "1")
+    .kill_on_drop(true);
+    let output = tokio::time::timeout(CLI_TIMEOUT, cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    );
+    let shown = format!(
+        "stdout:\n{stdout}\nstderr:\n{stderr}\nupstream:\n{}",
+        upstream.dump()
+    );
+    assert_eq!(output.status.code(), Some(0), "{shown}");
+    let result: Value = serde_json::from_str(stdout.trim()).unwrap_or_default();
+    assert_eq!(result["result"], "Launched fine.", "{shown}");
+    // The terminal got one line from the bridge: where its log is.
+    let logs_dir = state.path().join("claude-bridge");
+    assert_eq!(
+        stderr.matches("claude-bridge: logging to").count(),
+        1,
+        "{shown}"
+    );
+    assert!(
+        stderr.contains(&logs_dir.to_string_lossy().into_owned()),
+        "{shown}"
+    );
+    assert!(
+        !stdout.contains(" INFO ") && !stderr.contains(" INFO "),
+        "{shown}"
+    );
+    let files: Vec<_> = std::fs::read_dir(&logs_dir).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "{shown}");
+    let log = std::fs::read_to_string(files[0].path()).unwrap();
+    assert!(log.contains("claude-bridge serving"), "{log}");
+    assert!(
+        log.contains(&format!("listen=127.0.0.1:{port}")),
+        "--listen was not honoured:\n{log}"
+    );
+}
