@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build run run-agui fabstir-world js test test-rust test-js bench soak fuzz lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-rust test-js bench soak fuzz lint fmt purity doc clean
 
 all: build
 
@@ -28,6 +28,13 @@ setup-js:
 ## Release build of the bridge (the WASI component is built by host-native/build.rs).
 build: setup-rust
 	$(CARGO) build --release -p claude-bridge
+
+## Install the release binary as $(PREFIX)/bin/claude-bridge (PREFIX defaults to ~/.local).
+## Without make: `rustup target add wasm32-wasip2` once, then `cargo install --path host-native`.
+PREFIX ?= $(HOME)/.local
+install: build
+	install -D -m 755 $(TARGET_DIR)/release/claude-bridge $(PREFIX)/bin/claude-bridge
+	@echo "installed $(PREFIX)/bin/claude-bridge"; case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "($(PREFIX)/bin is not on PATH: add it, e.g. export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
 ## Serve on $(LISTEN) against an OpenAI-compatible server at $(BASE_URL) (Ollama's default).
 ## Override with e.g. `make run BASE_URL=https://api.openai.com/v1 ARGS="--model gpt-4o"`,

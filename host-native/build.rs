@@ -2,7 +2,8 @@
 //! it in `OUT_DIR/bridge_core_component.wasm`, where `src/engine/wasm.rs` embeds it.
 //!
 //! So `cargo build` at the workspace root works without Make. The nested build
-//! (`build/component.rs`, shared with `tests/build.rs`) uses `target/component`.
+//! (`build/component.rs`, shared with `tests/build.rs`) uses `component/` in the outer build's
+//! target directory.
 //!
 //! `CLAUDE_BRIDGE_COMPONENT_WASM=/path/to/bridge_core_component.wasm` skips the nested build
 //! and embeds that file instead (prebuilt artifacts, packaging).

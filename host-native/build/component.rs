@@ -1,8 +1,8 @@
 // Shared by `host-native/build.rs` and `tests/build.rs` (`include!`d): build the core's WASI
 // component with a nested cargo.
 //
-// The nested cargo uses its own target dir (`target/<dir>`): the outer cargo holds the lock on
-// `target/`, and sharing it would deadlock. It decides itself whether anything is stale (a
+// The nested cargo uses its own target dir (`<outer target dir>/<dir>`): the outer cargo holds
+// the lock on its target dir's build directories, and sharing them would deadlock. It decides itself whether anything is stale (a
 // no-op build takes about a second); the calling script re-runs when the core, the component
 // crate or the WIT change.
 
@@ -42,7 +42,7 @@ impl ComponentBuild<'_> {
         ensure_target(&rustc)?;
 
         let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let target_dir = workspace.join("target").join(self.target_dir);
+        let target_dir = outer_target_dir(workspace).join(self.target_dir);
         let mut command = Command::new(&cargo);
         command
             .current_dir(workspace)
@@ -140,26 +140,26 @@ fn ensure_target(rustc: &OsString) -> Result<(), BoxError> {
     if sysroot.join("lib").join("rustlib").join(TARGET).is_dir() {
         return Ok(());
     }
-    println!("cargo::warning=installing the {TARGET} target (rustup target add {TARGET})");
-    // Output captured: this script's stdout is read by cargo as instructions.
-    let output = Command::new("rustup")
-        .args(["target", "add", TARGET])
-        .output();
-    match output {
-        Ok(output) if output.status.success() => Ok(()),
-        Ok(output) => Err(format!(
-            "`rustup target add {TARGET}` failed ({}): {}\nThe WASI component of the core \
-             needs it. Install it by hand, or set CLAUDE_BRIDGE_COMPONENT_WASM to a prebuilt \
-             bridge_core_component.wasm",
-            output.status,
-            String::from_utf8_lossy(&output.stderr).trim(),
-        )
-        .into()),
-        Err(e) => Err(format!(
-            "the Rust target {TARGET} is not installed and rustup could not be run ({e}). \
-             Install the target for this toolchain (`rustup target add {TARGET}`), or set \
-             CLAUDE_BRIDGE_COMPONENT_WASM to a prebuilt bridge_core_component.wasm"
-        )
-        .into()),
-    }
+    // A build script does not change the toolchain behind its user's back: it says what to run.
+    Err(format!(
+        "the Rust target {TARGET} is not installed for this toolchain ({}); the core's WASI \
+         component needs it. Run `rustup target add {TARGET}` once (`make setup` does), or set \
+         CLAUDE_BRIDGE_COMPONENT_WASM to a prebuilt bridge_core_component.wasm",
+        sysroot.display()
+    )
+    .into())
+}
+
+/// The outer build's target directory (where `CACHEDIR.TAG` is, above `OUT_DIR`), so the nested
+/// build stays inside it — `CARGO_TARGET_DIR` and `cargo install`'s own directory included —
+/// and is shared by every profile of the outer build. `<workspace>/target` when there is none.
+fn outer_target_dir(workspace: &Path) -> PathBuf {
+    env::var_os("OUT_DIR")
+        .map(PathBuf::from)
+        .and_then(|out| {
+            out.ancestors()
+                .find(|dir| dir.join("CACHEDIR.TAG").is_file())
+                .map(Path::to_path_buf)
+        })
+        .unwrap_or_else(|| workspace.join("target"))
 }
