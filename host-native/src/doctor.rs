@@ -32,6 +32,8 @@ struct Row {
     models: String,
     problem: bool,
     notes: Vec<String>,
+    /// The ids the provider's model list gave.
+    listed: Vec<String>,
 }
 
 /// Run the checks; returns the report and whether everything is fine.
@@ -54,7 +56,10 @@ pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
 /// The same checks when `serve` starts, in the background: each provider that is down, refuses
 /// the key, lacks a configured model or has a `base_url` without `/v1` is a warning in the log
 /// (the upstream may come up later, so serving goes on); a reachable one is one info line.
-pub async fn log_at_start(args: ServeArgs) {
+///
+/// With flags and no `--model` (a client's model name goes upstream unchanged), the ids the
+/// upstream listed are kept in `state` for `GET /v1/models`.
+pub async fn log_at_start(args: ServeArgs, state: std::sync::Arc<crate::server::AppState>) {
     let config = crate::run::load_config(&args).ok().flatten();
     let rows = match check(&args, config.as_ref()).await {
         Ok((_, rows)) => rows,
@@ -63,6 +68,15 @@ pub async fn log_at_start(args: ServeArgs) {
             return;
         }
     };
+    if config.is_none()
+        && args.model.as_deref().is_none_or(str::is_empty)
+        && let Some(row) = rows.first()
+    {
+        *state
+            .upstream_models
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = row.listed.clone();
+    }
     for row in rows {
         if row.status == "-" {
             continue;
@@ -272,6 +286,7 @@ async fn probe(
         .iter()
         .filter_map(|m| m.get("id").and_then(Value::as_str).map(str::to_owned))
         .collect();
+    row.listed.clone_from(&listed);
     let mut shown = Vec::new();
     for model in models {
         if listed.is_empty() || listed.contains(model) {

@@ -178,6 +178,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         max_body_bytes: args.max_body_bytes,
         limits: args.conn_limits(),
         guard,
+        upstream_models: std::sync::RwLock::default(),
         relay: server::relay::Relay {
             ping_interval: Duration::from_secs(args.ping_interval.max(1)),
             idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),
@@ -197,7 +198,10 @@ pub async fn serve(args: &ServeArgs) -> Result<(), String> {
     let (listener, local) = bind_listen(args).await?;
     announce(args, &state, local);
     if !args.no_upstream_check {
-        tokio::spawn(crate::doctor::log_at_start(args.clone()));
+        tokio::spawn(crate::doctor::log_at_start(
+            args.clone(),
+            Arc::clone(&state),
+        ));
     }
     if let Some(file) = state.routes().file.clone() {
         tokio::spawn(reload_on_change(Arc::clone(&state), args.clone(), file));

@@ -370,6 +370,66 @@ async fn the_upstream_is_checked_at_start_and_a_bad_one_is_a_warning_not_a_refus
     );
     assert!(good.log().contains("test-model ✓"), "{}", good.log());
 
+    // Issue 13.7: without --model a client's model name goes upstream as it is, so /v1/models
+    // lists the upstream's own ids (after the Claude ids Claude Code keeps) for clients to send.
+    let forwarding = Bridge::start_with(
+        &upstream.base_url(),
+        "check-forwarding",
+        BridgeOptions {
+            model: None,
+            ..checked()
+        },
+    )
+    .await
+    .unwrap();
+    assert!(log_shows(&forwarding, "upstream reachable").await);
+    let listed = http::send(
+        "GET",
+        &format!("{}/v1/models", forwarding.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    let ids: Vec<String> = listed.json().unwrap()["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str().map(str::to_owned))
+        .collect();
+    assert!(ids[0].starts_with("claude"), "{ids:?}");
+    assert_eq!(
+        ids.last().map(String::as_str),
+        Some("test-model"),
+        "{ids:?}"
+    );
+    let one = http::send(
+        "GET",
+        &format!("{}/v1/models/test-model", forwarding.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(one.status, 200, "{}", one.text());
+    // With --model every name maps to it: the upstream's ids are not offered.
+    let models = http::send(
+        "GET",
+        &format!("{}/v1/models", good.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert!(
+        !models.text().contains("the upstream's own"),
+        "{}",
+        models.text()
+    );
+
     // Ollama's address without /v1: the check says what is wrong before any request fails.
     let root = upstream.base_url().trim_end_matches("/v1").to_owned();
     let no_v1 = Bridge::start_with(&root, "check-no-v1", checked())

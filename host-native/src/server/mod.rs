@@ -48,6 +48,9 @@ pub struct AppState {
     pub relay: relay::Relay,
     /// What browsers and rebinding pages may not send.
     pub guard: crate::guard::Guard,
+    /// The upstream's own model ids, as its model list said at start (flags without `--model`
+    /// only: then a client's model name goes upstream unchanged, so these are names it can send).
+    pub upstream_models: std::sync::RwLock<Vec<String>>,
 }
 
 impl AppState {
@@ -60,6 +63,15 @@ impl AppState {
                 .read()
                 .unwrap_or_else(std::sync::PoisonError::into_inner),
         )
+    }
+
+    /// The upstream's own model ids (empty until the start-up check listed them).
+    #[must_use]
+    pub fn upstream_models(&self) -> Vec<String> {
+        self.upstream_models
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// Put new routes in force (a config reload).

@@ -1,6 +1,8 @@
 //! `GET /v1/models` in Anthropic's shape: the Claude ids (Claude Code's gateway model discovery
 //! only keeps ids that begin with `claude`; each maps to the default target), then the models the
-//! config file (or `--model`) lists, by the id a client sends.
+//! config file (or `--model`) lists, by the id a client sends — or, with flags and no `--model`,
+//! the upstream's own ids as its model list gave them at start (a client's model name goes
+//! upstream unchanged then, so those are the names it can send).
 
 use http::{Response, StatusCode};
 
@@ -48,6 +50,12 @@ pub(super) fn list(state: &AppState) -> Response<ResponseBody> {
             .iter()
             .map(|(id, provider)| configured(id, provider)),
     );
+    data.extend(
+        state
+            .upstream_models()
+            .iter()
+            .map(|id| configured(id, "the upstream's own")),
+    );
     let body = serde_json::json!({
         "first_id": data.first().map(|m| m["id"].clone()),
         "last_id": data.last().map(|m| m["id"].clone()),
@@ -79,6 +87,10 @@ pub(super) fn get(state: &AppState, id: &str) -> Result<Response<ResponseBody>, 
                 configured(id, provider).to_string(),
             ))
         }
+        None if state.upstream_models().iter().any(|m| m == id) => Ok(json_response(
+            StatusCode::OK,
+            configured(id, "the upstream's own").to_string(),
+        )),
         None => Err(BridgeError::NotFound {
             method: String::from("GET"),
             path: format!("/v1/models/{id}"),
