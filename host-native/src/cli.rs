@@ -66,15 +66,17 @@ pub enum Command {
         #[command(flatten)]
         serve: ServeArgs,
     },
-    /// Run the translator over files (a debugging aid): print the upstream request, and with
-    /// `--upstream` the Anthropic events (or the folded message with `--no-stream`).
+    /// Run the translator of `--provider` over files (a debugging aid): print the upstream
+    /// request, and with `--capture` the Anthropic events (or the folded message with
+    /// `--no-stream`).
     Translate {
         /// Anthropic Messages request (JSON file).
         #[arg(long)]
         request: PathBuf,
-        /// OpenAI Chat Completions stream captured from an upstream (SSE file).
+        /// The upstream's reply, captured: an SSE file in `--provider`'s dialect (for `fabstir`,
+        /// the model's raw text).
         #[arg(long)]
-        upstream: Option<PathBuf>,
+        capture: Option<PathBuf>,
         /// Fold the answer into one message instead of SSE.
         #[arg(long)]
         no_stream: bool,
@@ -87,9 +89,15 @@ pub enum Command {
 /// Options of `claude-bridge agui`.
 #[derive(Debug, Clone, Args)]
 pub struct AguiArgs {
-    /// The Claude Code executable the sessions run.
-    #[arg(long, env = "CLAUDE_BRIDGE_CLAUDE_PATH", default_value = "claude")]
-    pub claude_path: String,
+    /// The Claude Code executable the sessions run (the same flag as `claude-bridge claude`'s;
+    /// `--claude-path` is its old name).
+    #[arg(
+        long,
+        alias = "claude-path",
+        env = "CLAUDE_BRIDGE_CLAUDE_BIN",
+        default_value = "claude"
+    )]
+    pub claude_bin: String,
     /// The working directory of the Claude Code sessions (default: the bridge's).
     #[arg(long, env = "CLAUDE_BRIDGE_CWD")]
     pub cwd: Option<PathBuf>,
@@ -507,6 +515,50 @@ impl ServeArgs {
             );
         }
         fitted
+    }
+
+    /// The core's dialect for `--provider`, and its options as the JSON the core takes.
+    ///
+    /// # Errors
+    /// The options cannot be encoded (they always can: plain data).
+    pub fn dialect_options(&self) -> Result<(bridge_core::api::Dialect, String), String> {
+        use bridge_core::api::{AnthropicOptions, Dialect};
+        let encoded = match self.provider {
+            Provider::Openai => (
+                Dialect::OpenaiChat,
+                serde_json::to_string(&self.convert_options()),
+            ),
+            Provider::Responses => (
+                Dialect::OpenaiResponses,
+                serde_json::to_string(&self.responses_options()),
+            ),
+            Provider::Anthropic => (
+                Dialect::Anthropic,
+                serde_json::to_string(&AnthropicOptions {
+                    model: self.model.clone(),
+                }),
+            ),
+            Provider::Fabstir => (
+                Dialect::Chatml,
+                serde_json::to_string(&self.chatml_options()),
+            ),
+        };
+        let (dialect, json) = encoded;
+        Ok((dialect, json.map_err(|e| e.to_string())?))
+    }
+
+    /// The core's options for raw-text (Fabstir) hosts.
+    #[must_use]
+    pub fn chatml_options(&self) -> bridge_core::api::ChatmlOptions {
+        bridge_core::api::ChatmlOptions {
+            model: self.model.clone(),
+            max_tokens_cap: (self.max_tokens_cap > 0).then_some(self.max_tokens_cap),
+            tool_format: match self.tool_format {
+                ToolFormatChoice::Json => bridge_core::api::ToolFormat::Json,
+                ToolFormatChoice::Glm => bridge_core::api::ToolFormat::Glm,
+            },
+            require_max_tokens: true,
+        }
     }
 
     /// The core's options for Chat Completions upstreams.

@@ -66,36 +66,48 @@ pub async fn claude(
         .unwrap_or(1))
 }
 
-/// Print the upstream request for `request`, then (with `upstream`) the translated answer.
+/// Print the upstream request `--provider`'s dialect makes of `request`, then (with `capture`,
+/// the upstream's reply) the Anthropic events it becomes, or the folded message.
 ///
 /// # Errors
 /// Files cannot be read or the engine rejects them.
 pub fn translate(
     args: &ServeArgs,
     request: &Path,
-    upstream: Option<&Path>,
+    capture: Option<&Path>,
     no_stream: bool,
 ) -> Result<u8, String> {
     let engine = run::build_engine(args)?;
     let body = std::fs::read(request).map_err(|e| format!("{}: {e}", request.display()))?;
-    let converted = engine
-        .convert_request(&body, &args.convert_options())
+    let (dialect, options) = args.dialect_options()?;
+    let prepared = engine
+        .prepare(dialect, &body, &options)
         .map_err(|e| e.to_string())?;
-    for warning in &converted.warnings {
+    for warning in &prepared.warnings {
         eprintln!("warning: {warning}");
     }
-    let Some(upstream) = upstream else {
-        println!("{}", converted.body);
+    let Some(capture) = capture else {
+        println!("{}", prepared.body);
         return Ok(0);
     };
-    let bytes = std::fs::read(upstream).map_err(|e| format!("{}: {e}", upstream.display()))?;
+    // A raw-text host's prompt carries the tools its reply's inline calls are typed by.
+    let tools = match dialect {
+        bridge_core::api::Dialect::Chatml => {
+            serde_json::from_str::<bridge_core::api::ChatmlPrompt>(&prepared.body)
+                .map(|p| p.tools)
+                .unwrap_or_default()
+        }
+        _ => Vec::new(),
+    };
+    let bytes = std::fs::read(capture).map_err(|e| format!("{}: {e}", capture.display()))?;
     let mut session = engine
         .translator(&bridge_core::api::StreamOptions {
             stream: !no_stream,
-            model: converted.client_model,
-            input_tokens_estimate: converted.input_tokens_estimate,
+            model: prepared.client_model,
+            input_tokens_estimate: prepared.input_tokens_estimate,
             id_seed: crate::ids::seed(),
-            ..bridge_core::api::StreamOptions::default()
+            dialect,
+            tools,
         })
         .map_err(|e| e.to_string())?;
     let head = session.feed(&bytes).map_err(|e| e.to_string())?;

@@ -91,10 +91,10 @@ fn main() -> ExitCode {
         }),
         Some(Command::Translate {
             request,
-            upstream,
+            capture,
             no_stream,
             serve,
-        }) => claude_bridge::launch::translate(&serve, &request, upstream.as_deref(), no_stream),
+        }) => claude_bridge::launch::translate(&serve, &request, capture.as_deref(), no_stream),
     };
     match result {
         Ok(code) => ExitCode::from(code),

@@ -127,7 +127,7 @@ async fn world_with(name: &str, extra: &[&str]) -> World {
         ..BridgeOptions::default()
     }
     .args(&[
-        "--claude-path",
+        "--claude-bin",
         claude.to_str().unwrap(),
         "--cwd",
         cwd.path().to_str().unwrap(),

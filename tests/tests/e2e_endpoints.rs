@@ -266,3 +266,49 @@ fn a_reachable_bridge_needs_a_client_key_and_an_empty_key_is_refused() {
         assert!(stderr.contains(words), "{args:?}: {stderr}");
     }
 }
+
+/// `claude-bridge translate` runs the translator of `--provider`'s dialect over captured files:
+/// the Anthropic pass-through relays the capture's frames, Responses events become Anthropic
+/// events, and a raw-text (Fabstir) capture's inline tool call becomes a `tool_use` block.
+#[test]
+fn translate_runs_the_providers_dialect_over_captured_files() {
+    let fixtures = bridge_tests::conformance::fixtures_dir();
+    let run = |provider: &str, case: &std::path::Path, capture: &std::path::Path| {
+        let out = std::process::Command::new(bridge_tests::bridge::binary_path().unwrap())
+            .args(["translate", "--provider", provider, "--engine", "native"])
+            .arg("--request")
+            .arg(case.join("request.json"))
+            .arg("--capture")
+            .arg(capture)
+            .env("CLAUDE_BRIDGE_LOG", "warn")
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{provider}: {stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+    };
+    let anthropic = fixtures.join("anthropic/parallel_tool_use");
+    let relayed = run("anthropic", &anthropic, &anthropic.join("upstream.sse"));
+    assert_eq!(
+        relayed,
+        std::fs::read_to_string(anthropic.join("upstream.sse")).unwrap()
+    );
+    let responses = fixtures.join("responses/reasoning_then_function_call");
+    let events = run("responses", &responses, &responses.join("upstream.sse"));
+    assert!(events.starts_with("event: message_start\n"), "{events}");
+    assert!(events.contains(r#""type":"tool_use""#), "{events}");
+    let raw = bridge_tests::tempdir::TempDir::new("translate-raw").unwrap();
+    let reply = raw.path().join("reply.txt");
+    std::fs::write(
+        &reply,
+        "Listing.<tool_call>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool_call>",
+    )
+    .unwrap();
+    let text = run("fabstir", &anthropic, &reply);
+    assert!(text.contains(r#""name":"Bash""#), "{text}");
+    assert!(text.contains(r#""stop_reason":"tool_use""#), "{text}");
+}

@@ -71,7 +71,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         AgentUpstream::Anthropic => None,
     };
     let config = AgentConfig {
-        claude_path: agent.claude_path.clone(),
+        claude_path: agent.claude_bin.clone(),
         cwd: agent.cwd.clone(),
         env,
         mcp_base: format!("http://{local}"),
@@ -90,7 +90,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
     });
     info!(
         listen = %local,
-        claude = %agent.claude_path,
+        claude = %agent.claude_bin,
         upstream = match agent.upstream {
             AgentUpstream::SelfFront => "self (the Anthropic front above)",
             AgentUpstream::Anthropic => "anthropic (Claude Code's own configuration)",

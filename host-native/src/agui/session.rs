@@ -612,7 +612,7 @@ impl Actor {
         self.set_status(Status::Starting);
         let mut child = command.spawn().map_err(|e| {
             let reason = format!(
-                "cannot start Claude Code `{}`: {e} (set --claude-path)",
+                "cannot start Claude Code `{}`: {e} (set --claude-bin)",
                 self.config.claude_path
             );
             self.set_status(Status::Crashed {

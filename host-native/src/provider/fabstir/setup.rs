@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use alloy::primitives::{Address, U256};
-use bridge_core::api::{ChatmlOptions, ToolFormat};
+use bridge_core::api::ChatmlOptions;
 use bridge_core::fabstir::model_id::ModelId;
 use bridge_core::fabstir::scoring::{self, Selection};
 use bridge_core::fabstir::session::Limits;
@@ -21,7 +21,7 @@ use super::driver::{Fabstir, SessionConfig};
 use super::jobs::{ChainJobs, JobSource, Target, payment_name};
 use super::ledger::Ledger;
 use super::source::FabstirProvider;
-use crate::cli::{PaymentChoice, SelectionChoice, ServeArgs, ToolFormatChoice};
+use crate::cli::{PaymentChoice, SelectionChoice, ServeArgs};
 
 fn missing(flag: &str) -> String {
     format!(
@@ -140,12 +140,7 @@ pub async fn backend(
         client: Fabstir::start(config, jobs, Box::new(super::OsRandomness)),
         options: ChatmlOptions {
             model: Some(model.clone()),
-            max_tokens_cap: (args.max_tokens_cap > 0).then_some(args.max_tokens_cap),
-            tool_format: match args.tool_format {
-                ToolFormatChoice::Json => ToolFormat::Json,
-                ToolFormatChoice::Glm => ToolFormat::Glm,
-            },
-            require_max_tokens: true,
+            ..args.chatml_options()
         },
         model,
         engine: Arc::clone(engine),
