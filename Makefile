@@ -64,6 +64,7 @@ test: setup lint purity test-rust test-js
 test-rust:
 	$(CARGO) build -p claude-bridge
 	$(CARGO) test --workspace --no-fail-fast
+	$(CARGO) test -p claude-bridge --no-default-features --lib
 
 ## The npm package's suites: golden fixtures in Node and Chromium against the native core's bytes,
 ## the facade's contract, npm pack + install into a fresh directory + tsc, the playground.
@@ -88,10 +89,12 @@ soak:
 fuzz:
 	@scripts/fuzz.sh
 
-## fmt check + clippy -D warnings, natively and for both wasm targets.
+## fmt check + clippy -D warnings, natively (the default features, and none: no Fabstir chain
+## mode, no AG-UI) and for both wasm targets.
 lint: setup-rust
 	$(CARGO) fmt --all --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy -p claude-bridge --no-default-features --all-targets -- -D warnings
 	$(CARGO) clippy -p bridge-core -p bridge-core-js --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-js --no-default-features --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 -- -D warnings

@@ -45,6 +45,7 @@ pub enum Command {
     /// Serve AG-UI (CopilotKit's runtime transport) in front of Claude Code child processes:
     /// `--listen` is the AG-UI address; `--upstream self` also serves this bridge's Anthropic
     /// front on a free loopback port for the children (the provider flags configure it).
+    #[cfg(feature = "agui")]
     Agui {
         /// Provider and server options (as for `serve`).
         #[command(flatten)]

@@ -10,10 +10,13 @@
 //!   trait; the front relays what they answer.
 //! - [`error`]: every way a request can fail, whose fault it was, whether to try elsewhere.
 //! - [`guard`]: what browsers and rebinding pages may not send, for every front.
-//! - [`fabstir`]: the Fabstir provider's host side (encryption, sessions, the chain, the ledger).
-//! - [`agui`]: `claude-bridge agui`, AG-UI / CopilotKit front ends driving Claude Code.
+//! - [`fabstir`]: the Fabstir provider's host side (encryption, sessions, the chain (feature
+//!   `fabstir-chain`), the ledger).
+//! - `agui` (feature `agui`): `claude-bridge agui`, AG-UI / CopilotKit front ends driving Claude
+//!   Code.
 //! - [`run`]: wiring them together.
 
+#[cfg(feature = "agui")]
 pub mod agui;
 pub mod cli;
 pub mod config;

@@ -71,6 +71,7 @@ fn main() -> ExitCode {
                 ))
             })
         }
+        #[cfg(feature = "agui")]
         Some(Command::Agui { serve, agent }) => run::init_tracing(&serve).and_then(|()| {
             runtime
                 .block_on(claude_bridge::agui::serve(&serve, &agent))

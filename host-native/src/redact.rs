@@ -75,6 +75,29 @@ pub fn split_userinfo(url: &str) -> (String, Option<(String, String)>) {
     }
 }
 
+/// `%XX` escapes decoded (a URL's userinfo or path segment); anything else kept as it is.
+#[must_use]
+pub fn percent_decode(segment: &str) -> String {
+    let bytes = segment.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len()
+            && let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        {
+            out.push(b);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A log writer that masks registered secrets in everything written through it: to stderr, or
 /// (`to_file`) appended to a file.
 #[derive(Debug, Clone, Default)]

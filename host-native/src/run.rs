@@ -85,7 +85,7 @@ pub fn register_secrets(args: &ServeArgs) {
     }
     if let (_, Some((user, password))) = crate::redact::split_userinfo(&args.base_url) {
         register(&password);
-        register(&crate::agui::http::percent_decode(&password));
+        register(&crate::redact::percent_decode(&password));
         if password.is_empty() {
             register(&user);
         }

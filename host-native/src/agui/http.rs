@@ -147,7 +147,7 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
     let segments: Vec<String> = path
         .split('/')
         .filter(|s| !s.is_empty())
-        .map(percent_decode)
+        .map(crate::redact::percent_decode)
         .collect();
     let segments: Vec<&str> = segments.iter().map(String::as_str).collect();
     let body = if method == Method::POST {
@@ -228,27 +228,6 @@ async fn read_body(
             &format!("cannot read the body: {e}"),
         )),
     }
-}
-
-pub(crate) fn percent_decode(segment: &str) -> String {
-    let bytes = segment.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && i + 2 < bytes.len()
-            && let Some(b) = std::str::from_utf8(&bytes[i + 1..i + 3])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        {
-            out.push(b);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// CopilotKit's RuntimeInfo for this server.

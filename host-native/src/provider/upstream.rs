@@ -114,7 +114,7 @@ impl Upstream {
             }
             (None, Some((user, password))) => {
                 use base64::Engine as _;
-                let decode = crate::agui::http::percent_decode;
+                let decode = crate::redact::percent_decode;
                 let credentials = base64::engine::general_purpose::STANDARD.encode(format!(
                     "{}:{}",
                     decode(&user),

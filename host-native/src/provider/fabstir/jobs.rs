@@ -7,19 +7,29 @@
 //!   (failures), draw one, and pay a new job on-chain at the host's own price. Every job goes into
 //!   the [`Ledger`].
 
+#[cfg(feature = "fabstir-chain")]
 use std::collections::HashMap;
+#[cfg(feature = "fabstir-chain")]
 use std::sync::Arc;
 
-use alloy::primitives::{Address, U256};
+use alloy_primitives::Address;
+#[cfg(feature = "fabstir-chain")]
+use alloy_primitives::U256;
 use bridge_core::anthropic::events::{ApiError, ErrorKind};
+#[cfg(feature = "fabstir-chain")]
 use bridge_core::fabstir::model_id::ModelId;
+#[cfg(feature = "fabstir-chain")]
 use bridge_core::fabstir::scoring::{self, Candidate, Selection};
 use k256::PublicKey;
+#[cfg(feature = "fabstir-chain")]
 use tokio::sync::Mutex;
+#[cfg(feature = "fabstir-chain")]
 use tracing::{error, info, warn};
 
+#[cfg(feature = "fabstir-chain")]
 use super::chain::{Chain, ChainError, HostOffer, Payment, saturating_u128};
 use super::crypto::Randomness;
+#[cfg(feature = "fabstir-chain")]
 use super::ledger::{JobEntry, Ledger};
 
 /// The host and job a session runs on.
@@ -38,6 +48,7 @@ pub struct Target {
 }
 
 /// Chain mode's settings and memory.
+#[cfg(feature = "fabstir-chain")]
 #[derive(Debug)]
 pub struct ChainJobs {
     /// The chain client (with the wallet).
@@ -90,6 +101,7 @@ pub enum JobSource {
         used: bool,
     },
     /// New jobs paid on-chain.
+    #[cfg(feature = "fabstir-chain")]
     Chain(Box<ChainJobs>),
 }
 
@@ -99,6 +111,7 @@ impl JobSource {
     pub fn chain_id(&self, direct_chain_id: u64) -> u64 {
         match self {
             Self::Direct { .. } => direct_chain_id,
+            #[cfg(feature = "fabstir-chain")]
             Self::Chain(jobs) => jobs.chain.config().chain_id,
         }
     }
@@ -113,6 +126,8 @@ impl JobSource {
         deposit: u128,
         rng: &mut (dyn Randomness + Send + Sync),
     ) -> Result<Target, NoJob> {
+        #[cfg(not(feature = "fabstir-chain"))]
+        let _ = (deposit, rng);
         match self {
             Self::Direct { target, used } => {
                 if *used {
@@ -129,22 +144,29 @@ impl JobSource {
                     Ok(target.clone())
                 }
             }
+            #[cfg(feature = "fabstir-chain")]
             Self::Chain(jobs) => jobs.create(deposit, rng).await,
         }
     }
 
     /// The host failed this session (unreachable, dropped mid-reply, silent).
     pub fn host_failed(&mut self, target: &Target) {
+        #[cfg(feature = "fabstir-chain")]
         if let (Self::Chain(jobs), Some(host)) = (self, target.host) {
             *jobs.failures.entry(host).or_default() += 1;
         }
+        #[cfg(not(feature = "fabstir-chain"))]
+        let _ = (self, target);
     }
 
     /// The socket to the host opened after `millis`.
     pub fn host_reached(&mut self, target: &Target, millis: u64) {
+        #[cfg(feature = "fabstir-chain")]
         if let (Self::Chain(jobs), Some(host)) = (self, target.host) {
             jobs.latency_ms.insert(host, millis);
         }
+        #[cfg(not(feature = "fabstir-chain"))]
+        let _ = (self, target, millis);
     }
 
     /// A prompt finished on the job with the host's token count.
@@ -168,8 +190,15 @@ impl JobSource {
         &mut self,
         target: &Target,
         what: &str,
-        update: impl FnOnce(&mut Ledger, u64, u64) -> Result<(), super::ledger::LedgerError>,
+        update: impl FnOnce(
+            &mut super::ledger::Ledger,
+            u64,
+            u64,
+        ) -> Result<(), super::ledger::LedgerError>,
     ) {
+        #[cfg(not(feature = "fabstir-chain"))]
+        let _ = (target, what, update);
+        #[cfg(feature = "fabstir-chain")]
         if let Self::Chain(jobs) = self {
             let chain_id = jobs.chain.config().chain_id;
             let mut ledger = jobs.ledger.lock().await;
@@ -180,6 +209,7 @@ impl JobSource {
     }
 }
 
+#[cfg(feature = "fabstir-chain")]
 impl ChainJobs {
     async fn create(
         &mut self,
@@ -341,6 +371,7 @@ impl ChainJobs {
 }
 
 /// `eth` / `usdc`, as the ledger writes it.
+#[cfg(feature = "fabstir-chain")]
 #[must_use]
 pub fn payment_name(payment: Payment) -> &'static str {
     match payment {
@@ -351,6 +382,7 @@ pub fn payment_name(payment: Payment) -> &'static str {
 
 /// The on-chain price as the init's JSON number.
 /// The on-chain price as the host reads it in the init (a `u64`).
+#[cfg(feature = "fabstir-chain")]
 fn price_for_init(price: U256) -> Result<u64, NoJob> {
     u64::try_from(price).map_err(|_| {
         NoJob::from(ApiError::new(
@@ -362,6 +394,7 @@ fn price_for_init(price: U256) -> Result<u64, NoJob> {
     })
 }
 
+#[cfg(feature = "fabstir-chain")]
 fn unix_now() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -369,6 +402,7 @@ fn unix_now() -> u64 {
 }
 
 /// The one place a chain failure becomes what the client is told.
+#[cfg(feature = "fabstir-chain")]
 #[must_use]
 pub fn chain_error(error: &ChainError) -> ApiError {
     let kind = match error {

@@ -1,7 +1,8 @@
 //! The Fabstir backend's host side: what touches keys (and, as it grows, sockets and the chain).
 //! The protocol's rules live in the core (`bridge_core::fabstir`, `bridge_core::chatml`).
 //!
-//! - [`chain`]: NodeRegistry discovery and pricing, JobMarketplace jobs paid in ETH or USDC.
+//! - `chain` (feature `fabstir-chain`): NodeRegistry discovery and pricing, JobMarketplace jobs
+//!   paid in ETH or USDC.
 //! - [`crypto`]: secp256k1 ECDH, HKDF-SHA256, XChaCha20-Poly1305 and the init signature.
 //! - [`driver`]: the task that owns the encrypted WebSocket and the core's session machine.
 //! - [`jobs`]: where jobs come from (direct: the given one; chain: discovered, scored, paid).
@@ -9,6 +10,7 @@
 //! - [`setup`]: flags to backend; the `hosts` listing.
 //! - [`source`]: the [`crate::provider::Provider`] for Fabstir hosts.
 
+#[cfg(feature = "fabstir-chain")]
 pub mod chain;
 pub mod crypto;
 pub mod driver;

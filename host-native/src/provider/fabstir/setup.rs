@@ -8,20 +8,30 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use alloy::primitives::{Address, U256};
+#[cfg(feature = "fabstir-chain")]
+use alloy_primitives::{Address, U256};
 use bridge_core::api::ChatmlOptions;
 use bridge_core::fabstir::model_id::ModelId;
+#[cfg(feature = "fabstir-chain")]
 use bridge_core::fabstir::scoring::{self, Selection};
 use bridge_core::fabstir::session::Limits;
-use tracing::{info, warn};
+use tracing::info;
+#[cfg(feature = "fabstir-chain")]
+use tracing::warn;
 
+#[cfg(feature = "fabstir-chain")]
 use super::chain::{Chain, ChainConfig, Payment, format_units, parse_units, saturating_u128};
 use super::crypto;
 use super::driver::{Fabstir, SessionConfig};
-use super::jobs::{ChainJobs, JobSource, Target, payment_name};
+#[cfg(feature = "fabstir-chain")]
+use super::jobs::{ChainJobs, payment_name};
+use super::jobs::{JobSource, Target};
+#[cfg(feature = "fabstir-chain")]
 use super::ledger::Ledger;
 use super::source::FabstirProvider;
-use crate::cli::{PaymentChoice, SelectionChoice, ServeArgs};
+use crate::cli::ServeArgs;
+#[cfg(feature = "fabstir-chain")]
+use crate::cli::{PaymentChoice, SelectionChoice};
 
 fn missing(flag: &str) -> String {
     format!(
@@ -82,46 +92,7 @@ pub async fn backend(
                  hosts come from the NodeRegistry (pin one with --host 0xOPERATOR)",
             ));
         }
-        let payment = payment(args.payment);
-        let chain = Chain::connect(chain_config(args)?, Some(&wallet), Arc::clone(&tls))
-            .await
-            .map_err(|e| e.to_string())?;
-        let ledger_path = args.ledger.clone().unwrap_or_else(Ledger::default_path);
-        let mut ledger = Ledger::open(&ledger_path).map_err(|e| e.to_string())?;
-        ledger.check_writable().map_err(|e| {
-            format!("{e}: the bridge does not pay for jobs it cannot record (choose another file with --ledger)")
-        })?;
-        reconcile(&chain, &mut ledger).await;
-        let limits = limits(args, payment, &ledger, chain.config().chain_id)?;
-        info!(
-            rpc = %chain.config().rpc_url,
-            chain_id = chain.config().chain_id,
-            model = %model,
-            wallet = %wallet_address,
-            payment = payment.unit(),
-            deposit = %format_units(U256::from(limits.deposit), payment.decimals()),
-            max_spend = %format_units(U256::from(limits.max_spend), payment.decimals()),
-            spent_before = %format_units(U256::from(limits.already_spent), payment.decimals()),
-            ledger = %ledger_path.display(),
-            "Fabstir chain mode"
-        );
-        let pinned = args
-            .host
-            .as_deref()
-            .map(|h| parse_address(h, "--host"))
-            .transpose()?;
-        let jobs = JobSource::Chain(Box::new(ChainJobs {
-            chain,
-            model: model_id,
-            model_name: model.clone(),
-            payment,
-            selection: selection(args.selection),
-            pinned,
-            ledger: Arc::new(tokio::sync::Mutex::new(ledger)),
-            failures: std::collections::HashMap::new(),
-            latency_ms: std::collections::HashMap::new(),
-        }));
-        (jobs, limits)
+        chain_jobs(args, &wallet, &wallet_address, &model, model_id, &tls).await?
     };
     let config = SessionConfig {
         chain_id: args.chain_id,
@@ -148,6 +119,78 @@ pub async fn backend(
     })
 }
 
+/// Chain mode's job source and limits: the chain reached and checked, the ledger opened (and
+/// writable: no payment without a record) and reconciled.
+#[cfg(feature = "fabstir-chain")]
+async fn chain_jobs(
+    args: &ServeArgs,
+    wallet: &k256::SecretKey,
+    wallet_address: &str,
+    model: &str,
+    model_id: ModelId,
+    tls: &Arc<rustls::ClientConfig>,
+) -> Result<(JobSource, Limits), String> {
+    let payment = payment(args.payment);
+    let chain = Chain::connect(chain_config(args)?, Some(wallet), Arc::clone(tls))
+        .await
+        .map_err(|e| e.to_string())?;
+    let ledger_path = args.ledger.clone().unwrap_or_else(Ledger::default_path);
+    let mut ledger = Ledger::open(&ledger_path).map_err(|e| e.to_string())?;
+    ledger.check_writable().map_err(|e| {
+        format!("{e}: the bridge does not pay for jobs it cannot record (choose another file with --ledger)")
+    })?;
+    reconcile(&chain, &mut ledger).await;
+    let limits = limits(args, payment, &ledger, chain.config().chain_id)?;
+    info!(
+        rpc = %chain.config().rpc_url,
+        chain_id = chain.config().chain_id,
+        model = %model,
+        wallet = %wallet_address,
+        payment = payment.unit(),
+        deposit = %format_units(U256::from(limits.deposit), payment.decimals()),
+        max_spend = %format_units(U256::from(limits.max_spend), payment.decimals()),
+        spent_before = %format_units(U256::from(limits.already_spent), payment.decimals()),
+        ledger = %ledger_path.display(),
+        "Fabstir chain mode"
+    );
+    let pinned = args
+        .host
+        .as_deref()
+        .map(|h| parse_address(h, "--host"))
+        .transpose()?;
+    let jobs = JobSource::Chain(Box::new(ChainJobs {
+        chain,
+        model: model_id,
+        model_name: model.to_owned(),
+        payment,
+        selection: selection(args.selection),
+        pinned,
+        ledger: Arc::new(tokio::sync::Mutex::new(ledger)),
+        failures: std::collections::HashMap::new(),
+        latency_ms: std::collections::HashMap::new(),
+    }));
+    Ok((jobs, limits))
+}
+
+/// This build has no chain client: only direct mode.
+#[cfg(not(feature = "fabstir-chain"))]
+async fn chain_jobs(
+    _args: &ServeArgs,
+    _wallet: &k256::SecretKey,
+    _wallet_address: &str,
+    _model: &str,
+    _model_id: ModelId,
+    _tls: &Arc<rustls::ClientConfig>,
+) -> Result<(JobSource, Limits), String> {
+    Err(String::from(NO_CHAIN))
+}
+
+/// What a build without the `fabstir-chain` feature says when asked for chain mode.
+#[cfg(not(feature = "fabstir-chain"))]
+const NO_CHAIN: &str = "this claude-bridge was built without Fabstir chain mode (cargo feature \
+     `fabstir-chain`): give --job-id, --host-url and --host-pubkey for direct mode, or build with \
+     the default features";
+
 /// The wallet key from `--private-key-file` or `CLAUDE_BRIDGE_PRIVATE_KEY` (never a plain flag).
 fn wallet_key(args: &ServeArgs) -> Result<k256::SecretKey, String> {
     let key_text = match (
@@ -165,6 +208,7 @@ fn wallet_key(args: &ServeArgs) -> Result<k256::SecretKey, String> {
 }
 
 /// The contracts and RPC from the flags, over the Base Sepolia defaults.
+#[cfg(feature = "fabstir-chain")]
 fn chain_config(args: &ServeArgs) -> Result<ChainConfig, String> {
     let mut config = ChainConfig::base_sepolia();
     let default_chain = args.chain_id == config.chain_id;
@@ -202,12 +246,14 @@ fn chain_config(args: &ServeArgs) -> Result<ChainConfig, String> {
     Ok(config)
 }
 
+#[cfg(feature = "fabstir-chain")]
 fn parse_address(text: &str, flag: &str) -> Result<Address, String> {
     text.trim()
         .parse::<Address>()
         .map_err(|e| format!("{flag} {text}: not an address ({e}); give 0x and 40 hex digits"))
 }
 
+#[cfg(feature = "fabstir-chain")]
 fn payment(choice: PaymentChoice) -> Payment {
     match choice {
         PaymentChoice::Eth => Payment::Eth,
@@ -215,6 +261,7 @@ fn payment(choice: PaymentChoice) -> Payment {
     }
 }
 
+#[cfg(feature = "fabstir-chain")]
 fn selection(choice: SelectionChoice) -> Selection {
     match choice {
         SelectionChoice::Auto => Selection::Auto,
@@ -225,6 +272,7 @@ fn selection(choice: SelectionChoice) -> Selection {
 }
 
 /// Deposit and cap (base units) from the flags, and what the ledger says was spent before.
+#[cfg(feature = "fabstir-chain")]
 fn limits(
     args: &ServeArgs,
     payment: Payment,
@@ -269,11 +317,12 @@ fn limits(
 
 /// Ask the chain about the ledger's unconfirmed jobs: how pending transactions ended, and what
 /// each finished job cost (deposit minus refund).
+#[cfg(feature = "fabstir-chain")]
 async fn reconcile(chain: &Chain, ledger: &mut Ledger) {
     let chain_id = chain.config().chain_id;
     for entry in ledger.to_reconcile(chain_id) {
         let recorded = if entry.status == "pending" {
-            let Ok(tx) = entry.tx.parse::<alloy::primitives::B256>() else {
+            let Ok(tx) = entry.tx.parse::<alloy_primitives::B256>() else {
                 continue;
             };
             match chain.job_of_transaction(tx).await {
@@ -324,6 +373,7 @@ async fn reconcile(chain: &Chain, ledger: &mut Ledger) {
 ///
 /// # Errors
 /// Bad flags, or the chain cannot be read.
+#[cfg(feature = "fabstir-chain")]
 pub async fn hosts(args: &ServeArgs) -> Result<String, String> {
     let model = args
         .model
@@ -397,4 +447,13 @@ pub async fn hosts(args: &ServeArgs) -> Result<String, String> {
         line([&row[0], &row[1], &row[2], &row[3], &row[4], &row[5]]);
     }
     Ok(out)
+}
+
+/// `claude-bridge hosts` needs the chain client.
+///
+/// # Errors
+/// Always, in a build without the `fabstir-chain` feature.
+#[cfg(not(feature = "fabstir-chain"))]
+pub async fn hosts(_args: &ServeArgs) -> Result<String, String> {
+    Err(String::from(NO_CHAIN))
 }
