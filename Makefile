@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-rust test-js bench soak fuzz lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-rust test-js bench soak soak-burst fuzz lint fmt purity doc clean
 
 all: build
 
@@ -83,6 +83,14 @@ soak:
 	$(CARGO) build --release -q -p claude-bridge
 	$(CARGO) build --release -q -p bridge-tests --bin soak
 	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge $(TARGET_DIR)/release/soak $${SOAK_STREAMS:-200} $${SOAK_MINUTES:-5}
+
+## Memory after bursts (not in CI): SOAK_ROUNDS (2) rounds of SOAK_BODIES (10) concurrent requests of
+## SOAK_BODY_MB (31) MB each, then SOAK_IDLE_S (60) s idle; RSS peak, at the end, after idling;
+## SOAK_ENGINE=native|wasm (default: the bridge's). tests/bench/results/burst-*.json.
+soak-burst:
+	$(CARGO) build --release -q -p claude-bridge
+	$(CARGO) build --release -q -p bridge-tests --bin soak
+	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge E2E_ENGINE=$${SOAK_ENGINE:-} $(TARGET_DIR)/release/soak burst $${SOAK_BODIES:-10} $${SOAK_BODY_MB:-31} $${SOAK_IDLE_S:-60} $${SOAK_ROUNDS:-2}
 
 ## Fuzzing (nightly, cargo-fuzz): every target in core/src/fuzz.rs for FUZZ_SECONDS (default 60)
 ## each, seeded with the golden fixtures. `make test` runs the same targets on stable, briefly.

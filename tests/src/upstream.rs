@@ -575,6 +575,15 @@ impl Upstream {
             .clone()
     }
 
+    /// Forget the requests recorded so far (a measurement that sends large bodies for long).
+    pub fn clear_requests(&self) {
+        self.state
+            .requests
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     /// Chat completion requests that are not background requests.
     pub fn model_requests(&self) -> Vec<RecordedRequest> {
         self.requests()

@@ -5,9 +5,18 @@
 //! number (it exits non-zero only when it could not run).
 //!
 //! `soak STREAMS MINUTES` (make soak: SOAK_STREAMS, SOAK_MINUTES; default 200 streams, 5 min).
+//!
+//! `soak burst BODIES MB IDLE_S ROUNDS` (make soak-burst: SOAK_BODIES, SOAK_BODY_MB, SOAK_IDLE_S,
+//! SOAK_ROUNDS; default 10 bodies of 31 MB, 60 s, 2 rounds): what large request bodies cost and
+//! whether the bridge gives the memory back. Each round sends BODIES streaming requests of about
+//! MB megabytes at once (a long Claude Code conversation: text, tool calls and tool results),
+//! samples the bridge's RSS every 50 ms while they run, then waits IDLE_S seconds idle. Writes
+//! `tests/bench/results/burst-<UTC time>.json`. The engine is the bridge's default, or
+//! `E2E_ENGINE` (make: SOAK_ENGINE).
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -38,6 +47,9 @@ fn rss_kb(pid: u32) -> Option<u64> {
 #[tokio::main]
 async fn main() -> bridge_tests::Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("burst") {
+        return burst(&args[2..]).await;
+    }
     let streams: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let minutes: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5.0);
     let duration = Duration::from_secs_f64(minutes * 60.0);
@@ -120,15 +132,7 @@ async fn main() -> bridge_tests::Result<()> {
         "rss_after_kb": after_kb,
         "samples": samples,
     });
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results");
-    std::fs::create_dir_all(&dir)?;
-    let stamp = std::process::Command::new("date")
-        .args(["-u", "+%Y%m%dT%H%M%SZ"])
-        .output()
-        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-        .unwrap_or_else(|_| String::from("now"));
-    let path = dir.join(format!("soak-{stamp}.json"));
-    std::fs::write(&path, serde_json::to_string_pretty(&result)?)?;
+    let path = write_result("soak", &result)?;
     println!(
         "soak: {ok} streams ok, {} failed, {} malformed, {:.0} streams/s; RSS idle {idle_kb} kB, max {} kB, 5 s after {after_kb} kB -> {}",
         result["failed"],
@@ -137,5 +141,151 @@ async fn main() -> bridge_tests::Result<()> {
         result["rss_max_kb"],
         path.display()
     );
+    Ok(())
+}
+
+/// Write `result` to `tests/bench/results/<kind>-<UTC time>.json`; returns the path.
+fn write_result(kind: &str, result: &serde_json::Value) -> bridge_tests::Result<PathBuf> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results");
+    std::fs::create_dir_all(&dir)?;
+    let stamp = std::process::Command::new("date")
+        .args(["-u", "+%Y%m%dT%H%M%SZ"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|_| String::from("now"));
+    let path = dir.join(format!("{kind}-{stamp}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(result)?)?;
+    Ok(path)
+}
+
+/// A streaming request of about `bytes` bytes: a long conversation of tool calls (`Read`) and
+/// their results, 4 KB each, as Claude Code sends after many turns.
+fn large_request(bytes: usize) -> String {
+    let result_text: String = (0..400).map(|i| format!("line{i:04} ")).collect();
+    let mut messages =
+        vec![json!({"role": "user", "content": "Read the project and summarise it."})];
+    let mut size = 0;
+    let mut turn = 0;
+    while size < bytes {
+        let id = format!("toolu_{turn:08}");
+        let assistant = json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Reading file {turn}.")},
+            {"type": "tool_use", "id": id, "name": "Read",
+             "input": {"file_path": format!("/project/src/file{turn}.rs")}}]});
+        let user = json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": result_text}]});
+        size += assistant.to_string().len() + user.to_string().len();
+        messages.push(assistant);
+        messages.push(user);
+        turn += 1;
+    }
+    json!({"model": "claude-sonnet-4-6", "max_tokens": 256, "stream": true,
+           "tools": [{"name": "Read", "description": "Read a file",
+                      "input_schema": {"type": "object",
+                                       "properties": {"file_path": {"type": "string"}}}}],
+           "messages": messages})
+    .to_string()
+}
+
+/// `soak burst BODIES MB IDLE_S ROUNDS`: see the module docs.
+async fn burst(args: &[String]) -> bridge_tests::Result<()> {
+    let arg = |i: usize, default: u64| {
+        args.get(i)
+            .and_then(|a| a.parse::<u64>().ok())
+            .unwrap_or(default)
+    };
+    let (bodies, mb, idle_s, rounds) = (arg(0, 10), arg(1, 31), arg(2, 60), arg(3, 2));
+    let body = Arc::new(large_request(
+        usize::try_from(mb << 20).unwrap_or(usize::MAX),
+    ));
+    let upstream = Upstream::always(
+        ChatStream::new()
+            .role()
+            .text("Summary.")
+            .finish("stop")
+            .build(),
+    )
+    .await?;
+    let opts = BridgeOptions::default().args(&["--max-body-bytes", &(64u64 << 20).to_string()]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "soak-burst", opts).await?;
+    let pid = bridge.pid();
+    let base = bridge.base_url();
+    // One small request first, so "idle" is a bridge that has served.
+    let small = json!({"model": "claude-sonnet-4-6", "max_tokens": 16, "stream": true,
+                       "messages": [{"role": "user", "content": "hi"}]});
+    http::post_messages(&base, &small, Duration::from_secs(60)).await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let idle_kb = rss_kb(pid).unwrap_or(0);
+    let engine = std::env::var("E2E_ENGINE")
+        .ok()
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| String::from("default (wasm)"));
+    println!(
+        "burst: {rounds} rounds of {bodies} concurrent bodies of {:.1} MB, {idle_s} s idle after each, engine {engine}, pid {pid}; idle RSS {idle_kb} kB",
+        body.len() as f64 / 1e6
+    );
+    let mut results = Vec::new();
+    for round in 1..=rounds {
+        let started = Instant::now();
+        let clients: Vec<_> = (0..bodies)
+            .map(|_| {
+                let (base, body) = (base.clone(), Arc::clone(&body));
+                tokio::spawn(async move {
+                    let url = format!("{base}/v1/messages");
+                    let r = http::send(
+                        "POST",
+                        &url,
+                        http::MESSAGES_HEADERS,
+                        Some(body.as_bytes().to_vec()),
+                        Duration::from_secs(300),
+                    )
+                    .await;
+                    matches!(r, Ok(r) if r.status == 200
+                        && sse::names(&sse::parse(&r.body)).last().map(String::as_str) == Some("message_stop"))
+                })
+            })
+            .collect();
+        let mut peak_kb = 0;
+        while !clients.iter().all(tokio::task::JoinHandle::is_finished) {
+            peak_kb = peak_kb.max(rss_kb(pid).unwrap_or(0));
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        let mut ok = 0;
+        for client in clients {
+            if client.await.unwrap_or(false) {
+                ok += 1;
+            }
+        }
+        let burst_s = started.elapsed().as_secs_f64();
+        upstream.clear_requests();
+        let after_kb = rss_kb(pid).unwrap_or(0);
+        let mut samples = Vec::new();
+        let idle_started = Instant::now();
+        while idle_started.elapsed() < Duration::from_secs(idle_s) {
+            tokio::time::sleep(Duration::from_secs(5).min(Duration::from_secs(idle_s))).await;
+            samples.push(
+                json!({"s": idle_started.elapsed().as_secs(), "rss_kb": rss_kb(pid).unwrap_or(0)}),
+            );
+        }
+        let idle_after_kb = rss_kb(pid).unwrap_or(0);
+        println!(
+            "  round {round}: {ok}/{bodies} ok in {burst_s:.1} s; RSS peak {peak_kb} kB, at the end {after_kb} kB, after {idle_s} s idle {idle_after_kb} kB"
+        );
+        results.push(
+            json!({"round": round, "ok": ok, "seconds": burst_s, "rss_peak_kb": peak_kb,
+                            "rss_end_kb": after_kb, "rss_idle_after_kb": idle_after_kb,
+                            "idle_samples": samples}),
+        );
+    }
+    let result = json!({
+        "bodies": bodies,
+        "body_bytes": body.len(),
+        "idle_s": idle_s,
+        "engine": engine,
+        "rss_idle_before_kb": idle_kb,
+        "rounds": results,
+    });
+    let path = write_result("burst", &result)?;
+    println!("burst: -> {}", path.display());
     Ok(())
 }
