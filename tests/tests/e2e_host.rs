@@ -318,6 +318,11 @@ async fn a_body_over_max_body_bytes_is_a_413() {
     assert_eq!(r.json().unwrap()["content"][0]["text"], ANSWER.concat());
 }
 
+/// `GET url` with the test's deadline.
+async fn get(url: &str) -> HttpResponse {
+    http::send("GET", url, &[], None, T).await.unwrap()
+}
+
 /// Waits until the bridge's log holds `text` (the start-up check runs in the background).
 async fn log_shows(bridge: &Bridge, text: &str) -> bool {
     let deadline = Instant::now() + Duration::from_secs(15);
@@ -383,15 +388,7 @@ async fn the_upstream_is_checked_at_start_and_a_bad_one_is_a_warning_not_a_refus
     .await
     .unwrap();
     assert!(log_shows(&forwarding, "upstream reachable").await);
-    let listed = http::send(
-        "GET",
-        &format!("{}/v1/models", forwarding.base_url()),
-        &[],
-        None,
-        T,
-    )
-    .await
-    .unwrap();
+    let listed = get(&format!("{}/v1/models", forwarding.base_url())).await;
     let ids: Vec<String> = listed.json().unwrap()["data"]
         .as_array()
         .unwrap()
@@ -404,26 +401,10 @@ async fn the_upstream_is_checked_at_start_and_a_bad_one_is_a_warning_not_a_refus
         Some("test-model"),
         "{ids:?}"
     );
-    let one = http::send(
-        "GET",
-        &format!("{}/v1/models/test-model", forwarding.base_url()),
-        &[],
-        None,
-        T,
-    )
-    .await
-    .unwrap();
+    let one = get(&format!("{}/v1/models/test-model", forwarding.base_url())).await;
     assert_eq!(one.status, 200, "{}", one.text());
     // With --model every name maps to it: the upstream's ids are not offered.
-    let models = http::send(
-        "GET",
-        &format!("{}/v1/models", good.base_url()),
-        &[],
-        None,
-        T,
-    )
-    .await
-    .unwrap();
+    let models = get(&format!("{}/v1/models", good.base_url())).await;
     assert!(
         !models.text().contains("the upstream's own"),
         "{}",
@@ -454,8 +435,6 @@ async fn the_upstream_is_checked_at_start_and_a_bad_one_is_a_warning_not_a_refus
         .await
         .unwrap();
     assert!(log_shows(&down, "cannot reach").await, "{}", down.log());
-    let health = http::send("GET", &format!("{}/health", down.base_url()), &[], None, T)
-        .await
-        .unwrap();
+    let health = get(&format!("{}/health", down.base_url())).await;
     assert_eq!(health.status, 200, "{}", health.text());
 }

@@ -134,26 +134,18 @@ impl Provider for OpenAi {
         Box::pin(async move {
             // A limit learned for the target model applies before the first attempt; for a
             // forwarded client model it is known only once the request is read.
-            let known = self.target_model().and_then(|m| self.learned_limit(m));
-            let mut options = match known {
-                Some(limit) => Self::capped(&self.options, limit),
-                None => self.options.clone(),
-            };
-            let mut converted = match known {
-                Some(_) => self
-                    .engine
-                    .prepare(self.dialect, &call.body, &options.to_string())?,
-                None => self
-                    .engine
-                    .prepare(self.dialect, &call.body, &self.options_json)?,
-            };
-            if known.is_none()
+            // Without one the options are the provider's own, encoded once: nothing is copied.
+            let mut options = self
+                .target_model()
+                .and_then(|m| self.learned_limit(m))
+                .map(|limit| Self::capped(&self.options, limit));
+            let mut converted = self.prepare(&call.body, options.as_ref())?;
+            if options.is_none()
                 && let Some(limit) = self.learned_limit(&converted.upstream_model)
             {
-                options = Self::capped(&self.options, limit);
-                converted = self
-                    .engine
-                    .prepare(self.dialect, &call.body, &options.to_string())?;
+                let capped = Self::capped(&self.options, limit);
+                converted = self.prepare(&call.body, Some(&capped))?;
+                options = Some(capped);
             }
             log_warnings(&converted.warnings);
             info!(
@@ -188,16 +180,36 @@ impl Provider for OpenAi {
 }
 
 impl OpenAi {
-    /// Send the converted request (made with `options`). Once more within the model's output
-    /// limit when the upstream refuses `max_tokens` and says its limit; once more without
-    /// `tool_choice` when it rejects that. Each at most once.
+    /// The client's request in this provider's dialect, with `options` (`None`: the provider's
+    /// own, encoded once).
+    fn prepare(
+        &self,
+        client_body: &[u8],
+        options: Option<&serde_json::Value>,
+    ) -> Result<bridge_core::api::ConvertedRequest, BridgeError> {
+        let prepared = match options {
+            Some(options) => self
+                .engine
+                .prepare(self.dialect, client_body, &options.to_string()),
+            None => self
+                .engine
+                .prepare(self.dialect, client_body, &self.options_json),
+        };
+        Ok(prepared?)
+    }
+
+    /// Send the converted request (made with `options`, `None`: the provider's own). Once more
+    /// within the model's output limit when the upstream refuses `max_tokens` and says its
+    /// limit; once more without `tool_choice` when it rejects that. Each at most once.
     async fn send(
         &self,
         client_body: &[u8],
         mut upstream_body: String,
         model: &str,
-        mut options: serde_json::Value,
+        options: Option<serde_json::Value>,
     ) -> Result<hyper::Response<Incoming>, BridgeError> {
+        // Copied from the provider's only when a retry changes them.
+        let mut options = options;
         let (mut dropped_choice, mut limited) = (false, false);
         loop {
             let has_choice = upstream_body.contains("\"tool_choice\":")
@@ -212,25 +224,26 @@ impl OpenAi {
                 return result;
             };
             let limit = bridge_core::anthropic::overflow::max_tokens_limit(message);
-            let cap = options["max_tokens_cap"].as_u64().filter(|c| *c > 0);
-            if let Some(limit) = limit
+            let current = options.as_ref().unwrap_or(&self.options);
+            let cap = current["max_tokens_cap"].as_u64().filter(|c| *c > 0);
+            let retried = if let Some(limit) = limit
                 && !limited
                 && cap.is_none_or(|c| c > limit)
             {
                 limited = true;
                 self.learn_limit(model, limit);
-                options = Self::capped(&options, limit);
+                Self::capped(current, limit)
             } else if !dropped_choice && has_choice && rejects_tool_choice(message) {
                 dropped_choice = true;
                 warn!(%message, "upstream rejected tool_choice; retrying once with the model choosing (auto)");
-                options["drop_tool_choice"] = serde_json::Value::Bool(true);
+                let mut dropped = current.clone();
+                dropped["drop_tool_choice"] = serde_json::Value::Bool(true);
+                dropped
             } else {
                 return result;
-            }
-            upstream_body = self
-                .engine
-                .prepare(self.dialect, client_body, &options.to_string())?
-                .body;
+            };
+            upstream_body = self.prepare(client_body, Some(&retried))?.body;
+            options = Some(retried);
         }
     }
 }
