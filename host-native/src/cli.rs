@@ -475,7 +475,8 @@ pub struct ServeArgs {
     /// A Responses provider's `reasoning_effort` from a config file.
     #[arg(skip)]
     pub responses_reasoning_effort: Option<String>,
-    /// Read `KEY=VALUE` lines from this file into the environment (real environment wins).
+    /// `KEY=VALUE` lines (dotenv syntax) beneath the environment: a flag or a variable already
+    /// set wins; `env:NAME` keys and Claude Code children see them too.
     #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_ENV_FILE")]
     pub env_file: Option<PathBuf>,
 }
@@ -578,50 +579,8 @@ impl ServeArgs {
     }
 }
 
-/// Load `KEY=VALUE` lines (`#` comments, optional `export `, optional quotes) into the
-/// environment, without overriding variables that are already set. Must run before any
-/// thread is started.
-///
-/// # Errors
-/// The file cannot be read.
-pub fn load_env_file(path: &std::path::Path) -> std::io::Result<usize> {
-    let text = std::fs::read_to_string(path)?;
-    let mut loaded = 0;
-    for line in text.lines() {
-        let line = line.trim();
-        if line.is_empty() || line.starts_with('#') {
-            continue;
-        }
-        let line = line.strip_prefix("export ").unwrap_or(line);
-        let Some((key, value)) = line.split_once('=') else {
-            continue;
-        };
-        let key = key.trim();
-        let value = value.trim();
-        let value = value
-            .strip_prefix('"')
-            .and_then(|v| v.strip_suffix('"'))
-            .or_else(|| value.strip_prefix('\'').and_then(|v| v.strip_suffix('\'')))
-            .unwrap_or(value);
-        if std::env::var_os(key).is_none() {
-            // SAFETY-free in Rust 2024 terms only while single-threaded: called first thing in main.
-            set_env(key, value);
-            loaded += 1;
-        }
-    }
-    Ok(loaded)
-}
-
-#[expect(
-    unsafe_code,
-    reason = "set_var is unsafe in edition 2024; called from main before any thread starts"
-)]
-fn set_env(key: &str, value: &str) {
-    // SAFETY: only called from `main` before the tokio runtime or any other thread exists.
-    unsafe { std::env::set_var(key, value) };
-}
-
-/// Find `--env-file PATH` / `--env-file=PATH` / `CLAUDE_BRIDGE_ENV_FILE` before clap parses.
+/// Find `--env-file PATH` / `--env-file=PATH` / `CLAUDE_BRIDGE_ENV_FILE` before clap parses
+/// (the file's values become clap's defaults, so it must be read first).
 #[must_use]
 pub fn env_file_from_args(args: &[String]) -> Option<PathBuf> {
     let mut iter = args.iter();
@@ -636,7 +595,106 @@ pub fn env_file_from_args(args: &[String]) -> Option<PathBuf> {
             return Some(PathBuf::from(path));
         }
     }
-    std::env::var_os("CLAUDE_BRIDGE_ENV_FILE").map(PathBuf::from)
+    crate::environment::process_only("CLAUDE_BRIDGE_ENV_FILE").map(PathBuf::from)
+}
+
+/// The serve flags `hosts` takes (besides `--help`): the chain, the model, logging.
+const HOSTS_FLAGS: &[&str] = &[
+    "model",
+    "ca_cert",
+    "rpc_url",
+    "chain_id",
+    "payment",
+    "selection",
+    "job_marketplace",
+    "node_registry",
+    "usdc",
+    "log",
+    "log_format",
+    "log_file",
+    "env_file",
+];
+
+/// The flags `translate` takes: its own, and what shapes the translation.
+const TRANSLATE_FLAGS: &[&str] = &[
+    "request",
+    "capture",
+    "no_stream",
+    "provider",
+    "model",
+    "engine",
+    "core",
+    "max_tokens_cap",
+    "max_completion_tokens",
+    "strict_schemas",
+    "reasoning_effort",
+    "no_reasoning_passback",
+    "keep_mid_conversation_system",
+    "tool_format",
+    "env_file",
+];
+
+/// The flags `doctor` takes: the config file, or the one provider the flags describe.
+const DOCTOR_FLAGS: &[&str] = &[
+    "config",
+    "provider",
+    "base_url",
+    "model",
+    "api_key",
+    "ca_cert",
+    "connect_timeout",
+    "env_file",
+];
+
+/// The subcommands that take only some of the serve flags, and which.
+pub const NARROW_SUBCOMMANDS: &[(&str, &[&str])] = &[
+    ("hosts", HOSTS_FLAGS),
+    ("translate", TRANSLATE_FLAGS),
+    ("doctor", DOCTOR_FLAGS),
+];
+
+/// The command line as users see it: `--env-file` values as defaults
+/// ([`crate::environment::with_file_defaults`]), and `hosts`, `translate` and `doctor` showing
+/// and taking only their own flags.
+#[must_use]
+pub fn command() -> clap::Command {
+    use clap::CommandFactory;
+    let mut command = crate::environment::with_file_defaults(Cli::command());
+    for (name, keep) in NARROW_SUBCOMMANDS {
+        command = command.mut_subcommand(name, |sub| keep_only(&sub, keep));
+    }
+    command
+}
+
+/// `sub` with only the arguments named in `keep` (clap cannot remove an argument, so the
+/// subcommand is rebuilt from its name, texts and the kept arguments).
+fn keep_only(sub: &clap::Command, keep: &[&str]) -> clap::Command {
+    let kept: Vec<clap::Arg> = sub
+        .get_arguments()
+        .filter(|arg| keep.contains(&arg.get_id().as_str()))
+        .cloned()
+        .collect();
+    let mut rebuilt = clap::Command::new(sub.get_name().to_owned())
+        .about(sub.get_about().cloned().unwrap_or_default())
+        .args(kept);
+    if let Some(long) = sub.get_long_about() {
+        rebuilt = rebuilt.long_about(long.clone());
+    }
+    rebuilt
+}
+
+/// Parse the command line (exits with clap's message on an error, `--help` or `--version`).
+/// The narrowed command ([`command`]) checks it; the full one fills every serve option, the
+/// ones a narrowed subcommand does not take at their defaults.
+#[must_use]
+pub fn parse_from(argv: &[String]) -> Cli {
+    use clap::{CommandFactory, FromArgMatches};
+    command().get_matches_from(argv);
+    let mut full = crate::environment::with_file_defaults(Cli::command());
+    let matches = full
+        .try_get_matches_from_mut(argv)
+        .unwrap_or_else(|e| e.exit());
+    Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.format(&mut full).exit())
 }
 
 /// `--price-per-token`: the on-chain price is an integer, and host nodes refuse a fraction.
@@ -679,6 +737,96 @@ mod tests {
         );
         assert_eq!(parse_listen("[::1]:9").map(|a| a.port()), Ok(9));
         assert!(parse_listen("localhost").is_err_and(|e| e.contains("HOST:PORT")));
+    }
+
+    fn help_of(subcommand: &str) -> String {
+        command()
+            .find_subcommand_mut(subcommand)
+            .unwrap()
+            .render_long_help()
+            .to_string()
+    }
+
+    fn try_parse(argv: &[&str]) -> Result<clap::ArgMatches, clap::Error> {
+        command().try_get_matches_from(argv)
+    }
+
+    #[test]
+    fn hosts_translate_and_doctor_show_and_take_only_their_own_flags() {
+        // A flag's own line reads `--name <VALUE>`; the texts may mention other flags.
+        let hosts = help_of("hosts");
+        assert!(
+            hosts.contains("--rpc-url <") && hosts.contains("--model"),
+            "{hosts}"
+        );
+        assert!(
+            !hosts.contains("--listen <") && !hosts.contains("--max-connections <"),
+            "{hosts}"
+        );
+        let translate = help_of("translate");
+        assert!(translate.contains("--capture") && translate.contains("--strict-schemas"));
+        assert!(!translate.contains("--rpc-url <") && !translate.contains("--client-key <"));
+        let doctor = help_of("doctor");
+        assert!(
+            doctor.contains("--config") && doctor.contains("--base-url"),
+            "{doctor}"
+        );
+        assert!(!doctor.contains("--deposit <") && !doctor.contains("--ping-interval <"));
+
+        let refused = try_parse(&["cb", "hosts", "--model", "m", "--listen", "127.0.0.1:1"]);
+        assert!(
+            refused.is_err_and(|e| e.kind() == clap::error::ErrorKind::UnknownArgument),
+            "hosts must refuse a serve-only flag"
+        );
+        assert!(try_parse(&["cb", "hosts", "--model", "m", "--rpc-url", "http://x"]).is_ok());
+        // serve, claude and agui keep every flag.
+        assert!(
+            try_parse(&[
+                "cb",
+                "serve",
+                "--rpc-url",
+                "http://x",
+                "--listen",
+                "127.0.0.1:1"
+            ])
+            .is_ok()
+        );
+        assert!(try_parse(&["cb", "claude", "--max-connections", "3", "--", "-p", "hi"]).is_ok());
+    }
+
+    #[test]
+    fn every_flag_a_narrow_subcommand_names_exists() {
+        use clap::CommandFactory;
+        let full = Cli::command();
+        for (name, keep) in NARROW_SUBCOMMANDS {
+            let sub = full.find_subcommand(name).unwrap();
+            for id in *keep {
+                assert!(
+                    sub.get_arguments().any(|a| a.get_id().as_str() == *id),
+                    "{name} keeps `{id}`, which it does not have"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_narrow_subcommand_parses_to_the_serve_defaults() {
+        let argv: Vec<String> = [
+            "cb",
+            "translate",
+            "--request",
+            "r.json",
+            "--provider",
+            "responses",
+        ]
+        .map(String::from)
+        .to_vec();
+        let Some(Command::Translate { serve, request, .. }) = parse_from(&argv).command else {
+            panic!("not translate");
+        };
+        assert_eq!(request, PathBuf::from("r.json"));
+        assert_eq!(serve.provider, Provider::Responses);
+        assert_eq!(serve.max_connections, 512);
     }
 
     #[test]

@@ -45,10 +45,11 @@ pub async fn claude(
     let mut command = tokio::process::Command::new(claude_bin);
     command
         .args(claude_args)
+        .envs(crate::environment::file_only())
         .env("ANTHROPIC_BASE_URL", format!("http://{local}"))
         .kill_on_drop(true);
-    if std::env::var_os("ANTHROPIC_API_KEY").is_none()
-        && std::env::var_os("ANTHROPIC_AUTH_TOKEN").is_none()
+    if crate::environment::var("ANTHROPIC_API_KEY").is_none()
+        && crate::environment::var("ANTHROPIC_AUTH_TOKEN").is_none()
     {
         command.env(
             "ANTHROPIC_API_KEY",

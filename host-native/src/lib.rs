@@ -22,6 +22,7 @@ pub mod cli;
 pub mod config;
 pub mod doctor;
 pub mod engine;
+pub mod environment;
 pub mod error;
 pub mod guard;
 pub mod ids;

@@ -2,9 +2,7 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
-use claude_bridge::cli::{self, Cli, Command};
+use claude_bridge::cli::{self, Command};
 use claude_bridge::run;
 
 /// jemalloc, not the platform's malloc: after a burst of large requests (32 MB bodies: their
@@ -29,12 +27,9 @@ static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muz
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     if let Some(path) = cli::env_file_from_args(&argv)
-        && let Err(e) = cli::load_env_file(&path)
+        && let Err(e) = claude_bridge::environment::install(&path)
     {
-        eprintln!(
-            "claude-bridge: cannot read --env-file {}: {e}",
-            path.display()
-        );
+        eprintln!("claude-bridge: cannot read --env-file {e}");
         return ExitCode::from(2);
     }
     // `claude --listen ADDR` serves there; without it the launcher takes a free port (so it never
@@ -44,8 +39,8 @@ fn main() -> ExitCode {
         .iter()
         .take_while(|a| *a != "--")
         .any(|a| a == "--listen" || a.starts_with("--listen="))
-        || std::env::var_os("CLAUDE_BRIDGE_LISTEN").is_some_and(|v| !v.is_empty());
-    let cli = Cli::parse_from(argv);
+        || claude_bridge::environment::non_empty("CLAUDE_BRIDGE_LISTEN").is_some();
+    let cli = cli::parse_from(&argv);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -27,8 +27,10 @@ pub fn init_tracing(args: &ServeArgs) -> Result<(), String> {
 /// The log file cannot be created.
 pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Result<(), String> {
     register_secrets(args);
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(&args.log))
+    let filter = crate::environment::non_empty("RUST_LOG")
+        .ok_or(())
+        .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).map_err(|_| ()))
+        .or_else(|()| tracing_subscriber::EnvFilter::try_new(&args.log))
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let file = file.filter(|f| f.as_os_str() != "-");
     let (writer, ansi) = match file {
@@ -65,11 +67,7 @@ pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Resu
 /// draws over Claude Code's screen. `None` when neither directory is known (then stderr).
 #[must_use]
 pub fn launcher_log_file(now_unix_secs: u64, pid: u32) -> Option<std::path::PathBuf> {
-    let from_env = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(std::path::PathBuf::from)
-    };
+    let from_env = |name: &str| crate::environment::non_empty(name).map(std::path::PathBuf::from);
     let dir = from_env("XDG_STATE_HOME")
         .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
         .join("claude-bridge");
@@ -90,7 +88,7 @@ pub fn register_secrets(args: &ServeArgs) {
             register(&user);
         }
     }
-    if let Ok(key) = std::env::var("CLAUDE_BRIDGE_PRIVATE_KEY") {
+    if let Some(key) = crate::environment::var("CLAUDE_BRIDGE_PRIVATE_KEY") {
         register(&key);
         register(key.trim_start_matches("0x"));
     }
@@ -271,8 +269,14 @@ pub fn with_config_defaults(args: &ServeArgs) -> Result<ServeArgs, String> {
 /// Re-read the config file on SIGHUP and when it changes; a file that does not load keeps the
 /// running config (and says why). Requests in flight finish on the routes they started with.
 async fn reload_on_change(state: Arc<AppState>, args: ServeArgs, file: std::path::PathBuf) {
-    let modified = |file: &std::path::Path| std::fs::metadata(file).and_then(|m| m.modified()).ok();
-    let mut seen = modified(&file);
+    // Held for as long as the task runs: dropping it stops the watch.
+    let (_watcher, mut changed) = match crate::config::watch::watch(&file) {
+        Ok((watcher, changed)) => (Some(watcher), Some(changed)),
+        Err(error) => {
+            tracing::warn!(file = %file.display(), %error, "cannot watch the config file; it is re-read on SIGHUP only");
+            (None, None)
+        }
+    };
     #[cfg(unix)]
     let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     loop {
@@ -289,14 +293,7 @@ async fn reload_on_change(state: Arc<AppState>, args: ServeArgs, file: std::path
         let signalled = std::future::pending::<()>();
         let why = tokio::select! {
             () = signalled => "SIGHUP",
-            () = tokio::time::sleep(Duration::from_secs(1)) => {
-                let now = modified(&file);
-                if now == seen {
-                    continue;
-                }
-                seen = now;
-                "the file changed"
-            }
+            () = crate::config::watch::next_change(changed.as_mut()) => "the file changed",
         };
         let mut reload_args = args.clone();
         reload_args.config = Some(file.clone());

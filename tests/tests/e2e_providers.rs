@@ -877,12 +877,24 @@ async fn a_config_file_routes_falls_back_and_reloads() {
         router_config(&local, &cloud, &down, "local,qwen3-coder"),
     )
     .unwrap();
+    // The cloud key comes from an env file (`env:CLOUD_TEST_KEY` in the config): the file's
+    // variables count for `env:` keys as the process's do.
+    let env_file = dir.path().join("bridge.env");
+    std::fs::write(
+        &env_file,
+        "# keys\nexport CLOUD_TEST_KEY=\"sk-cloud-test\"\n",
+    )
+    .unwrap();
     let mut options = BridgeOptions {
         model: None,
-        env: vec![("CLOUD_TEST_KEY".into(), "sk-cloud-test".into())],
         ..BridgeOptions::default()
     }
-    .args(&["--config", file.to_str().unwrap()]);
+    .args(&[
+        "--config",
+        file.to_str().unwrap(),
+        "--env-file",
+        env_file.to_str().unwrap(),
+    ]);
     options.api_key = None;
     let mut bridge = Bridge::start_with(&local.base_url(), "router-config", options)
         .await
@@ -1069,12 +1081,25 @@ async fn a_config_file_routes_falls_back_and_reloads() {
         ctx(&bridge)
     );
 
-    // SIGHUP reloads (same mtime second or not).
+    // SIGHUP reloads. The file is changed through a hard link in another directory, which the
+    // watcher (on the file's directory) does not see: only the signal can make this reload.
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::create_dir_all(&elsewhere).unwrap();
+    let link = elsewhere.join("same-inode.toml");
+    std::fs::hard_link(&file, &link).unwrap();
     std::fs::write(
-        &file,
+        &link,
         router_config(&local, &cloud, &down, "local,after-hup"),
     )
     .unwrap();
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let (_, target, _) = routed(&bridge, &ask("claude-sonnet-4-6", json!({}))).await;
+    assert_eq!(
+        target,
+        "cloud,newdefault",
+        "the change was noticed without SIGHUP\n{}",
+        ctx(&bridge)
+    );
     bridge.signal("HUP").unwrap();
     let reloaded = async {
         for _ in 0..50 {

@@ -600,6 +600,8 @@ impl Actor {
         if let Some(cwd) = &self.config.cwd {
             command.current_dir(cwd);
         }
+        // `--env-file`'s variables, then the session's own.
+        command.envs(crate::environment::file_only());
         for (k, v) in &self.config.env {
             command.env(k, v);
         }

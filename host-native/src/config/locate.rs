@@ -73,7 +73,7 @@ impl Env {
     #[must_use]
     pub fn var(&self, name: &str) -> Option<String> {
         match &self.vars {
-            Vars::Process => std::env::var(name).ok(),
+            Vars::Process => crate::environment::var(name),
             Vars::Fixed(map) => map.get(name).cloned(),
         }
     }

@@ -26,6 +26,7 @@
 //! - `validate`: the checks serde cannot make, giving the checked [`Config`] ([`types`]).
 //! - [`secret`]: literal or `env:NAME` secrets, never printed.
 //! - [`error`]: [`ConfigError`], what every failure says.
+//! - [`watch`]: notice when the file changes (for hot reload).
 
 mod document;
 pub mod error;
@@ -34,6 +35,7 @@ pub mod locate;
 pub mod secret;
 pub mod types;
 mod validate;
+pub mod watch;
 
 use std::path::Path;
 

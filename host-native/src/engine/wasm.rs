@@ -277,11 +277,7 @@ fn deserialize_cached(engine: &wasmtime::Engine, path: &Path) -> wasmtime::Resul
 }
 
 fn cache_dir() -> Option<PathBuf> {
-    let from_env = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
+    let from_env = |name: &str| crate::environment::non_empty(name).map(PathBuf::from);
     if let Some(dir) = from_env("CLAUDE_BRIDGE_CACHE_DIR") {
         return Some(dir);
     }

@@ -137,11 +137,11 @@ impl Ledger {
     /// Where the ledger lives when `--ledger` is not given.
     #[must_use]
     pub fn default_path() -> PathBuf {
-        let state = std::env::var_os("XDG_STATE_HOME")
+        let state = crate::environment::var("XDG_STATE_HOME")
             .filter(|v| !v.is_empty())
             .map(PathBuf::from)
             .or_else(|| {
-                std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".local/state"))
+                crate::environment::var("HOME").map(|home| PathBuf::from(home).join(".local/state"))
             })
             .unwrap_or_else(|| PathBuf::from("."));
         state.join("claude-bridge").join("fabstir-ledger.json")

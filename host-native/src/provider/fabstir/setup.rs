@@ -195,12 +195,12 @@ const NO_CHAIN: &str = "this claude-bridge was built without Fabstir chain mode 
 fn wallet_key(args: &ServeArgs) -> Result<k256::SecretKey, String> {
     let key_text = match (
         &args.private_key_file,
-        std::env::var("CLAUDE_BRIDGE_PRIVATE_KEY"),
+        crate::environment::var("CLAUDE_BRIDGE_PRIVATE_KEY"),
     ) {
         (Some(path), _) => std::fs::read_to_string(path)
             .map_err(|e| format!("--private-key-file {}: {e}", path.display()))?,
-        (None, Ok(key)) => key,
-        (None, Err(_)) => return Err(missing("a wallet key")),
+        (None, Some(key)) => key,
+        (None, None) => return Err(missing("a wallet key")),
     };
     crypto::from_hex(key_text.trim(), "private key")
         .and_then(|bytes| crypto::secret_key(&bytes, "private key"))
