@@ -328,28 +328,8 @@ impl Converter {
         Ok(())
     }
 
-    /// Append blocks as a message of `role`, joining the previous message when it has the same
-    /// role (tool results and the user's next words become one user turn, as Anthropic wants).
-    fn push(&mut self, role: Role, mut blocks: Vec<Block>) {
-        if let Some(last) = self.messages.last_mut()
-            && last.role == role
-        {
-            let mut joined = last.content.blocks();
-            joined.append(&mut blocks);
-            last.content = Content::Blocks(joined);
-            return;
-        }
-        let content = match blocks.as_slice() {
-            [Block::Known(KnownBlock::Text { text, extra })] if extra.is_empty() => {
-                Content::Text(text.clone())
-            }
-            _ => Content::Blocks(blocks),
-        };
-        self.messages.push(InputMessage {
-            role,
-            content,
-            extra: Map::new(),
-        });
+    fn push(&mut self, role: Role, blocks: Vec<Block>) {
+        push_message(&mut self.messages, role, blocks);
     }
 
     fn assistant(&mut self, m: &Map<String, Value>, at: &str) -> Result<Vec<Block>, FrontError> {
@@ -423,21 +403,7 @@ impl Converter {
         let Some(effort) = non_null(req, "reasoning_effort") else {
             return Ok(None);
         };
-        let effort = match effort.as_str() {
-            Some("none") => return Ok(Some(json!({"type": "disabled"}))),
-            Some("minimal" | "low") => "low",
-            Some("medium") => "medium",
-            Some("high") => "high",
-            Some("xhigh") => "xhigh",
-            _ => {
-                return Err(FrontError::invalid(
-                    "reasoning_effort",
-                    "one of none, minimal, low, medium, high, xhigh",
-                ));
-            }
-        };
-        output_config.insert(String::from("effort"), json!(effort));
-        Ok(Some(json!({"type": "adaptive"})))
+        effort_to_thinking(effort, "reasoning_effort", output_config).map(Some)
     }
 
     fn response_format(
@@ -538,6 +504,53 @@ impl Converter {
     }
 }
 
+/// Append blocks as a message of `role`, joining the previous message when it has the same
+/// role (tool results and the user's next words become one user turn, as Anthropic wants).
+/// An OpenAI effort → Anthropic `thinking` (and `output_config.effort`).
+pub(super) fn effort_to_thinking(
+    effort: &Value,
+    param: &str,
+    output_config: &mut Map<String, Value>,
+) -> Result<Value, FrontError> {
+    let effort = match effort.as_str() {
+        Some("none") => return Ok(json!({"type": "disabled"})),
+        Some("minimal" | "low") => "low",
+        Some("medium") => "medium",
+        Some("high") => "high",
+        Some("xhigh") => "xhigh",
+        _ => {
+            return Err(FrontError::invalid(
+                param,
+                "one of none, minimal, low, medium, high, xhigh",
+            ));
+        }
+    };
+    output_config.insert(String::from("effort"), json!(effort));
+    Ok(json!({"type": "adaptive"}))
+}
+
+pub(super) fn push_message(messages: &mut Vec<InputMessage>, role: Role, mut blocks: Vec<Block>) {
+    if let Some(last) = messages.last_mut()
+        && last.role == role
+    {
+        let mut joined = last.content.blocks();
+        joined.append(&mut blocks);
+        last.content = Content::Blocks(joined);
+        return;
+    }
+    let content = match blocks.as_slice() {
+        [Block::Known(KnownBlock::Text { text, extra })] if extra.is_empty() => {
+            Content::Text(text.clone())
+        }
+        _ => Content::Blocks(blocks),
+    };
+    messages.push(InputMessage {
+        role,
+        content,
+        extra: Map::new(),
+    });
+}
+
 fn tool_call(call: &Value, at: &str) -> Result<Block, FrontError> {
     if !call.is_object() {
         return Err(FrontError::invalid(at, "each tool call must be an object"));
@@ -559,20 +572,34 @@ fn tool_call(call: &Value, at: &str) -> Result<Block, FrontError> {
         ));
     };
     let name = string_field(function, "name", &format!("{at}.function"))?;
-    let input = match function.get("arguments") {
+    let input = arguments_object(
+        function.get("arguments"),
+        &format!("{at}.function.arguments"),
+    )?;
+    Ok(Block::Known(KnownBlock::ToolUse {
+        id: id.to_owned(),
+        name: name.to_owned(),
+        input,
+        extra: Map::new(),
+    }))
+}
+
+/// Tool-call arguments (a JSON object as a string; empty or absent is `{}`).
+pub(super) fn arguments_object(arguments: Option<&Value>, at: &str) -> Result<Value, FrontError> {
+    Ok(match arguments {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(Value::String(args)) if args.trim().is_empty() => Value::Object(Map::new()),
         Some(Value::String(args)) => match serde_json::from_str::<Value>(args) {
             Ok(v @ Value::Object(_)) => v,
             Ok(_) => {
                 return Err(FrontError::invalid(
-                    format!("{at}.function.arguments"),
+                    at,
                     "must be a JSON object encoded as a string, e.g. \"{\\\"path\\\":\\\".\\\"}\"",
                 ));
             }
             Err(e) => {
                 return Err(FrontError::invalid(
-                    format!("{at}.function.arguments"),
+                    at,
                     format!(
                         "is not valid JSON ({e}); send the arguments the model produced, as a JSON object string"
                     ),
@@ -581,17 +608,11 @@ fn tool_call(call: &Value, at: &str) -> Result<Block, FrontError> {
         },
         Some(_) => {
             return Err(FrontError::invalid(
-                format!("{at}.function.arguments"),
+                at,
                 "must be a string holding a JSON object",
             ));
         }
-    };
-    Ok(Block::Known(KnownBlock::ToolUse {
-        id: id.to_owned(),
-        name: name.to_owned(),
-        input,
-        extra: Map::new(),
-    }))
+    })
 }
 
 fn tool_choice(req: &Map<String, Value>, have_tools: bool) -> Result<Option<Value>, FrontError> {
@@ -791,7 +812,7 @@ fn file_block(part: &Value, at: &str) -> Result<Block, FrontError> {
 }
 
 /// `data:<media type>;base64,<data>` → (media type, data).
-fn data_url(url: &str) -> Option<(&str, &str)> {
+pub(super) fn data_url(url: &str) -> Option<(&str, &str)> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
     let media_type = meta.strip_suffix(";base64")?;
@@ -826,13 +847,13 @@ fn text_content(content: Option<&Value>, at: &str) -> Result<String, FrontError>
     }
 }
 
-fn part_type<'a>(part: &'a Value, at: &str) -> Result<&'a str, FrontError> {
+pub(super) fn part_type<'a>(part: &'a Value, at: &str) -> Result<&'a str, FrontError> {
     part.get("type")
         .and_then(Value::as_str)
         .ok_or_else(|| FrontError::missing(format!("{at}.type"), "every content part needs a type"))
 }
 
-fn string_field<'a>(v: &'a Value, field: &str, at: &str) -> Result<&'a str, FrontError> {
+pub(super) fn string_field<'a>(v: &'a Value, field: &str, at: &str) -> Result<&'a str, FrontError> {
     match v.get(field) {
         Some(Value::String(s)) => Ok(s),
         None | Some(Value::Null) => Err(FrontError::missing(format!("{at}.{field}"), "a string")),
@@ -843,24 +864,27 @@ fn string_field<'a>(v: &'a Value, field: &str, at: &str) -> Result<&'a str, Fron
     }
 }
 
-fn text_block(text: &str) -> Block {
+pub(super) fn text_block(text: &str) -> Block {
     Block::Known(KnownBlock::Text {
         text: text.to_owned(),
         extra: Map::new(),
     })
 }
 
-fn non_null<'a>(req: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
+pub(super) fn non_null<'a>(req: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
     req.get(field).filter(|v| !v.is_null())
 }
 
-fn positive_int(v: &Value, field: &str) -> Result<u64, FrontError> {
+pub(super) fn positive_int(v: &Value, field: &str) -> Result<u64, FrontError> {
     v.as_u64()
         .filter(|n| *n > 0)
         .ok_or_else(|| FrontError::invalid(field, "must be a positive integer"))
 }
 
-fn optional_bool(req: &Map<String, Value>, field: &str) -> Result<Option<bool>, FrontError> {
+pub(super) fn optional_bool(
+    req: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<bool>, FrontError> {
     match non_null(req, field) {
         None => Ok(None),
         Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -868,7 +892,10 @@ fn optional_bool(req: &Map<String, Value>, field: &str) -> Result<Option<bool>, 
     }
 }
 
-fn optional_number(req: &Map<String, Value>, field: &str) -> Result<Option<f64>, FrontError> {
+pub(super) fn optional_number(
+    req: &Map<String, Value>,
+    field: &str,
+) -> Result<Option<f64>, FrontError> {
     match non_null(req, field) {
         None => Ok(None),
         Some(v) => v

@@ -18,6 +18,8 @@
 //!   the encoder's chunks).
 //! - [`chat_validate`]: checks that a Chat Completions SSE stream is well-formed (role first,
 //!   tool-call fragments in order, one `finish_reason`, the usage chunk, `[DONE]` last).
+//! - [`responses_request`]: a Responses request (what the Codex CLI sends) → an Anthropic
+//!   request; Codex's `custom` tools (`apply_patch`) become tools taking one string.
 //!
 //! Like the rest of the core nothing here reads a clock or draws randomness: the completion id
 //! and the `created` time are arguments.
@@ -60,6 +62,7 @@
 pub mod chat_request;
 pub mod chat_stream;
 pub mod chat_validate;
+pub mod responses_request;
 
 mod error;
 #[cfg(test)]
