@@ -44,7 +44,7 @@ use serde_json::Value;
 use crate::anthropic::events::{
     ApiError, BlockStart, Delta, ErrorKind, StopReason, StreamEvent, Usage,
 };
-use crate::front::{openai_error_body, openai_status};
+use crate::front::{Failure, openai_error_body};
 
 /// One streamed `chat.completion.chunk`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -557,15 +557,6 @@ pub struct CompletionFunction {
     pub arguments: String,
 }
 
-/// A failed non-streaming answer: the HTTP status and OpenAI error body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChatFailure {
-    /// HTTP status ([`openai_status`]).
-    pub status: u16,
-    /// `{"error":{…}}`
-    pub body: String,
-}
-
 /// Folds Anthropic events into one [`ChatCompletion`] by folding the chunks the
 /// [`ChatStreamEncoder`] makes of them (as an OpenAI SDK's stream accumulator would).
 #[derive(Debug)]
@@ -604,16 +595,13 @@ impl ChatCompletionFold {
     /// The completion, or the error the stream ended with.
     ///
     /// # Errors
-    /// A [`ChatFailure`] when the stream ended with an error or incomplete.
-    pub fn finish(mut self) -> Result<ChatCompletion, ChatFailure> {
+    /// A [`Failure`] when the stream ended with an error or incomplete.
+    pub fn finish(mut self) -> Result<ChatCompletion, Failure> {
         for frame in self.encoder.finish_frames() {
             self.absorb(frame);
         }
         if let Some(error) = &self.error {
-            return Err(ChatFailure {
-                status: openai_status(error.kind),
-                body: openai_error_body(error),
-            });
+            return Err(Failure::from_api_error(error));
         }
         let content = if self.content.is_empty() && !self.tools.is_empty() {
             None

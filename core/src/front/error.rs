@@ -110,6 +110,26 @@ impl FrontError {
     }
 }
 
+/// A failed non-streaming answer: the HTTP status and the OpenAI error body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// HTTP status ([`openai_status`]).
+    pub status: u16,
+    /// `{"error":{…}}`
+    pub body: String,
+}
+
+impl Failure {
+    /// The failure for an Anthropic error.
+    #[must_use]
+    pub fn from_api_error(error: &ApiError) -> Self {
+        Self {
+            status: openai_status(error.kind),
+            body: openai_error_body(error),
+        }
+    }
+}
+
 /// OpenAI's `type` and `code` for an Anthropic error kind.
 #[must_use]
 pub fn openai_error_fields(kind: ErrorKind) -> (&'static str, Option<&'static str>) {

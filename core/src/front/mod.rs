@@ -20,6 +20,10 @@
 //!   tool-call fragments in order, one `finish_reason`, the usage chunk, `[DONE]` last).
 //! - [`responses_request`]: a Responses request (what the Codex CLI sends) → an Anthropic
 //!   request; Codex's `custom` tools (`apply_patch`) become tools taking one string.
+//! - [`responses_stream`]: Anthropic events → the Responses event stream (item lifecycle,
+//!   `sequence_number`s, one terminal event) and the folded `response` object.
+//! - [`responses_validate`]: checks a Responses event stream (sequence numbers, item lifecycle,
+//!   done texts equal to their deltas, exactly one terminal event).
 //!
 //! Like the rest of the core nothing here reads a clock or draws randomness: the completion id
 //! and the `created` time are arguments.
@@ -63,9 +67,11 @@ pub mod chat_request;
 pub mod chat_stream;
 pub mod chat_validate;
 pub mod responses_request;
+pub mod responses_stream;
+pub mod responses_validate;
 
 mod error;
 #[cfg(test)]
 mod properties;
 
-pub use error::{FrontError, openai_error_body, openai_error_fields, openai_status};
+pub use error::{Failure, FrontError, openai_error_body, openai_error_fields, openai_status};
