@@ -8,6 +8,8 @@
 //!   and the [`anthropic::accumulate::Accumulator`] that folds a stream into one message.
 //! - [`openai`]: OpenAI Chat Completions request and chunk types.
 //! - [`sse`]: incremental Server-Sent Events decoder and exact-bytes encoder.
+//! - [`front`]: the OpenAI fronts: Chat Completions requests → Anthropic requests, Anthropic
+//!   events → Chat Completions SSE or one `chat.completion`, and a Chat stream validator.
 //! - [`translate`]: Anthropic → OpenAI Chat request conversion, OpenAI Chat stream → Anthropic
 //!   events, raw model text → Anthropic events.
 //! - [`chatml`]: ChatML prompts and the streaming tool-call parser for raw-text hosts (Fabstir).
@@ -24,6 +26,7 @@ pub mod api;
 pub mod chatml;
 pub mod error;
 pub mod fabstir;
+pub mod front;
 pub mod fuzz;
 pub mod hex;
 pub mod ids;

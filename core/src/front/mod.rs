@@ -1,0 +1,77 @@
+//! The OpenAI fronts: OpenAI clients (the OpenAI SDKs, tools built on Chat Completions) talking
+//! to a bridge that speaks Anthropic inside.
+//!
+//! The rest of the core turns an *Anthropic* request into whatever the upstream speaks and the
+//! upstream's answer back into Anthropic events. A front wraps that pipeline from the outside:
+//!
+//! ```text
+//!  OpenAI client ──chat.completions request──► chat_request ──Anthropic request──► (router, providers)
+//!  OpenAI client ◄──chat.completion.chunk SSE── chat_stream  ◄──Anthropic events─── (any upstream)
+//! ```
+//!
+//! - [`chat_request`]: a Chat Completions request (JSON bytes) → an Anthropic
+//!   [`MessagesRequest`](crate::anthropic::request::MessagesRequest), plus what the answer's
+//!   encoder needs to know (streaming or not, `include_usage`). Errors name the field to fix.
+//! - [`chat_stream`]: Anthropic [`StreamEvent`](crate::anthropic::events::StreamEvent)s →
+//!   `data: {chunk}\n\n` … `data: [DONE]\n\n` (a sans-IO encoder), and the same events folded
+//!   into one `chat.completion` object for non-streaming clients (one code path: the fold reads
+//!   the encoder's chunks).
+//! - [`chat_validate`]: checks that a Chat Completions SSE stream is well-formed (role first,
+//!   tool-call fragments in order, one `finish_reason`, the usage chunk, `[DONE]` last).
+//! - [`responses_request`]: a Responses request (what the Codex CLI sends) → an Anthropic
+//!   request; Codex's `custom` tools (`apply_patch`) become tools taking one string.
+//! - [`responses_stream`]: Anthropic events → the Responses event stream (item lifecycle,
+//!   `sequence_number`s, one terminal event) and the folded `response` object.
+//! - [`responses_validate`]: checks a Responses event stream (sequence numbers, item lifecycle,
+//!   done texts equal to their deltas, exactly one terminal event).
+//!
+//! Like the rest of the core nothing here reads a clock or draws randomness: the completion id
+//! and the `created` time are arguments.
+//!
+//! ```
+//! use bridge_core::anthropic::events::*;
+//! use bridge_core::front::chat_request::chat_to_anthropic;
+//! use bridge_core::front::chat_stream::ChatStreamEncoder;
+//! use bridge_core::front::chat_validate::check_chat_sse;
+//!
+//! // The request side: OpenAI in, Anthropic out.
+//! let front = chat_to_anthropic(br#"{"model":"gpt-x","stream":true,
+//!     "stream_options":{"include_usage":true},
+//!     "messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}"#).unwrap();
+//! assert_eq!(front.request.max_tokens, Some(4096)); // Anthropic requires it; the default
+//! assert!(front.stream && front.include_usage);
+//!
+//! // The answer side: Anthropic events in, Chat Completions SSE out.
+//! let mut enc = ChatStreamEncoder::new("abc", 1_700_000_000, "gpt-x", front.include_usage);
+//! let mut sse = String::new();
+//! for event in [
+//!     StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "gpt-x".into(), 9) },
+//!     StreamEvent::ContentBlockStart { index: 0, content_block: BlockStart::Text { text: String::new() } },
+//!     StreamEvent::ContentBlockDelta { index: 0, delta: Delta::TextDelta { text: "Hello".into() } },
+//!     StreamEvent::ContentBlockStop { index: 0 },
+//!     StreamEvent::MessageDelta {
+//!         delta: MessageDeltaBody { stop_reason: Some(StopReason::EndTurn), stop_sequence: None },
+//!         usage: Usage { input_tokens: 9, output_tokens: 2, ..Default::default() },
+//!     },
+//!     StreamEvent::MessageStop,
+//! ] {
+//!     sse.push_str(&enc.push(&event));
+//! }
+//! sse.push_str(&enc.finish());
+//! assert!(sse.contains(r#""delta":{"content":"Hello"}"#));
+//! assert!(sse.ends_with("data: [DONE]\n\n"));
+//! check_chat_sse(sse.as_bytes(), true).unwrap();
+//! ```
+
+pub mod chat_request;
+pub mod chat_stream;
+pub mod chat_validate;
+pub mod responses_request;
+pub mod responses_stream;
+pub mod responses_validate;
+
+mod error;
+#[cfg(test)]
+mod properties;
+
+pub use error::{Failure, FrontError, openai_error_body, openai_error_fields, openai_status};
