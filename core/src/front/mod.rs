@@ -22,6 +22,8 @@
 //!   request; Codex's `custom` tools (`apply_patch`) become tools taking one string.
 //! - [`responses_stream`]: Anthropic events → the Responses event stream (item lifecycle,
 //!   `sequence_number`s, one terminal event) and the folded `response` object.
+//! - [`transcode`]: for a host: Anthropic SSE bytes (what every provider answers) → the
+//!   client's stream or folded object, and a whole Anthropic answer likewise.
 //! - [`responses_validate`]: checks a Responses event stream (sequence numbers, item lifecycle,
 //!   done texts equal to their deltas, exactly one terminal event).
 //!
@@ -69,6 +71,7 @@ pub mod chat_validate;
 pub mod responses_request;
 pub mod responses_stream;
 pub mod responses_validate;
+pub mod transcode;
 
 mod error;
 #[cfg(test)]
