@@ -19,6 +19,8 @@ use bridge_tests::sse;
 use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, StreamEnd, Upstream};
 use serde_json::{Value, json};
 
+mod openai_front;
+
 const T: Duration = Duration::from_secs(30);
 const CLI_TIMEOUT: Duration = Duration::from_secs(90);
 const OPENAI_KEY: &str = "sk-openai-upstream";

@@ -1,7 +1,8 @@
 //! The one place a failure becomes an HTTP response: Anthropic's envelope
-//! `{"type":"error","error":{"type":…,"message":…},"request_id":…}` with the status the error
-//! says, `retry-after` kept from the upstream, and `x-should-retry: false` when the client's
-//! request itself was wrong (retrying cannot help).
+//! `{"type":"error","error":{"type":…,"message":…},"request_id":…}` — or, on the OpenAI routes,
+//! OpenAI's `{"error":{"message","type","param","code"}}` — with the status the error says,
+//! `retry-after` kept from the upstream, and `x-should-retry: false` when the client's request
+//! itself was wrong (retrying cannot help).
 
 use bytes::Bytes;
 use http::{HeaderValue, Response};
@@ -11,10 +12,40 @@ use bridge_core::anthropic::events::ApiError;
 use super::body::{ResponseBody, full};
 use crate::error::BridgeError;
 
-/// The Anthropic-style error response for `error`.
+/// Which API's error body a client gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Envelope {
+    /// The Anthropic Messages API's.
+    Anthropic,
+    /// OpenAI's (Chat Completions and Responses).
+    OpenAi,
+}
+
+impl Envelope {
+    /// The envelope the clients of a path expect.
+    #[must_use]
+    pub fn for_path(path: &str) -> Self {
+        let path = path.trim_end_matches('/');
+        if path == "/v1/chat/completions" || path == "/v1/responses" {
+            Self::OpenAi
+        } else {
+            Self::Anthropic
+        }
+    }
+}
+
+/// The error response for `error` in `envelope`'s shape. OpenAI clients do not know 529
+/// (overloaded); they get 503.
 #[must_use]
-pub fn error_response(error: BridgeError, request_id: &str) -> Response<ResponseBody> {
-    let status = error.status();
+pub fn error_response_in(
+    envelope: Envelope,
+    error: BridgeError,
+    request_id: &str,
+) -> Response<ResponseBody> {
+    let status = match (envelope, error.status().as_u16()) {
+        (Envelope::OpenAi, 529) => http::StatusCode::SERVICE_UNAVAILABLE,
+        (_, _) => error.status(),
+    };
     let retry_after = match &error {
         BridgeError::UpstreamStatus { retry_after, .. } => retry_after.clone(),
         BridgeError::Engine(crate::engine::EngineError::Busy(_)) => {
@@ -23,7 +54,11 @@ pub fn error_response(error: BridgeError, request_id: &str) -> Response<Response
         _ => None,
     };
     let message = crate::redact::redact(&error.to_string()).into_owned();
-    let body = error_body(&ApiError::new(error.kind(), message), request_id);
+    let api = ApiError::new(error.kind(), message);
+    let body = match envelope {
+        Envelope::Anthropic => error_body(&api, request_id),
+        Envelope::OpenAi => bridge_core::front::openai_error_body(&api),
+    };
     let mut response = Response::new(full(Bytes::from(body)));
     *response.status_mut() = status;
     let headers = response.headers_mut();

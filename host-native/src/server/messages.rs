@@ -18,6 +18,7 @@ use bridge_core::anthropic::events::ErrorKind;
 use super::body::ResponseBody;
 use super::observe::{Metrics, Outcome, Tally};
 use super::routes::TargetEntry;
+use super::shape::ClientShape;
 use super::{AppState, error_response, json_response};
 use crate::error::BridgeError;
 use crate::provider::Call;
@@ -30,11 +31,23 @@ pub(super) async fn create(
     call: Call,
     request_id: &str,
 ) -> Response<ResponseBody> {
+    dispatch(state, call, request_id, &ClientShape::Anthropic).await
+}
+
+/// Route an Anthropic request (a front's, or an OpenAI client's converted) and answer it in the
+/// client's shape.
+pub(super) async fn dispatch(
+    state: &AppState,
+    call: Call,
+    request_id: &str,
+    shape: &ClientShape,
+) -> Response<ResponseBody> {
     let started = Instant::now();
     let routes = state.routes();
+    let failed = |error, target| failed(error, request_id, target, shape);
     let (plan, reason, client_model) = match routes.plan(&call.body) {
         Ok(plan) => plan,
-        Err(error) => return failed(error, request_id, None),
+        Err(error) => return failed(error, None),
     };
     let now = Instant::now();
     // Skip targets whose circuit is open, unless none would be left.
@@ -62,7 +75,7 @@ pub(super) async fn create(
                     idle_timeout: entry.idle_timeout.unwrap_or(state.relay.idle_timeout),
                     ..state.relay
                 };
-                let mut response = relay.respond(answer, Some(outcome)).await;
+                let mut response = relay.respond(answer, Some(outcome), shape).await;
                 set_target(&mut response, &label);
                 return response;
             }
@@ -77,7 +90,7 @@ pub(super) async fn create(
             }
             Err(error) => {
                 let kind = error.kind();
-                let response = failed(error, request_id, Some(&label));
+                let response = failed(error, Some(&label));
                 ended(&outcome(&label, attempt + 1), kind, &response);
                 return response;
             }
@@ -86,13 +99,12 @@ pub(super) async fn create(
     match last {
         Some((error, label)) => {
             let kind = error.kind();
-            let response = failed(error, request_id, Some(&label));
+            let response = failed(error, Some(&label));
             ended(&outcome(&label, tries.len()), kind, &response);
             response
         }
         None => failed(
             BridgeError::Internal(String::from("the router gave no target")),
-            request_id,
             None,
         ),
     }
@@ -144,9 +156,14 @@ fn ended(outcome: &Outcome, kind: ErrorKind, response: &Response<ResponseBody>) 
     outcome.finish(response.status().as_u16(), &Tally::failed(kind.as_str()));
 }
 
-fn failed(error: BridgeError, request_id: &str, target: Option<&str>) -> Response<ResponseBody> {
+fn failed(
+    error: BridgeError,
+    request_id: &str,
+    target: Option<&str>,
+    shape: &ClientShape,
+) -> Response<ResponseBody> {
     warn!(kind = error.kind().as_str(), fault = ?error.fault(), %error, "request failed");
-    let mut response = error_response::error_response(error, request_id);
+    let mut response = error_response::error_response_in(shape.envelope(), error, request_id);
     if let Some(target) = target {
         set_target(&mut response, target);
     }
@@ -169,7 +186,10 @@ pub(super) async fn count_tokens(
     if let Some(primary) = routes.primary()
         && let Some(answer) = primary.provider.count_tokens(call).await
     {
-        return Ok(state.relay.respond(answer?, None).await);
+        return Ok(state
+            .relay
+            .respond(answer?, None, &ClientShape::Anthropic)
+            .await);
     }
     Ok(json_response(
         StatusCode::OK,

@@ -1,8 +1,10 @@
 //! The Anthropic front: an HTTP/1.1 server (hyper) that speaks the Messages API.
 //!
 //! Routes: `POST /v1/messages` (query string ignored: Claude Code sends `?beta=true`),
-//! `POST /v1/messages/count_tokens`, `GET /v1/models[/{id}]`, `HEAD /`, `HEAD /api/hello`,
-//! `GET /health`, and CORS preflights. Every response carries a `request-id`.
+//! `POST /v1/messages/count_tokens`, the OpenAI fronts `POST /v1/chat/completions` and
+//! `POST /v1/responses` ([`openai_front`]), `GET /v1/models[/{id}]` (one body both client
+//! families read), `HEAD /`, `HEAD /api/hello`, `GET /health`, `GET /metrics`, and CORS
+//! preflights. Every response carries a `request-id`.
 
 pub mod body;
 pub mod conn;
@@ -10,8 +12,10 @@ mod error_response;
 pub(crate) mod messages;
 mod models;
 pub mod observe;
+mod openai_front;
 pub mod relay;
 pub mod routes;
+pub mod shape;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -228,7 +232,11 @@ async fn handle(
         Err(refusal) => {
             let error = BridgeError::Refused(refusal);
             span.in_scope(|| warn!(%error, %peer, "request refused"));
-            error_response::error_response(error, &request_id)
+            error_response::error_response_in(
+                error_response::Envelope::for_path(&path),
+                error,
+                &request_id,
+            )
         }
     };
     let headers = response.headers_mut();
@@ -271,6 +279,20 @@ async fn route(
             },
             Err(e) => Err(e),
         },
+        (&Method::POST, "/v1/chat/completions") => match authorize(state, req.headers()) {
+            Ok(()) => match read_call(state, req).await {
+                Ok(call) => Ok(openai_front::chat_completions(state, call, request_id).await),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
+        (&Method::POST, "/v1/responses") => match authorize(state, req.headers()) {
+            Ok(()) => match read_call(state, req).await {
+                Ok(call) => Ok(openai_front::responses(state, call, request_id).await),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
         (&Method::POST, "/v1/messages/count_tokens") => match authorize(state, req.headers()) {
             Ok(()) => match read_call(state, req).await {
                 Ok(call) => messages::count_tokens(state, call).await,
@@ -293,7 +315,11 @@ async fn route(
         Err(error) => {
             let fault = error.fault();
             warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
-            error_response::error_response(error, request_id)
+            error_response::error_response_in(
+                error_response::Envelope::for_path(&path),
+                error,
+                request_id,
+            )
         }
     }
 }

@@ -17,6 +17,11 @@
 //!                 │                     └ send failed (client gone) ─► drop source (cancel)
 //!                 └─not streaming──► [next ─► fold]* ─► End ─► folded Message or error envelope
 //! ```
+//!
+//! For an OpenAI client ([`ClientShape::OpenAi`]) the same loop runs on the same Anthropic SSE;
+//! what is sent is that SSE through the core's front (`FrontStream`: Chat chunks or Responses
+//! events, `: ping` comments instead of `ping` events), and a fold is a `FrontFold` (a
+//! `chat.completion` or `response` object, or an OpenAI error).
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -30,14 +35,19 @@ use tracing::{Instrument, error, info, warn};
 
 use bridge_core::anthropic::events::{ApiError, ErrorKind};
 use bridge_core::api::SseFolder;
+use bridge_core::front::transcode::{self, FrontFold, FrontStream};
 
 use super::body::ResponseBody;
 use super::json_response;
 use super::observe::{OpenStream, Outcome, Tally};
+use super::shape::ClientShape;
 use crate::provider::{Answer, EventSource, Next};
 
 /// Exact bytes of a keep-alive event.
 const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
+
+/// Keep-alive for OpenAI clients: an SSE comment (their SDKs skip comments).
+const COMMENT_PING: &[u8] = b": ping\n\n";
 
 /// Chunks buffered between the relay task and a slow client before the relay waits.
 const CHANNEL_DEPTH: usize = 64;
@@ -60,40 +70,54 @@ pub struct Relay {
 impl Relay {
     /// The response for `answer`; with an `outcome`, the request's line is logged and the
     /// metrics moved when the answer is over ([`super::observe`]).
-    pub async fn respond(self, answer: Answer, outcome: Option<Outcome>) -> Response<ResponseBody> {
+    pub async fn respond(
+        self,
+        answer: Answer,
+        outcome: Option<Outcome>,
+        shape: &ClientShape,
+    ) -> Response<ResponseBody> {
+        let wants_stream = |client_stream: bool| match shape {
+            ClientShape::Anthropic => client_stream,
+            ClientShape::OpenAi { stream, .. } => *stream,
+        };
         match answer {
             Answer::Complete { status, body } => {
-                let body = String::from_utf8_lossy(&body).into_owned();
+                let text = String::from_utf8_lossy(&body).into_owned();
                 if let Some(outcome) = outcome {
                     let mut tally = Tally::default();
-                    tally.saw_folded(&body);
+                    tally.saw_folded(&text);
                     outcome.finish(status, &tally);
                 }
+                let (status, text) = match shape {
+                    ClientShape::Anthropic => (status, text),
+                    ClientShape::OpenAi { answer, .. } => transcode::complete(answer, status, &body),
+                };
                 json_response(
                     StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
-                    body,
+                    text,
                 )
             }
             Answer::Stream {
-                client_stream: false,
+                client_stream,
                 source,
-            } => {
+            } if !wants_stream(client_stream) => {
                 let _open = OpenStream::open();
-                let response = self.fold(source).await;
+                let (response, tally) = self.fold(source, Folder::new(shape)).await;
                 if let Some(outcome) = outcome {
-                    let tally = response_tally(&response);
                     outcome.finish(response.status().as_u16(), &tally);
                 }
                 response
             }
-            Answer::Stream {
-                client_stream: true,
-                source,
-            } => {
+            Answer::Stream { source, .. } => {
                 let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
                 let span = tracing::Span::current();
                 let on_panic = tx.clone();
-                let relay = AssertUnwindSafe(self.stream(source, tx, outcome)).catch_unwind();
+                let front = match shape {
+                    ClientShape::Anthropic => None,
+                    ClientShape::OpenAi { answer, .. } => Some(FrontStream::new(answer)),
+                };
+                let relay =
+                    AssertUnwindSafe(self.stream(source, tx, outcome, front)).catch_unwind();
                 tokio::spawn(
                     async move {
                         if let Err(panic) = relay.await {
@@ -111,34 +135,52 @@ impl Relay {
     }
 
     /// Everything the source yields, folded into the message a non-streaming client gets.
-    async fn fold(self, source: Box<dyn EventSource>) -> Response<ResponseBody> {
-        match AssertUnwindSafe(self.fold_source(source))
+    async fn fold(
+        self,
+        source: Box<dyn EventSource>,
+        folder: Folder,
+    ) -> (Response<ResponseBody>, Tally) {
+        let openai = matches!(folder, Folder::Front(..));
+        match AssertUnwindSafe(self.fold_source(source, folder))
             .catch_unwind()
             .await
         {
-            Ok(response) => response,
+            Ok(folded) => folded,
             Err(panic) => {
                 error!(
                     panic = panic_message(&*panic),
                     "relaying an answer panicked"
                 );
                 let api = ApiError::new(ErrorKind::Api, RELAY_FAILED);
-                json_response(StatusCode::INTERNAL_SERVER_ERROR, api.envelope())
+                let body = if openai {
+                    bridge_core::front::openai_error_body(&api)
+                } else {
+                    api.envelope()
+                };
+                (
+                    json_response(StatusCode::INTERNAL_SERVER_ERROR, body),
+                    Tally::failed(ErrorKind::Api.as_str()),
+                )
             }
         }
     }
 
-    async fn fold_source(self, mut source: Box<dyn EventSource>) -> Response<ResponseBody> {
-        let mut folder = SseFolder::default();
+    async fn fold_source(
+        self,
+        mut source: Box<dyn EventSource>,
+        mut folder: Folder,
+    ) -> (Response<ResponseBody>, Tally) {
+        let mut tally = Tally::default();
         let mut folded = 0usize;
         let started = Instant::now();
+        let mut take = |folder: &mut Folder, sse: &str| {
+            tally.saw(sse);
+            folder.feed(sse.as_bytes());
+        };
         loop {
             if self.out_of_time(started) {
-                folder.feed(
-                    source
-                        .fail(ErrorKind::Timeout, &self.stream_timeout_message())
-                        .as_bytes(),
-                );
+                let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
+                take(&mut folder, &last);
                 break;
             }
             let wait = self.idle_timeout.min(self.time_left(started));
@@ -151,35 +193,32 @@ impl Relay {
                              receive answers this large",
                             MAX_FOLDED_BYTES >> 20
                         );
-                        folder = SseFolder::default();
-                        folder.feed(source.fail(ErrorKind::Api, &message).as_bytes());
+                        folder = folder.restarted();
+                        let last = source.fail(ErrorKind::Api, &message);
+                        take(&mut folder, &last);
                         break;
                     }
-                    folder.feed(sse.as_bytes());
+                    take(&mut folder, &sse);
                 }
                 Ok(Next::End) => break,
                 Err(_) if self.out_of_time(started) => {}
                 Err(_) => {
-                    folder.feed(
-                        source
-                            .fail(ErrorKind::Timeout, &self.idle_message())
-                            .as_bytes(),
-                    );
+                    let last = source.fail(ErrorKind::Timeout, &self.idle_message());
+                    take(&mut folder, &last);
                     break;
                 }
             }
         }
-        let mut finished = folder.finish();
-        if finished.status != 200 {
-            finished.body = crate::redact::redact(&finished.body).into_owned();
+        let (status, mut body) = folder.finish();
+        if status != 200 {
+            body = crate::redact::redact(&body).into_owned();
+            warn!(status, body = %body, "answer folded into an error");
         }
-        if finished.status != 200 {
-            warn!(status = finished.status, body = %finished.body, "answer folded into an error");
-        }
-        json_response(
-            StatusCode::from_u16(finished.status).unwrap_or(StatusCode::BAD_GATEWAY),
-            finished.body,
-        )
+        let response = json_response(
+            StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
+            body,
+        );
+        (response, tally)
     }
 
     /// Relay to a streaming client until the answer ends or the client leaves; then the
@@ -189,10 +228,12 @@ impl Relay {
         source: Box<dyn EventSource>,
         tx: mpsc::Sender<Bytes>,
         outcome: Option<Outcome>,
+        front: Option<FrontStream>,
     ) {
         let _open = OpenStream::open();
         let mut tally = Tally::default();
-        self.stream_source(source, tx, &mut tally).await;
+        let mut out = Outbound { tx, front };
+        self.stream_source(source, &mut out, &mut tally).await;
         if let Some(outcome) = outcome {
             outcome.finish(200, &tally);
         }
@@ -201,7 +242,7 @@ impl Relay {
     async fn stream_source(
         self,
         mut source: Box<dyn EventSource>,
-        tx: mpsc::Sender<Bytes>,
+        out: &mut Outbound,
         tally: &mut Tally,
     ) {
         let started = Instant::now();
@@ -211,7 +252,7 @@ impl Relay {
             if self.out_of_time(started) {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
                 tally.saw(&last);
-                let _ = tx.send(Bytes::from(last)).await;
+                out.last(&last).await;
                 return;
             }
             let idle_left = self.idle_timeout.saturating_sub(last_output.elapsed());
@@ -225,7 +266,7 @@ impl Relay {
             // instance are freed at once.
             let next = tokio::select! {
                 next = tokio::time::timeout(wait, source.next()) => next,
-                () = tx.closed() => {
+                () = out.tx.closed() => {
                     info!(
                         ms = started.elapsed().as_millis() as u64,
                         "client disconnected; upstream request cancelled"
@@ -233,28 +274,31 @@ impl Relay {
                     return;
                 }
             };
-            let out = match next {
+            let sent = match next {
                 Ok(Next::Sse(sse)) => {
                     last_output = Instant::now();
                     // An upstream's error may quote a key back.
                     if tally.saw(&sse) {
-                        Bytes::from(crate::redact::redact(&sse).into_owned())
+                        out.sse(&crate::redact::redact(&sse)).await
                     } else {
-                        Bytes::from(sse)
+                        out.sse(&sse).await
                     }
                 }
-                Ok(Next::End) => return,
+                Ok(Next::End) => {
+                    out.end().await;
+                    return;
+                }
                 Err(_) if self.out_of_time(started) => continue,
                 Err(_) if last_output.elapsed() >= self.idle_timeout => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     tally.saw(&last);
-                    let _ = tx.send(Bytes::from(last)).await;
+                    out.last(&last).await;
                     return;
                 }
-                Err(_) => Bytes::from_static(PING),
+                Err(_) => out.ping().await,
             };
             last_sent = Instant::now();
-            if tx.send(out).await.is_err() {
+            if !sent {
                 info!(
                     ms = started.elapsed().as_millis() as u64,
                     "client disconnected; upstream request cancelled"
@@ -293,6 +337,100 @@ impl Relay {
     }
 }
 
+/// Where a streamed answer goes: the client's channel, through the core's front for an
+/// OpenAI client.
+struct Outbound {
+    tx: mpsc::Sender<Bytes>,
+    front: Option<FrontStream>,
+}
+
+impl Outbound {
+    /// Send a run of Anthropic SSE (transcoded for an OpenAI client; a run that makes no
+    /// output sends nothing). `false` when the client is gone.
+    async fn sse(&mut self, sse: &str) -> bool {
+        let bytes = match &mut self.front {
+            None => Bytes::from(sse.to_owned()),
+            Some(front) => {
+                let out = front.feed(sse.as_bytes());
+                if out.is_empty() {
+                    return !self.tx.is_closed();
+                }
+                Bytes::from(out)
+            }
+        };
+        self.tx.send(bytes).await.is_ok()
+    }
+
+    /// A keep-alive in the client's dialect.
+    async fn ping(&mut self) -> bool {
+        let ping = if self.front.is_some() { COMMENT_PING } else { PING };
+        self.tx.send(Bytes::from_static(ping)).await.is_ok()
+    }
+
+    /// The answer ended: an OpenAI stream gets its end (`[DONE]`, or a terminal event when the
+    /// upstream never sent one).
+    async fn end(&mut self) {
+        if let Some(front) = &mut self.front {
+            let tail = front.finish();
+            if !tail.is_empty() {
+                let _ = self.tx.send(Bytes::from(tail)).await;
+            }
+        }
+    }
+
+    /// The last SSE of an answer the relay ends (a timeout), then the end.
+    async fn last(&mut self, sse: &str) {
+        if self.sse(sse).await {
+            self.end().await;
+        }
+    }
+}
+
+/// What a non-streamed answer is folded into.
+enum Folder {
+    /// The Anthropic message (or error envelope).
+    Anthropic(SseFolder),
+    /// An OpenAI client's object (or OpenAI error); the answer it was made for.
+    Front(Box<FrontFold>, Box<transcode::FrontAnswer>),
+}
+
+impl Folder {
+    fn new(shape: &ClientShape) -> Self {
+        match shape {
+            ClientShape::Anthropic => Self::Anthropic(SseFolder::default()),
+            ClientShape::OpenAi { answer, .. } => Self::Front(
+                Box::new(FrontFold::new(answer)),
+                Box::new(answer.clone()),
+            ),
+        }
+    }
+
+    /// An empty folder of the same kind (what was folded is dropped).
+    fn restarted(self) -> Self {
+        match self {
+            Self::Anthropic(_) => Self::Anthropic(SseFolder::default()),
+            Self::Front(_, answer) => Self::Front(Box::new(FrontFold::new(&answer)), answer),
+        }
+    }
+
+    fn feed(&mut self, sse: &[u8]) {
+        match self {
+            Self::Anthropic(folder) => folder.feed(sse),
+            Self::Front(fold, _) => fold.feed(sse),
+        }
+    }
+
+    fn finish(self) -> (u16, String) {
+        match self {
+            Self::Anthropic(folder) => {
+                let finished = folder.finish();
+                (finished.status, finished.body)
+            }
+            Self::Front(fold, _) => fold.finish(),
+        }
+    }
+}
+
 /// What the client is told when relaying its answer failed in the bridge itself.
 const RELAY_FAILED: &str =
     "the bridge failed while relaying this answer (a bug in the bridge; its log has the details)";
@@ -304,13 +442,4 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
-}
-
-/// What a folded (complete) response says, for the request's line.
-fn response_tally(response: &Response<ResponseBody>) -> Tally {
-    let mut tally = Tally::default();
-    if let ResponseBody::Full(Some(bytes)) = response.body() {
-        tally.saw_folded(&String::from_utf8_lossy(bytes));
-    }
-    tally
 }

@@ -1,0 +1,113 @@
+// Drives the official OpenAI TypeScript SDK (`openai`) against a bridge's OpenAI fronts.
+//
+//   node openai_client.mjs BASE_URL API SCENARIO MODE
+//
+// BASE_URL  the bridge's OpenAI base URL, e.g. http://127.0.0.1:3456/v1
+// API       chat | responses
+// SCENARIO  text | tools | custom (responses only: Codex's free-form `apply_patch` tool)
+// MODE      stream | create
+//
+// Prints one JSON object on stdout:
+//   {"ok":true,"result":<final ChatCompletion / Response>,"events":[chunk count or event types]}
+//   {"ok":false,"error":{"class","status","message","type","code"}}
+// The SDK's stream helpers assemble the answer and throw on a malformed stream, so a stream the
+// SDK cannot read is an error here. Errors are reported, not thrown: exit code 0 unless the
+// driver itself is broken.
+
+import OpenAI from "openai";
+
+const [baseURL, api, scenario, mode] = process.argv.slice(2);
+if (!baseURL || !api || !scenario || !mode) {
+  console.error("usage: node openai_client.mjs BASE_URL chat|responses SCENARIO stream|create");
+  process.exit(2);
+}
+const client = new OpenAI({
+  baseURL,
+  apiKey: process.env.OPENAI_API_KEY || "any",
+  maxRetries: 0,
+  timeout: Number(process.env.E2E_CLIENT_TIMEOUT_MS || 30000),
+});
+
+const WEATHER = {
+  name: "get_weather",
+  description: "Get the current weather in a city.",
+  parameters: {
+    type: "object",
+    properties: { city: { type: "string" } },
+    required: ["city"],
+  },
+};
+const APPLY_PATCH = {
+  type: "custom",
+  name: "apply_patch",
+  description: "Apply a patch to files.",
+  format: {
+    type: "grammar",
+    syntax: "lark",
+    definition: 'start: "*** Begin Patch" /(.|\\n)*/ "*** End Patch"',
+  },
+};
+
+function chatParams() {
+  const p = {
+    model: "gpt-test",
+    messages: [
+      { role: "system", content: "Be brief." },
+      { role: "user", content: scenario === "tools" ? "Weather in Paris?" : "Say hello." },
+    ],
+  };
+  if (scenario === "tools") p.tools = [{ type: "function", function: WEATHER }];
+  return p;
+}
+
+function responsesParams() {
+  const p = {
+    model: "gpt-test",
+    instructions: "Be brief.",
+    input: [{ role: "user", content: scenario === "text" ? "Say hello." : "Do the task." }],
+    store: false,
+  };
+  if (scenario === "tools") p.tools = [{ type: "function", ...WEATHER, strict: false }];
+  if (scenario === "custom") p.tools = [APPLY_PATCH];
+  return p;
+}
+
+async function run() {
+  if (api === "chat" && mode === "stream") {
+    const stream = client.chat.completions.stream({
+      ...chatParams(),
+      stream_options: { include_usage: true },
+    });
+    let chunks = 0;
+    for await (const _ of stream) chunks += 1;
+    return { result: await stream.finalChatCompletion(), events: chunks };
+  }
+  if (api === "chat") {
+    return { result: await client.chat.completions.create(chatParams()), events: 0 };
+  }
+  if (mode === "stream") {
+    const stream = client.responses.stream(responsesParams());
+    const events = [];
+    for await (const event of stream) events.push(event.type);
+    return { result: await stream.finalResponse(), events };
+  }
+  return { result: await client.responses.create(responsesParams()), events: [] };
+}
+
+try {
+  const { result, events } = await run();
+  console.log(JSON.stringify({ ok: true, result, events }));
+} catch (e) {
+  console.log(
+    JSON.stringify({
+      ok: false,
+      error: {
+        class: e?.constructor?.name,
+        status: e?.status,
+        message: String(e?.message ?? e),
+        type: e?.type ?? e?.error?.type,
+        code: e?.code ?? e?.error?.code,
+      },
+    }),
+  );
+}

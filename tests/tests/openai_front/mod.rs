@@ -1,0 +1,197 @@
+//! The OpenAI fronts end to end (issue 12): the official OpenAI TypeScript SDK (`openai`, its
+//! stream helpers assemble and check every stream) talks Chat Completions and Responses to the
+//! real bridge, whose provider is a scripted OpenAI-compatible upstream. What each API gets back
+//! — text, tool calls, Codex's free-form `apply_patch` as a `custom_tool_call`, usage, errors in
+//! OpenAI's envelope — is read from what the SDK returns or raises.
+//!
+//! (A module of `e2e_providers`, so it shares that test binary.)
+
+use std::time::Duration;
+
+use bridge_tests::bridge::Bridge;
+use bridge_tests::chunks::{text_stream, tool_call_stream};
+use bridge_tests::clients::{e2e_dir, run};
+use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
+use serde_json::Value;
+
+const T: Duration = Duration::from_secs(30);
+const PATCH: &str = "*** Begin Patch\n*** Add File: hi.txt\n+hi\n*** End Patch";
+
+/// Runs `tests/e2e/openai_client.mjs` and returns its report.
+async fn sdk(bridge: &Bridge, api: &str, scenario: &str, mode: &str) -> Value {
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(e2e_dir().join("openai_client.mjs"))
+        .args([&format!("{}/v1", bridge.base_url()), api, scenario, mode])
+        .current_dir(e2e_dir())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL");
+    let out = run(cmd, T, "openai SDK driver").await.unwrap();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
+    serde_json::from_str(line.unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no JSON ({e}): {}\n{}", out.stdout, out.stderr))
+}
+
+async fn post(url: &str, body: &Value) -> bridge_tests::http::HttpResponse {
+    let headers = [("content-type", "application/json")];
+    bridge_tests::http::send("POST", url, &headers, Some(body.to_string().into_bytes()), T)
+        .await
+        .unwrap()
+}
+
+/// The upstream's answer by what was asked: a tool call when tools were offered, else text.
+fn scripted(req: &RecordedRequest) -> ScriptedResponse {
+    let tools = req.tools();
+    let named = |name: &str| tools.iter().any(|t| t["function"]["name"] == name);
+    if named("apply_patch") {
+        let args = serde_json::json!({ "input": PATCH }).to_string();
+        let (a, b) = args.split_at(args.len() / 2);
+        tool_call_stream("call_patch", "apply_patch", &[a, b])
+    } else if named("get_weather") {
+        tool_call_stream("call_w", "get_weather", &["{\"city\":", "\"Paris\"}"])
+    } else {
+        text_stream(&["Hel", "lo!"])
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider() {
+    let upstream = Upstream::start(scripted).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "openai-front").await.unwrap();
+    let ctx = || format!("{}\n--- bridge log:\n{}", upstream.dump(), bridge.log());
+
+    for mode in ["stream", "create"] {
+        // Chat Completions: text, then a tool call.
+        let r = sdk(&bridge, "chat", "text", mode).await;
+        assert_eq!(r["ok"], true, "chat text {mode}: {r}\n{}", ctx());
+        let choice = &r["result"]["choices"][0];
+        assert_eq!(choice["message"]["content"], "Hello!", "{r}");
+        assert_eq!(choice["finish_reason"], "stop", "{r}");
+        assert_eq!(r["result"]["model"], "gpt-test", "the client's model name comes back");
+        assert!(r["result"]["usage"]["completion_tokens"].as_u64() > Some(0), "{r}");
+
+        let r = sdk(&bridge, "chat", "tools", mode).await;
+        assert_eq!(r["ok"], true, "chat tools {mode}: {r}\n{}", ctx());
+        let choice = &r["result"]["choices"][0];
+        assert_eq!(choice["finish_reason"], "tool_calls", "{r}");
+        let call = &choice["message"]["tool_calls"][0];
+        assert_eq!(call["function"]["name"], "get_weather", "{r}");
+        let args: Value =
+            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+        assert_eq!(args, serde_json::json!({"city": "Paris"}), "{r}");
+
+        // Responses: text, a function call, and Codex's custom tool.
+        let r = sdk(&bridge, "responses", "text", mode).await;
+        assert_eq!(r["ok"], true, "responses text {mode}: {r}\n{}", ctx());
+        assert_eq!(r["result"]["status"], "completed", "{r}");
+        assert_eq!(r["result"]["output_text"], "Hello!", "{r}");
+        if mode == "stream" {
+            let events: Vec<&str> = r["events"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(Value::as_str)
+                .collect();
+            assert_eq!(events.first(), Some(&"response.created"), "{r}");
+            assert_eq!(events.last(), Some(&"response.completed"), "{r}");
+        }
+
+        let r = sdk(&bridge, "responses", "tools", mode).await;
+        assert_eq!(r["ok"], true, "responses tools {mode}: {r}\n{}", ctx());
+        let item = &r["result"]["output"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(item["type"], "function_call", "{r}");
+        assert_eq!(item["name"], "get_weather", "{r}");
+        assert_eq!(item["call_id"], "call_w", "{r}");
+
+        let r = sdk(&bridge, "responses", "custom", mode).await;
+        assert_eq!(r["ok"], true, "responses custom {mode}: {r}\n{}", ctx());
+        let item = &r["result"]["output"].as_array().unwrap().last().unwrap().clone();
+        assert_eq!(item["type"], "custom_tool_call", "{r}");
+        assert_eq!(item["name"], "apply_patch", "{r}");
+        assert_eq!(item["input"], PATCH, "the raw patch text, not JSON: {r}");
+    }
+
+    // The custom tool reached the upstream as a function taking one string.
+    let patch_request = upstream
+        .model_requests()
+        .into_iter()
+        .find(|r| r.tools().iter().any(|t| t["function"]["name"] == "apply_patch"))
+        .unwrap();
+    let tool = patch_request
+        .tools()
+        .iter()
+        .find(|t| t["function"]["name"] == "apply_patch")
+        .unwrap()
+        .clone();
+    assert_eq!(
+        tool["function"]["parameters"]["properties"]["input"]["type"],
+        "string",
+        "{tool}"
+    );
+    assert!(
+        tool["function"]["description"]
+            .as_str()
+            .unwrap()
+            .contains("Begin Patch"),
+        "the grammar is in the description: {tool}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn openai_clients_get_openai_errors() {
+    let upstream = Upstream::always(ScriptedResponse::openai_error(
+        429,
+        "Rate limit reached for requests",
+        "requests",
+        Some("rate_limit_exceeded"),
+    ))
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "openai-front-errors")
+        .await
+        .unwrap();
+    for api in ["chat", "responses"] {
+        for mode in ["stream", "create"] {
+            let r = sdk(&bridge, api, "text", mode).await;
+            assert_eq!(r["ok"], false, "{api} {mode}: {r}");
+            assert_eq!(r["error"]["status"], 429, "{api} {mode}: {r}");
+            assert_eq!(r["error"]["class"], "RateLimitError", "{api} {mode}: {r}");
+            assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Rate limit reached"),
+                "{api} {mode}: {r}"
+            );
+        }
+    }
+
+    // A request the front cannot take: 400 in OpenAI's envelope, naming the field.
+    let response = post(
+        &format!("{}/v1/chat/completions", bridge.base_url()),
+        &serde_json::json!({"model": "gpt-test", "n": 2,
+                            "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(response.status, 400, "{}", response.text());
+    let body = response.json().unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error", "{body}");
+    assert_eq!(body["error"]["param"], "n", "{body}");
+
+    // A wrong client key on an OpenAI route is an OpenAI error too.
+    let keyed = Bridge::start_with(
+        &upstream.base_url(),
+        "openai-front-key",
+        bridge_tests::bridge::BridgeOptions::default().args(&["--client-key", "sk-bridge"]),
+    )
+    .await
+    .unwrap();
+    let response = post(
+        &format!("{}/v1/responses", keyed.base_url()),
+        &serde_json::json!({"model": "gpt-test", "input": "hi"}),
+    )
+    .await;
+    assert_eq!(response.status, 401, "{}", response.text());
+    let body = response.json().unwrap();
+    assert!(body["error"]["message"].is_string() && body.get("type").is_none(), "{body}");
+}
