@@ -757,31 +757,36 @@ fn image_block(part: &Value, at: &str) -> Result<Block, FrontError> {
             "an https URL or a data:image/…;base64,… URL",
         ));
     };
-    let source = if url.starts_with("data:") {
-        let (media_type, data) = data_url(url).ok_or_else(|| {
-            FrontError::invalid(
-                format!("{at}.image_url.url"),
-                "a data URL must look like data:image/png;base64,<data>",
-            )
-        })?;
-        ImageSource::Base64 {
-            media_type: media_type.to_owned(),
-            data: data.to_owned(),
-        }
-    } else if url.starts_with("https://") || url.starts_with("http://") {
-        ImageSource::Url {
-            url: url.to_owned(),
-        }
-    } else {
-        return Err(FrontError::invalid(
-            format!("{at}.image_url.url"),
-            "must be an http(s) URL or a data: URL",
-        ));
-    };
+    let source = image_source(url, &format!("{at}.image_url.url"))?;
     Ok(Block::Known(KnownBlock::Image {
         source,
         extra: Map::new(),
     }))
+}
+
+/// An image URL (`data:<type>;base64,…` or http(s)) as an Anthropic image source.
+pub(super) fn image_source(url: &str, param: &str) -> Result<ImageSource, FrontError> {
+    if url.starts_with("data:") {
+        let (media_type, data) = data_url(url).ok_or_else(|| {
+            FrontError::invalid(
+                param,
+                "a data URL must look like data:image/png;base64,<data>",
+            )
+        })?;
+        Ok(ImageSource::Base64 {
+            media_type: media_type.to_owned(),
+            data: data.to_owned(),
+        })
+    } else if url.starts_with("https://") || url.starts_with("http://") {
+        Ok(ImageSource::Url {
+            url: url.to_owned(),
+        })
+    } else {
+        Err(FrontError::invalid(
+            param,
+            "must be an http(s) URL or a data: URL",
+        ))
+    }
 }
 
 fn file_block(part: &Value, at: &str) -> Result<Block, FrontError> {

@@ -56,12 +56,12 @@
 use serde_json::{Map, Value, json};
 
 use crate::anthropic::request::{
-    Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
+    Block, Content, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
 use crate::front::FrontError;
 use crate::front::chat_request::{
-    JSON_OBJECT_INSTRUCTION, arguments_object, data_url, effort_to_thinking, non_null,
-    optional_bool, optional_number, positive_int, push_message, string_field, text_block,
+    JSON_OBJECT_INSTRUCTION, arguments_object, data_url, effort_to_thinking, image_source,
+    non_null, optional_bool, optional_number, positive_int, push_message, string_field, text_block,
 };
 
 /// `max_tokens` when the client sends no `max_output_tokens` (Codex never does). Agent turns
@@ -717,27 +717,7 @@ fn image(part: &Value, at: &str) -> Result<Block, FrontError> {
             "send the image as image_url (an https URL or a data: URL); file_id is not supported",
         ));
     };
-    let source = if url.starts_with("data:") {
-        let (media_type, data) = data_url(url).ok_or_else(|| {
-            FrontError::invalid(
-                format!("{at}.image_url"),
-                "a data URL must look like data:image/png;base64,<data>",
-            )
-        })?;
-        ImageSource::Base64 {
-            media_type: media_type.to_owned(),
-            data: data.to_owned(),
-        }
-    } else if url.starts_with("https://") || url.starts_with("http://") {
-        ImageSource::Url {
-            url: url.to_owned(),
-        }
-    } else {
-        return Err(FrontError::invalid(
-            format!("{at}.image_url"),
-            "must be an http(s) URL or a data: URL",
-        ));
-    };
+    let source = image_source(url, &format!("{at}.image_url"))?;
     Ok(Block::Known(KnownBlock::Image {
         source,
         extra: Map::new(),
