@@ -3,7 +3,7 @@
 //! | Chat Completions | Anthropic |
 //! |---|---|
 //! | `system` / `developer` messages before the first other message | `system` (one text block each) |
-//! | `system` / `developer` later in the conversation | a `role:"system"` message at that place (the translators behind fold or keep it) |
+//! | `system` / `developer` later in the conversation | a text block in a user turn at that place (a `role:"system"` message would need Anthropic's `mid-conversation-system` beta) |
 //! | `user` content string / `text` parts | `text` blocks |
 //! | `image_url` with a `data:<type>;base64,` URL / an http(s) URL | `image` block, `base64` / `url` source |
 //! | `file` with `file_data` (a `data:` URL) | `document` block, `base64` source |
@@ -270,11 +270,9 @@ impl Converter {
                 if self.messages.is_empty() {
                     self.system.push(text);
                 } else {
-                    self.messages.push(InputMessage {
-                        role: Role::System,
-                        content: Content::Text(text),
-                        extra: Map::new(),
-                    });
+                    // Text in a user turn at this place: a `role:"system"` message would need
+                    // Anthropic's mid-conversation-system beta, which OpenAI clients do not send.
+                    push_message(&mut self.messages, Role::User, vec![text_block(&text)]);
                 }
             }
             "user" => {
@@ -959,18 +957,20 @@ mod tests {
     }
 
     #[test]
-    fn mid_conversation_system_stays_in_place() {
+    fn mid_conversation_system_becomes_user_text_in_place() {
         let out = convert(json!({"model": "m", "messages": [
             {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "ok"},
             {"role": "developer", "content": "switch to French"},
             {"role": "user", "content": "b"}
         ]}));
         assert!(out.get("system").is_none());
         assert_eq!(
-            out["messages"][1],
-            json!({"role": "system", "content": "switch to French"})
+            out["messages"][2],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "switch to French"}, {"type": "text", "text": "b"}]})
         );
-        assert_eq!(out["messages"][2], json!({"role": "user", "content": "b"}));
+        assert_eq!(out["messages"].as_array().unwrap().len(), 3);
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! | Responses | Anthropic |
 //! |---|---|
 //! | `instructions`, and `system`/`developer` messages before any other item | `system` (one text block each) |
-//! | `system`/`developer` messages later | a `role:"system"` message at that place |
+//! | `system`/`developer` messages later | a text block in a user turn at that place (as Chat's) |
 //! | `input` string | one user message |
 //! | `message` items: `input_text` / `output_text` / `input_image` / `input_file` | `text` / `text` / `image` / `document` blocks of a user or assistant message |
 //! | `function_call` {call_id, name, arguments} | assistant `tool_use` {id: call_id, input: arguments parsed} |
@@ -411,11 +411,9 @@ impl Converter {
                 if self.messages.is_empty() {
                     self.system.push(text);
                 } else {
-                    self.messages.push(InputMessage {
-                        role: Role::System,
-                        content: Content::Text(text),
-                        extra: Map::new(),
-                    });
+                    // Text in a user turn at this place: a `role:"system"` message would need
+                    // Anthropic's mid-conversation-system beta, which OpenAI clients do not send.
+                    push_message(&mut self.messages, Role::User, vec![text_block(&text)]);
                 }
             }
             "assistant" => {
@@ -909,7 +907,7 @@ mod tests {
     }
 
     #[test]
-    fn late_developer_messages_stay_in_place_and_formats_map() {
+    fn late_developer_messages_become_user_text_and_formats_map() {
         let schema = json!({"type": "object"});
         let (out, _) = convert(json!({"model": "m",
         "text": {"format": {"type": "json_schema", "name": "x", "schema": schema, "strict": true}},
@@ -919,11 +917,12 @@ mod tests {
             {"role": "assistant", "content": [{"type": "output_text", "text": "ok", "annotations": []}]}
         ]}));
         assert_eq!(
-            out["messages"][1],
-            json!({"role": "system", "content": "now b"})
+            out["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "a"}, {"type": "text", "text": "now b"}]})
         );
         assert_eq!(
-            out["messages"][2],
+            out["messages"][1],
             json!({"role": "assistant", "content": "ok"})
         );
         assert_eq!(
