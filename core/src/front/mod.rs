@@ -114,5 +114,7 @@ pub mod responses_validate;
 mod error;
 #[cfg(test)]
 mod properties;
+#[cfg(test)]
+mod request_properties;
 
 pub use error::{Failure, FrontError, openai_error_body, openai_error_fields, openai_status};
