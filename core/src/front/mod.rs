@@ -111,6 +111,7 @@ pub mod responses_request;
 pub mod responses_stream;
 pub mod responses_validate;
 
+mod convert;
 mod error;
 #[cfg(test)]
 mod properties;

@@ -59,9 +59,10 @@ use crate::anthropic::request::{
     Block, Content, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
 use crate::front::FrontError;
-use crate::front::chat_request::{
-    JSON_OBJECT_INSTRUCTION, arguments_object, data_url, effort_to_thinking, image_source,
-    non_null, optional_bool, optional_number, positive_int, push_message, string_field, text_block,
+use crate::front::chat_request::JSON_OBJECT_INSTRUCTION;
+use crate::front::convert::{
+    arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
+    optional_number, positive_int, push_message, string_field, text_block,
 };
 
 /// `max_tokens` when the client sends no `max_output_tokens` (Codex never does). Agent turns
