@@ -148,7 +148,7 @@ fn error_result(error: &ApiError) -> Finished {
     }
 }
 
-fn merge_usage(into: &mut Usage, delta: &Usage) {
+pub(crate) fn merge_usage(into: &mut Usage, delta: &Usage) {
     into.output_tokens = delta.output_tokens;
     if delta.input_tokens > 0 {
         into.input_tokens = delta.input_tokens;

@@ -3,7 +3,7 @@
 //! | Chat Completions | Anthropic |
 //! |---|---|
 //! | `system` / `developer` messages before the first other message | `system` (one text block each) |
-//! | `system` / `developer` later in the conversation | a `role:"system"` message at that place (the translators behind fold or keep it) |
+//! | `system` / `developer` later in the conversation | a text block in a user turn at that place (a `role:"system"` message would need Anthropic's `mid-conversation-system` beta) |
 //! | `user` content string / `text` parts | `text` blocks |
 //! | `image_url` with a `data:<type>;base64,` URL / an http(s) URL | `image` block, `base64` / `url` source |
 //! | `file` with `file_data` (a `data:` URL) | `document` block, `base64` source |
@@ -33,7 +33,7 @@
 //! `top_logprobs`, `logit_bias`, `seed`, penalties, `metadata`, `store`, `service_tier`,
 //! `prediction`, `modalities`, `audio`, `web_search_options`, non-function tools, the restriction
 //! of an `allowed_tools` choice, message `name`s, assistant `refusal` and `reasoning_content`
-//! (no signature: an Anthropic upstream would refuse it as thinking), image `detail`.
+//! (no signature: an Anthropic upstream would refuse it as thinking); image `detail` is dropped silently.
 //!
 //! ```
 //! use bridge_core::front::chat_request::chat_to_anthropic;
@@ -57,9 +57,13 @@
 use serde_json::{Map, Value, json};
 
 use crate::anthropic::request::{
-    Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
+    Block, Content, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
 use crate::front::FrontError;
+use crate::front::convert::{
+    arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
+    optional_number, part_type, positive_int, push_message, string_field, text_block,
+};
 
 /// `max_tokens` when the client sends neither `max_completion_tokens` nor `max_tokens`
 /// (Anthropic requires one; OpenAI's default is "as much as the model can").
@@ -270,11 +274,9 @@ impl Converter {
                 if self.messages.is_empty() {
                     self.system.push(text);
                 } else {
-                    self.messages.push(InputMessage {
-                        role: Role::System,
-                        content: Content::Text(text),
-                        extra: Map::new(),
-                    });
+                    // Text in a user turn at this place: a `role:"system"` message would need
+                    // Anthropic's mid-conversation-system beta, which OpenAI clients do not send.
+                    push_message(&mut self.messages, Role::User, vec![text_block(&text)]);
                 }
             }
             "user" => {
@@ -504,53 +506,6 @@ impl Converter {
     }
 }
 
-/// Append blocks as a message of `role`, joining the previous message when it has the same
-/// role (tool results and the user's next words become one user turn, as Anthropic wants).
-/// An OpenAI effort → Anthropic `thinking` (and `output_config.effort`).
-pub(super) fn effort_to_thinking(
-    effort: &Value,
-    param: &str,
-    output_config: &mut Map<String, Value>,
-) -> Result<Value, FrontError> {
-    let effort = match effort.as_str() {
-        Some("none") => return Ok(json!({"type": "disabled"})),
-        Some("minimal" | "low") => "low",
-        Some("medium") => "medium",
-        Some("high") => "high",
-        Some("xhigh") => "xhigh",
-        _ => {
-            return Err(FrontError::invalid(
-                param,
-                "one of none, minimal, low, medium, high, xhigh",
-            ));
-        }
-    };
-    output_config.insert(String::from("effort"), json!(effort));
-    Ok(json!({"type": "adaptive"}))
-}
-
-pub(super) fn push_message(messages: &mut Vec<InputMessage>, role: Role, mut blocks: Vec<Block>) {
-    if let Some(last) = messages.last_mut()
-        && last.role == role
-    {
-        let mut joined = last.content.blocks();
-        joined.append(&mut blocks);
-        last.content = Content::Blocks(joined);
-        return;
-    }
-    let content = match blocks.as_slice() {
-        [Block::Known(KnownBlock::Text { text, extra })] if extra.is_empty() => {
-            Content::Text(text.clone())
-        }
-        _ => Content::Blocks(blocks),
-    };
-    messages.push(InputMessage {
-        role,
-        content,
-        extra: Map::new(),
-    });
-}
-
 fn tool_call(call: &Value, at: &str) -> Result<Block, FrontError> {
     if !call.is_object() {
         return Err(FrontError::invalid(at, "each tool call must be an object"));
@@ -582,37 +537,6 @@ fn tool_call(call: &Value, at: &str) -> Result<Block, FrontError> {
         input,
         extra: Map::new(),
     }))
-}
-
-/// Tool-call arguments (a JSON object as a string; empty or absent is `{}`).
-pub(super) fn arguments_object(arguments: Option<&Value>, at: &str) -> Result<Value, FrontError> {
-    Ok(match arguments {
-        None | Some(Value::Null) => Value::Object(Map::new()),
-        Some(Value::String(args)) if args.trim().is_empty() => Value::Object(Map::new()),
-        Some(Value::String(args)) => match serde_json::from_str::<Value>(args) {
-            Ok(v @ Value::Object(_)) => v,
-            Ok(_) => {
-                return Err(FrontError::invalid(
-                    at,
-                    "must be a JSON object encoded as a string, e.g. \"{\\\"path\\\":\\\".\\\"}\"",
-                ));
-            }
-            Err(e) => {
-                return Err(FrontError::invalid(
-                    at,
-                    format!(
-                        "is not valid JSON ({e}); send the arguments the model produced, as a JSON object string"
-                    ),
-                ));
-            }
-        },
-        Some(_) => {
-            return Err(FrontError::invalid(
-                at,
-                "must be a string holding a JSON object",
-            ));
-        }
-    })
 }
 
 fn tool_choice(req: &Map<String, Value>, have_tools: bool) -> Result<Option<Value>, FrontError> {
@@ -757,27 +681,7 @@ fn image_block(part: &Value, at: &str) -> Result<Block, FrontError> {
             "an https URL or a data:image/…;base64,… URL",
         ));
     };
-    let source = if url.starts_with("data:") {
-        let (media_type, data) = data_url(url).ok_or_else(|| {
-            FrontError::invalid(
-                format!("{at}.image_url.url"),
-                "a data URL must look like data:image/png;base64,<data>",
-            )
-        })?;
-        ImageSource::Base64 {
-            media_type: media_type.to_owned(),
-            data: data.to_owned(),
-        }
-    } else if url.starts_with("https://") || url.starts_with("http://") {
-        ImageSource::Url {
-            url: url.to_owned(),
-        }
-    } else {
-        return Err(FrontError::invalid(
-            format!("{at}.image_url.url"),
-            "must be an http(s) URL or a data: URL",
-        ));
-    };
+    let source = image_source(url, &format!("{at}.image_url.url"))?;
     Ok(Block::Known(KnownBlock::Image {
         source,
         extra: Map::new(),
@@ -811,14 +715,6 @@ fn file_block(part: &Value, at: &str) -> Result<Block, FrontError> {
     }))
 }
 
-/// `data:<media type>;base64,<data>` → (media type, data).
-pub(super) fn data_url(url: &str) -> Option<(&str, &str)> {
-    let rest = url.strip_prefix("data:")?;
-    let (meta, data) = rest.split_once(',')?;
-    let media_type = meta.strip_suffix(";base64")?;
-    (!media_type.is_empty() && !data.is_empty()).then_some((media_type, data))
-}
-
 /// A string, or text parts joined (system, developer and tool messages).
 fn text_content(content: Option<&Value>, at: &str) -> Result<String, FrontError> {
     match content {
@@ -844,64 +740,6 @@ fn text_content(content: Option<&Value>, at: &str) -> Result<String, FrontError>
             at,
             "must be a string or an array of text parts",
         )),
-    }
-}
-
-pub(super) fn part_type<'a>(part: &'a Value, at: &str) -> Result<&'a str, FrontError> {
-    part.get("type")
-        .and_then(Value::as_str)
-        .ok_or_else(|| FrontError::missing(format!("{at}.type"), "every content part needs a type"))
-}
-
-pub(super) fn string_field<'a>(v: &'a Value, field: &str, at: &str) -> Result<&'a str, FrontError> {
-    match v.get(field) {
-        Some(Value::String(s)) => Ok(s),
-        None | Some(Value::Null) => Err(FrontError::missing(format!("{at}.{field}"), "a string")),
-        Some(_) => Err(FrontError::invalid(
-            format!("{at}.{field}"),
-            "must be a string",
-        )),
-    }
-}
-
-pub(super) fn text_block(text: &str) -> Block {
-    Block::Known(KnownBlock::Text {
-        text: text.to_owned(),
-        extra: Map::new(),
-    })
-}
-
-pub(super) fn non_null<'a>(req: &'a Map<String, Value>, field: &str) -> Option<&'a Value> {
-    req.get(field).filter(|v| !v.is_null())
-}
-
-pub(super) fn positive_int(v: &Value, field: &str) -> Result<u64, FrontError> {
-    v.as_u64()
-        .filter(|n| *n > 0)
-        .ok_or_else(|| FrontError::invalid(field, "must be a positive integer"))
-}
-
-pub(super) fn optional_bool(
-    req: &Map<String, Value>,
-    field: &str,
-) -> Result<Option<bool>, FrontError> {
-    match non_null(req, field) {
-        None => Ok(None),
-        Some(Value::Bool(b)) => Ok(Some(*b)),
-        Some(_) => Err(FrontError::invalid(field, "must be a boolean")),
-    }
-}
-
-pub(super) fn optional_number(
-    req: &Map<String, Value>,
-    field: &str,
-) -> Result<Option<f64>, FrontError> {
-    match non_null(req, field) {
-        None => Ok(None),
-        Some(v) => v
-            .as_f64()
-            .map(Some)
-            .ok_or_else(|| FrontError::invalid(field, "must be a number")),
     }
 }
 
@@ -954,18 +792,20 @@ mod tests {
     }
 
     #[test]
-    fn mid_conversation_system_stays_in_place() {
+    fn mid_conversation_system_becomes_user_text_in_place() {
         let out = convert(json!({"model": "m", "messages": [
             {"role": "user", "content": "a"},
+            {"role": "assistant", "content": "ok"},
             {"role": "developer", "content": "switch to French"},
             {"role": "user", "content": "b"}
         ]}));
         assert!(out.get("system").is_none());
         assert_eq!(
-            out["messages"][1],
-            json!({"role": "system", "content": "switch to French"})
+            out["messages"][2],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "switch to French"}, {"type": "text", "text": "b"}]})
         );
-        assert_eq!(out["messages"][2], json!({"role": "user", "content": "b"}));
+        assert_eq!(out["messages"].as_array().unwrap().len(), 3);
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //! | tool_use block closed with no input streamed | one arguments fragment `{}` (or the start's input), so the arguments always parse |
 //! | `message_delta` | remembered: stop reason and usage |
 //! | `message_stop` | `delta: {}, finish_reason` (`end_turn`/`stop_sequence` → `stop`, `max_tokens` → `length`, `tool_use` → `tool_calls`, `refusal` → `content_filter`); with `include_usage` a chunk with `choices: []` and `usage`; `data: [DONE]` |
-//! | `error` | `data: {"error":{"message","type","param","code"}}` and nothing after (the OpenAI SDKs raise it as an `APIError`) |
+//! | `error` | `data: {"error":{"message","type","param","code"}}` and nothing after: openai-python's `Stream.__stream__` raises `APIError(message=error.message)` for a `data:` object with an `error` key (and stops at `[DONE]`), so no `[DONE]` follows |
 //! | `ping` | nothing (the host keeps the connection alive) |
 //!
 //! A stream that ends without `message_stop` ends with `finish_reason` if a `message_delta`
@@ -41,6 +41,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::anthropic::accumulate::merge_usage;
 use crate::anthropic::events::{
     ApiError, BlockStart, Delta, ErrorKind, StopReason, StreamEvent, Usage,
 };
@@ -457,19 +458,6 @@ impl ChatStreamEncoder {
         }
         out.push(ChatFrame::Done);
         self.done = true;
-    }
-}
-
-fn merge_usage(into: &mut Usage, delta: &Usage) {
-    into.output_tokens = delta.output_tokens;
-    if delta.input_tokens > 0 {
-        into.input_tokens = delta.input_tokens;
-    }
-    if delta.cache_read_input_tokens.is_some() {
-        into.cache_read_input_tokens = delta.cache_read_input_tokens;
-    }
-    if delta.cache_creation_input_tokens.is_some() {
-        into.cache_creation_input_tokens = delta.cache_creation_input_tokens;
     }
 }
 

@@ -7,6 +7,8 @@
 //! ```text
 //!  OpenAI client ──chat.completions request──► chat_request ──Anthropic request──► (router, providers)
 //!  OpenAI client ◄──chat.completion.chunk SSE── chat_stream  ◄──Anthropic events─── (any upstream)
+//!  Codex CLI ─────────responses request────────► responses_request ──Anthropic request──► …
+//!  Codex CLI ◄───────response.* event SSE─────── responses_stream  ◄──Anthropic events─── …
 //! ```
 //!
 //! - [`chat_request`]: a Chat Completions request (JSON bytes) → an Anthropic
@@ -64,6 +66,45 @@
 //! assert!(sse.ends_with("data: [DONE]\n\n"));
 //! check_chat_sse(sse.as_bytes(), true).unwrap();
 //! ```
+//!
+//! The Responses front works the same way; its encoder also needs the request's custom tool
+//! names (their calls become `custom_tool_call` items) and whether to pass reasoning signatures:
+//!
+//! ```
+//! use bridge_core::anthropic::events::*;
+//! use bridge_core::front::responses_request::responses_to_anthropic;
+//! use bridge_core::front::responses_stream::{ResponsesStreamEncoder, ResponsesStreamOptions};
+//! use bridge_core::front::responses_validate::check_responses_sse;
+//!
+//! let front = responses_to_anthropic(br#"{"model":"gpt-5.5","stream":true,"input":"hi",
+//!     "tools":[{"type":"custom","name":"apply_patch"}]}"#).unwrap();
+//! let mut enc = ResponsesStreamEncoder::new(ResponsesStreamOptions {
+//!     id: "r1".into(), created_at: 1_700_000_000, model: "gpt-5.5".into(),
+//!     custom_tools: front.custom_tools.clone(),
+//!     include_encrypted_reasoning: front.include_encrypted_reasoning,
+//! });
+//! let mut sse = String::new();
+//! for event in [
+//!     StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "gpt-5.5".into(), 9) },
+//!     StreamEvent::ContentBlockStart { index: 0, content_block: BlockStart::ToolUse {
+//!         id: "toolu_1".into(), name: "apply_patch".into(), input: serde_json::json!({}) } },
+//!     StreamEvent::ContentBlockDelta { index: 0,
+//!         delta: Delta::InputJsonDelta { partial_json: r#"{"input":"*** Begin Patch"}"#.into() } },
+//!     StreamEvent::ContentBlockStop { index: 0 },
+//!     StreamEvent::MessageDelta {
+//!         delta: MessageDeltaBody { stop_reason: Some(StopReason::ToolUse), stop_sequence: None },
+//!         usage: Usage { input_tokens: 9, output_tokens: 7, ..Default::default() },
+//!     },
+//!     StreamEvent::MessageStop,
+//! ] {
+//!     sse.push_str(&enc.push(&event));
+//! }
+//! let events = check_responses_sse(sse.as_bytes()).unwrap();
+//! let done = &events.last().unwrap()["response"];
+//! assert_eq!(done["status"], "completed");
+//! assert_eq!(done["output"][0]["type"], "custom_tool_call");
+//! assert_eq!(done["output"][0]["input"], "*** Begin Patch");
+//! ```
 
 pub mod chat_request;
 pub mod chat_stream;
@@ -73,8 +114,11 @@ pub mod responses_stream;
 pub mod responses_validate;
 pub mod transcode;
 
+mod convert;
 mod error;
 #[cfg(test)]
 mod properties;
+#[cfg(test)]
+mod request_properties;
 
 pub use error::{Failure, FrontError, openai_error_body, openai_error_fields, openai_status};

@@ -4,7 +4,7 @@
 //! | Responses | Anthropic |
 //! |---|---|
 //! | `instructions`, and `system`/`developer` messages before any other item | `system` (one text block each) |
-//! | `system`/`developer` messages later | a `role:"system"` message at that place |
+//! | `system`/`developer` messages later | a text block in a user turn at that place (as Chat's) |
 //! | `input` string | one user message |
 //! | `message` items: `input_text` / `output_text` / `input_image` / `input_file` | `text` / `text` / `image` / `document` blocks of a user or assistant message |
 //! | `function_call` {call_id, name, arguments} | assistant `tool_use` {id: call_id, input: arguments parsed} |
@@ -56,12 +56,13 @@
 use serde_json::{Map, Value, json};
 
 use crate::anthropic::request::{
-    Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
+    Block, Content, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
 use crate::front::FrontError;
-use crate::front::chat_request::{
-    JSON_OBJECT_INSTRUCTION, arguments_object, data_url, effort_to_thinking, non_null,
-    optional_bool, optional_number, positive_int, push_message, string_field, text_block,
+use crate::front::chat_request::JSON_OBJECT_INSTRUCTION;
+use crate::front::convert::{
+    arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
+    optional_number, positive_int, push_message, string_field, text_block,
 };
 
 /// `max_tokens` when the client sends no `max_output_tokens` (Codex never does). Agent turns
@@ -411,11 +412,9 @@ impl Converter {
                 if self.messages.is_empty() {
                     self.system.push(text);
                 } else {
-                    self.messages.push(InputMessage {
-                        role: Role::System,
-                        content: Content::Text(text),
-                        extra: Map::new(),
-                    });
+                    // Text in a user turn at this place: a `role:"system"` message would need
+                    // Anthropic's mid-conversation-system beta, which OpenAI clients do not send.
+                    push_message(&mut self.messages, Role::User, vec![text_block(&text)]);
                 }
             }
             "assistant" => {
@@ -717,27 +716,7 @@ fn image(part: &Value, at: &str) -> Result<Block, FrontError> {
             "send the image as image_url (an https URL or a data: URL); file_id is not supported",
         ));
     };
-    let source = if url.starts_with("data:") {
-        let (media_type, data) = data_url(url).ok_or_else(|| {
-            FrontError::invalid(
-                format!("{at}.image_url"),
-                "a data URL must look like data:image/png;base64,<data>",
-            )
-        })?;
-        ImageSource::Base64 {
-            media_type: media_type.to_owned(),
-            data: data.to_owned(),
-        }
-    } else if url.starts_with("https://") || url.starts_with("http://") {
-        ImageSource::Url {
-            url: url.to_owned(),
-        }
-    } else {
-        return Err(FrontError::invalid(
-            format!("{at}.image_url"),
-            "must be an http(s) URL or a data: URL",
-        ));
-    };
+    let source = image_source(url, &format!("{at}.image_url"))?;
     Ok(Block::Known(KnownBlock::Image {
         source,
         extra: Map::new(),
@@ -929,7 +908,7 @@ mod tests {
     }
 
     #[test]
-    fn late_developer_messages_stay_in_place_and_formats_map() {
+    fn late_developer_messages_become_user_text_and_formats_map() {
         let schema = json!({"type": "object"});
         let (out, _) = convert(json!({"model": "m",
         "text": {"format": {"type": "json_schema", "name": "x", "schema": schema, "strict": true}},
@@ -939,11 +918,12 @@ mod tests {
             {"role": "assistant", "content": [{"type": "output_text", "text": "ok", "annotations": []}]}
         ]}));
         assert_eq!(
-            out["messages"][1],
-            json!({"role": "system", "content": "now b"})
+            out["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "a"}, {"type": "text", "text": "now b"}]})
         );
         assert_eq!(
-            out["messages"][2],
+            out["messages"][1],
             json!({"role": "assistant", "content": "ok"})
         );
         assert_eq!(

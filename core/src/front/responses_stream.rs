@@ -39,6 +39,7 @@
 
 use serde_json::{Value, json};
 
+use crate::anthropic::accumulate::merge_usage;
 use crate::anthropic::events::{
     ApiError, BlockStart, Delta, ErrorKind, StopReason, StreamEvent, Usage,
 };
@@ -612,19 +613,6 @@ fn merge(mut a: Value, b: Value) -> Value {
         a.extend(b);
     }
     a
-}
-
-fn merge_usage(into: &mut Usage, delta: &Usage) {
-    into.output_tokens = delta.output_tokens;
-    if delta.input_tokens > 0 {
-        into.input_tokens = delta.input_tokens;
-    }
-    if delta.cache_read_input_tokens.is_some() {
-        into.cache_read_input_tokens = delta.cache_read_input_tokens;
-    }
-    if delta.cache_creation_input_tokens.is_some() {
-        into.cache_creation_input_tokens = delta.cache_creation_input_tokens;
-    }
 }
 
 fn encode(frames: &[ResponsesFrame]) -> String {

@@ -436,3 +436,185 @@ pub fn check_responses_sse(bytes: &[u8]) -> Result<Vec<Value>, Violation> {
     validator.finish()?;
     Ok(events)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::anthropic::events::{
+        BlockStart, Delta, MessageDeltaBody, MessageShell, StopReason, StreamEvent, Usage,
+    };
+    use crate::front::responses_stream::{ResponsesStreamEncoder, ResponsesStreamOptions};
+    use serde_json::json;
+
+    /// A valid stream: a text item and a function call item.
+    fn valid() -> Vec<Value> {
+        let mut enc = ResponsesStreamEncoder::new(ResponsesStreamOptions {
+            id: String::from("v"),
+            ..ResponsesStreamOptions::default()
+        });
+        let events = [
+            StreamEvent::MessageStart {
+                message: MessageShell::new("m".into(), "m".into(), 1),
+            },
+            StreamEvent::ContentBlockStart {
+                index: 0,
+                content_block: BlockStart::Text {
+                    text: String::new(),
+                },
+            },
+            StreamEvent::ContentBlockDelta {
+                index: 0,
+                delta: Delta::TextDelta { text: "a".into() },
+            },
+            StreamEvent::ContentBlockStop { index: 0 },
+            StreamEvent::ContentBlockStart {
+                index: 1,
+                content_block: BlockStart::ToolUse {
+                    id: "t".into(),
+                    name: "f".into(),
+                    input: json!({}),
+                },
+            },
+            StreamEvent::ContentBlockDelta {
+                index: 1,
+                delta: Delta::InputJsonDelta {
+                    partial_json: "{}".into(),
+                },
+            },
+            StreamEvent::ContentBlockStop { index: 1 },
+            StreamEvent::MessageDelta {
+                delta: MessageDeltaBody {
+                    stop_reason: Some(StopReason::ToolUse),
+                    stop_sequence: None,
+                },
+                usage: Usage::default(),
+            },
+            StreamEvent::MessageStop,
+        ];
+        let sse: String = events.iter().map(|e| enc.push(e)).collect();
+        check_responses_sse(sse.as_bytes()).unwrap()
+    }
+
+    fn render(events: &[Value]) -> String {
+        events
+            .iter()
+            .map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap_or("")))
+            .collect()
+    }
+
+    fn broken(change: impl FnOnce(&mut Vec<Value>)) -> String {
+        let mut events = valid();
+        change(&mut events);
+        check_responses_sse(render(&events).as_bytes())
+            .unwrap_err()
+            .rule
+    }
+
+    fn find(events: &[Value], kind: &str) -> usize {
+        events.iter().position(|e| e["type"] == kind).unwrap()
+    }
+
+    #[test]
+    fn the_encoder_stream_is_valid_and_renders_back() {
+        let events = valid();
+        assert_eq!(events.len(), 13);
+        assert!(check_responses_sse(render(&events).as_bytes()).is_ok());
+    }
+
+    #[test]
+    fn each_rule_catches_its_break() {
+        assert!(broken(|e| e[3]["sequence_number"] = json!(1)).contains("does not increase"));
+        assert!(
+            broken(|e| {
+                e.remove(0);
+            })
+            .contains("first event must be response.created")
+        );
+        assert!(
+            broken(|e| {
+                let i = find(e, "response.content_part.added");
+                e.remove(i);
+            })
+            .contains("needs an open part")
+        );
+        assert!(
+            broken(|e| {
+                let i = find(e, "response.output_text.done");
+                e[i]["text"] = json!("b");
+            })
+            .contains("differs from the deltas")
+        );
+        assert!(
+            broken(|e| {
+                let i = find(e, "response.output_text.delta");
+                e[i]["item_id"] = json!("other");
+            })
+            .contains("name the open item")
+        );
+        assert!(
+            broken(|e| {
+                let i = find(e, "response.function_call_arguments.done");
+                e.remove(i);
+            })
+            .contains("done before its parts")
+        );
+        assert!(
+            broken(|e| {
+                let i = find(e, "response.output_item.added");
+                e[i]["output_index"] = json!(1);
+            })
+            .contains("output_index must be 0")
+        );
+        assert!(
+            broken(|e| {
+                e.pop();
+            })
+            .contains("without a terminal")
+        );
+        assert!(
+            broken(|e| {
+                let mut again = e[e.len() - 1].clone();
+                again["sequence_number"] = json!(99);
+                e.push(again);
+            })
+            .contains("nothing may follow")
+        );
+        assert!(
+            broken(|e| {
+                let last = e.len() - 1;
+                e[last]["response"]["usage"]["total_tokens"] = json!(1000);
+            })
+            .contains("total_tokens")
+        );
+        assert!(
+            broken(|e| {
+                let last = e.len() - 1;
+                e[last]["response"]["output"] = json!([]);
+            })
+            .contains("final output differs")
+        );
+        assert!(
+            broken(|e| {
+                let i = find(e, "response.output_item.done");
+                e.truncate(i);
+                let mut done = e[0].clone();
+                done["type"] = json!("response.completed");
+                done["sequence_number"] = json!(50);
+                e.push(done);
+            })
+            .contains("while an item is open")
+        );
+    }
+
+    #[test]
+    fn event_names_must_match_types() {
+        let events = valid();
+        let sse = render(&events).replacen("event: response.created", "event: message", 1);
+        assert!(
+            check_responses_sse(sse.as_bytes())
+                .unwrap_err()
+                .rule
+                .contains("differs from the JSON type")
+        );
+    }
+}
