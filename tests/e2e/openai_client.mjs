@@ -3,7 +3,7 @@
 //   node openai_client.mjs BASE_URL API SCENARIO MODE
 //
 // BASE_URL  the bridge's OpenAI base URL, e.g. http://127.0.0.1:3456/v1
-// API       chat | responses
+// API       chat | responses | models (SCENARIO and MODE ignored: list, then retrieve the first)
 // SCENARIO  text | tools | custom (responses only: Codex's free-form `apply_patch` tool)
 // MODE      stream | create
 //
@@ -73,6 +73,12 @@ function responsesParams() {
 }
 
 async function run() {
+  if (api === "models") {
+    const ids = [];
+    for await (const model of client.models.list()) ids.push(model);
+    const first = await client.models.retrieve(ids[0].id);
+    return { result: { data: ids, first }, events: [] };
+  }
   if (api === "chat" && mode === "stream") {
     const stream = client.chat.completions.stream({
       ...chatParams(),

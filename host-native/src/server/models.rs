@@ -1,4 +1,7 @@
-//! `GET /v1/models` in Anthropic's shape: the Claude ids (Claude Code's gateway model discovery
+//! `GET /v1/models` in one body both client families read: Anthropic's
+//! (`{data:[{type:"model", id, display_name, created_at}], has_more, first_id, last_id}`) and
+//! OpenAI's (`{object:"list", data:[{id, object:"model", created, owned_by}]}`) fields side by
+//! side — each SDK ignores the other's. The list: the Claude ids (Claude Code's gateway model discovery
 //! only keeps ids that begin with `claude`; each maps to the default target), then the models the
 //! config file (or `--model`) lists, by the id a client sends — or, with flags and no `--model`,
 //! the upstream's own ids as its model list gave them at start (a client's model name goes
@@ -16,26 +19,34 @@ const MODELS: &[(&str, &str)] = &[
     ("claude-haiku-4-5", "Claude Haiku 4.5"),
 ];
 
+/// 2025-01-01T00:00:00Z, the time every entry reports (the bridge does not know when a model
+/// was made).
+const CREATED_AT: &str = "2025-01-01T00:00:00Z";
+const CREATED_UNIX: u64 = 1_735_689_600;
+
+/// One entry, with both families' fields.
+fn entry(id: &str, display_name: String, owned_by: &str) -> serde_json::Value {
+    serde_json::json!({
+        "type": "model",
+        "id": id,
+        "display_name": display_name,
+        "created_at": CREATED_AT,
+        "object": "model",
+        "created": CREATED_UNIX,
+        "owned_by": owned_by,
+    })
+}
+
 fn info(state: &AppState, id: &str, display: &str) -> serde_json::Value {
     let routes = state.routes();
     let (target, kind) = routes
         .primary()
         .map_or((id, "none"), |p| (p.provider.model().unwrap_or(id), p.kind));
-    serde_json::json!({
-        "type": "model",
-        "id": id,
-        "display_name": format!("{display} → {target} ({kind})"),
-        "created_at": "2025-01-01T00:00:00Z",
-    })
+    entry(id, format!("{display} → {target} ({kind})"), kind)
 }
 
 fn configured(id: &str, provider: &str) -> serde_json::Value {
-    serde_json::json!({
-        "type": "model",
-        "id": id,
-        "display_name": format!("{id} ({provider})"),
-        "created_at": "2025-01-01T00:00:00Z",
-    })
+    entry(id, format!("{id} ({provider})"), provider)
 }
 
 pub(super) fn list(state: &AppState) -> Response<ResponseBody> {
@@ -54,9 +65,10 @@ pub(super) fn list(state: &AppState) -> Response<ResponseBody> {
         state
             .upstream_models()
             .iter()
-            .map(|id| configured(id, "the upstream's own")),
+            .map(|id| configured(id, "upstream")),
     );
     let body = serde_json::json!({
+        "object": "list",
         "first_id": data.first().map(|m| m["id"].clone()),
         "last_id": data.last().map(|m| m["id"].clone()),
         "data": data,
@@ -89,7 +101,7 @@ pub(super) fn get(state: &AppState, id: &str) -> Result<Response<ResponseBody>, 
         }
         None if state.upstream_models().iter().any(|m| m == id) => Ok(json_response(
             StatusCode::OK,
-            configured(id, "the upstream's own").to_string(),
+            configured(id, "upstream").to_string(),
         )),
         None => Err(BridgeError::NotFound {
             method: String::from("GET"),

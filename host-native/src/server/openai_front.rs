@@ -88,7 +88,13 @@ async fn answer(
         headers: call.headers,
         query: None,
     };
-    messages::dispatch(state, call, request_id, &ClientShape::OpenAi { answer, stream }).await
+    messages::dispatch(
+        state,
+        call,
+        request_id,
+        &ClientShape::OpenAi { answer, stream },
+    )
+    .await
 }
 
 fn log_warnings(warnings: &[String]) {

@@ -90,7 +90,9 @@ impl Relay {
                 }
                 let (status, text) = match shape {
                     ClientShape::Anthropic => (status, text),
-                    ClientShape::OpenAi { answer, .. } => transcode::complete(answer, status, &body),
+                    ClientShape::OpenAi { answer, .. } => {
+                        transcode::complete(answer, status, &body)
+                    }
                 };
                 json_response(
                     StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
@@ -363,7 +365,11 @@ impl Outbound {
 
     /// A keep-alive in the client's dialect.
     async fn ping(&mut self) -> bool {
-        let ping = if self.front.is_some() { COMMENT_PING } else { PING };
+        let ping = if self.front.is_some() {
+            COMMENT_PING
+        } else {
+            PING
+        };
         self.tx.send(Bytes::from_static(ping)).await.is_ok()
     }
 
@@ -398,10 +404,9 @@ impl Folder {
     fn new(shape: &ClientShape) -> Self {
         match shape {
             ClientShape::Anthropic => Self::Anthropic(SseFolder::default()),
-            ClientShape::OpenAi { answer, .. } => Self::Front(
-                Box::new(FrontFold::new(answer)),
-                Box::new(answer.clone()),
-            ),
+            ClientShape::OpenAi { answer, .. } => {
+                Self::Front(Box::new(FrontFold::new(answer)), Box::new(answer.clone()))
+            }
         }
     }
 

@@ -34,9 +34,15 @@ async fn sdk(bridge: &Bridge, api: &str, scenario: &str, mode: &str) -> Value {
 
 async fn post(url: &str, body: &Value) -> bridge_tests::http::HttpResponse {
     let headers = [("content-type", "application/json")];
-    bridge_tests::http::send("POST", url, &headers, Some(body.to_string().into_bytes()), T)
-        .await
-        .unwrap()
+    bridge_tests::http::send(
+        "POST",
+        url,
+        &headers,
+        Some(body.to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap()
 }
 
 /// The upstream's answer by what was asked: a tool call when tools were offered, else text.
@@ -57,7 +63,9 @@ fn scripted(req: &RecordedRequest) -> ScriptedResponse {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider() {
     let upstream = Upstream::start(scripted).await.unwrap();
-    let bridge = Bridge::start(&upstream.base_url(), "openai-front").await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "openai-front")
+        .await
+        .unwrap();
     let ctx = || format!("{}\n--- bridge log:\n{}", upstream.dump(), bridge.log());
 
     for mode in ["stream", "create"] {
@@ -67,8 +75,14 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
         let choice = &r["result"]["choices"][0];
         assert_eq!(choice["message"]["content"], "Hello!", "{r}");
         assert_eq!(choice["finish_reason"], "stop", "{r}");
-        assert_eq!(r["result"]["model"], "gpt-test", "the client's model name comes back");
-        assert!(r["result"]["usage"]["completion_tokens"].as_u64() > Some(0), "{r}");
+        assert_eq!(
+            r["result"]["model"], "gpt-test",
+            "the client's model name comes back"
+        );
+        assert!(
+            r["result"]["usage"]["completion_tokens"].as_u64() > Some(0),
+            "{r}"
+        );
 
         let r = sdk(&bridge, "chat", "tools", mode).await;
         assert_eq!(r["ok"], true, "chat tools {mode}: {r}\n{}", ctx());
@@ -98,24 +112,51 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
 
         let r = sdk(&bridge, "responses", "tools", mode).await;
         assert_eq!(r["ok"], true, "responses tools {mode}: {r}\n{}", ctx());
-        let item = &r["result"]["output"].as_array().unwrap().last().unwrap().clone();
+        let item = &r["result"]["output"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
         assert_eq!(item["type"], "function_call", "{r}");
         assert_eq!(item["name"], "get_weather", "{r}");
         assert_eq!(item["call_id"], "call_w", "{r}");
 
         let r = sdk(&bridge, "responses", "custom", mode).await;
         assert_eq!(r["ok"], true, "responses custom {mode}: {r}\n{}", ctx());
-        let item = &r["result"]["output"].as_array().unwrap().last().unwrap().clone();
+        let item = &r["result"]["output"]
+            .as_array()
+            .unwrap()
+            .last()
+            .unwrap()
+            .clone();
         assert_eq!(item["type"], "custom_tool_call", "{r}");
         assert_eq!(item["name"], "apply_patch", "{r}");
         assert_eq!(item["input"], PATCH, "the raw patch text, not JSON: {r}");
     }
 
+    // The model list reads as OpenAI's (the same body serves Anthropic clients).
+    let r = sdk(&bridge, "models", "-", "-").await;
+    assert_eq!(r["ok"], true, "models: {r}");
+    let ids: Vec<&str> = r["result"]["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|m| m["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"claude-sonnet-4-6"), "{r}");
+    assert_eq!(r["result"]["first"]["object"], "model", "{r}");
+    assert!(r["result"]["first"]["owned_by"].is_string(), "{r}");
+
     // The custom tool reached the upstream as a function taking one string.
     let patch_request = upstream
         .model_requests()
         .into_iter()
-        .find(|r| r.tools().iter().any(|t| t["function"]["name"] == "apply_patch"))
+        .find(|r| {
+            r.tools()
+                .iter()
+                .any(|t| t["function"]["name"] == "apply_patch")
+        })
         .unwrap();
     let tool = patch_request
         .tools()
@@ -124,8 +165,7 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
         .unwrap()
         .clone();
     assert_eq!(
-        tool["function"]["parameters"]["properties"]["input"]["type"],
-        "string",
+        tool["function"]["parameters"]["properties"]["input"]["type"], "string",
         "{tool}"
     );
     assert!(
@@ -166,6 +206,32 @@ async fn openai_clients_get_openai_errors() {
         }
     }
 
+    // An upstream that breaks off mid-answer: the stream ends in a way the SDK reports (an
+    // error chunk for Chat, `response.failed` for Responses), never as a clean answer.
+    let cut = Upstream::always(
+        bridge_tests::chunks::ChatStream::new()
+            .role()
+            .text("Hel")
+            .disconnect()
+            .build(),
+    )
+    .await
+    .unwrap();
+    let cut_bridge = Bridge::start(&cut.base_url(), "openai-front-cut")
+        .await
+        .unwrap();
+    let r = sdk(&cut_bridge, "chat", "text", "stream").await;
+    assert_eq!(r["ok"], false, "a cut Chat stream must raise: {r}");
+    assert_eq!(r["error"]["class"], "APIError", "{r}");
+    let r = sdk(&cut_bridge, "responses", "text", "stream").await;
+    let failed = r["ok"] == false || r["result"]["status"] == "failed";
+    assert!(failed, "a cut Responses stream must fail: {r}");
+    let r = sdk(&cut_bridge, "chat", "text", "create").await;
+    assert_eq!(
+        r["ok"], false,
+        "a cut answer is an error, not half a message: {r}"
+    );
+
     // A request the front cannot take: 400 in OpenAI's envelope, naming the field.
     let response = post(
         &format!("{}/v1/chat/completions", bridge.base_url()),
@@ -193,5 +259,8 @@ async fn openai_clients_get_openai_errors() {
     .await;
     assert_eq!(response.status, 401, "{}", response.text());
     let body = response.json().unwrap();
-    assert!(body["error"]["message"].is_string() && body.get("type").is_none(), "{body}");
+    assert!(
+        body["error"]["message"].is_string() && body.get("type").is_none(),
+        "{body}"
+    );
 }
