@@ -395,7 +395,7 @@ impl Outbound {
 /// What a non-streamed answer is folded into.
 enum Folder {
     /// The Anthropic message (or error envelope).
-    Anthropic(SseFolder),
+    Anthropic(Box<SseFolder>),
     /// An OpenAI client's object (or OpenAI error); the answer it was made for.
     Front(Box<FrontFold>, Box<transcode::FrontAnswer>),
 }
@@ -403,7 +403,7 @@ enum Folder {
 impl Folder {
     fn new(shape: &ClientShape) -> Self {
         match shape {
-            ClientShape::Anthropic => Self::Anthropic(SseFolder::default()),
+            ClientShape::Anthropic => Self::Anthropic(Box::default()),
             ClientShape::OpenAi { answer, .. } => {
                 Self::Front(Box::new(FrontFold::new(answer)), Box::new(answer.clone()))
             }
@@ -413,7 +413,7 @@ impl Folder {
     /// An empty folder of the same kind (what was folded is dropped).
     fn restarted(self) -> Self {
         match self {
-            Self::Anthropic(_) => Self::Anthropic(SseFolder::default()),
+            Self::Anthropic(_) => Self::Anthropic(Box::default()),
             Self::Front(_, answer) => Self::Front(Box::new(FrontFold::new(&answer)), answer),
         }
     }

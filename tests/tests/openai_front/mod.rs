@@ -28,8 +28,9 @@ async fn sdk(bridge: &Bridge, api: &str, scenario: &str, mode: &str) -> Value {
     let out = run(cmd, T, "openai SDK driver").await.unwrap();
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
-    serde_json::from_str(line.unwrap_or_default())
-        .unwrap_or_else(|e| panic!("no JSON ({e}): {}\n{}", out.stdout, out.stderr))
+    let parsed = serde_json::from_str(line.unwrap_or_default());
+    assert!(parsed.is_ok(), "no JSON: {}\n{}", out.stdout, out.stderr);
+    parsed.unwrap()
 }
 
 async fn post(url: &str, body: &Value) -> bridge_tests::http::HttpResponse {
