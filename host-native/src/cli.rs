@@ -42,6 +42,20 @@ pub enum Command {
         #[arg(last = true)]
         args: Vec<String>,
     },
+    /// Start a bridge on a free local port and run the OpenAI Codex CLI (`codex`) on it, with a
+    /// throwaway CODEX_HOME whose config points Codex at the bridge (your ~/.codex is left
+    /// alone): Codex then runs on the bridge's provider or routes.
+    Codex {
+        /// Bridge options.
+        #[command(flatten)]
+        serve: ServeArgs,
+        /// The Codex executable.
+        #[arg(long, env = "CLAUDE_BRIDGE_CODEX_BIN", default_value = "codex")]
+        codex_bin: String,
+        /// Arguments passed to Codex (after `--`), e.g. `-- exec "fix the tests"`.
+        #[arg(last = true)]
+        args: Vec<String>,
+    },
     /// Serve AG-UI (CopilotKit's runtime transport) in front of Claude Code child processes:
     /// `--listen` is the AG-UI address; `--upstream self` also serves this bridge's Anthropic
     /// front on a free loopback port for the children (the provider flags configure it).
@@ -792,6 +806,7 @@ mod tests {
             .is_ok()
         );
         assert!(try_parse(&["cb", "claude", "--max-connections", "3", "--", "-p", "hi"]).is_ok());
+        assert!(try_parse(&["cb", "codex", "--model", "m", "--", "exec", "hi"]).is_ok());
     }
 
     #[test]

@@ -1,4 +1,4 @@
-//! The `claude` and `translate` subcommands.
+//! The `claude`, `codex` and `translate` subcommands.
 
 use std::path::Path;
 use std::time::Duration;
@@ -20,6 +20,67 @@ pub async fn claude(
     claude_bin: &str,
     claude_args: &[String],
 ) -> Result<u8, String> {
+    let cannot_run =
+        format!("cannot run {claude_bin:?} (install Claude Code or pass --claude-bin)");
+    beside(args, listen, claude_bin, &cannot_run, |command, local| {
+        command
+            .args(claude_args)
+            .env("ANTHROPIC_BASE_URL", format!("http://{local}"));
+        if crate::environment::var("ANTHROPIC_API_KEY").is_none()
+            && crate::environment::var("ANTHROPIC_AUTH_TOKEN").is_none()
+        {
+            command.env(
+                "ANTHROPIC_API_KEY",
+                args.client_key.as_deref().unwrap_or("claude-bridge"),
+            );
+        }
+        Ok(())
+    })
+    .await
+}
+
+/// Like [`claude`], for the OpenAI Codex CLI: Codex runs with a throwaway `CODEX_HOME` whose
+/// `config.toml` ([`crate::codex_home`]) points its model provider at this bridge's
+/// `/v1/responses`; the user's own `~/.codex` is neither read nor changed. The directory is
+/// removed when Codex exits.
+///
+/// # Errors
+/// Set-up failed, the address cannot be bound, the directory cannot be written, or Codex could
+/// not be started.
+pub async fn codex(
+    args: &ServeArgs,
+    listen: Option<std::net::SocketAddr>,
+    codex_bin: &str,
+    codex_args: &[String],
+) -> Result<u8, String> {
+    let home = crate::codex_home::CodexHome::create(crate::ids::seed())?;
+    let cannot_run = format!(
+        "cannot run {codex_bin:?} (install the Codex CLI, npm install -g @openai/codex, or pass \
+         --codex-bin)"
+    );
+    let result = beside(args, listen, codex_bin, &cannot_run, |command, local| {
+        home.write_config(&format!("http://{local}/v1"))?;
+        command.args(codex_args).env("CODEX_HOME", home.path()).env(
+            crate::codex_home::KEY_VAR,
+            args.client_key.as_deref().unwrap_or("claude-bridge"),
+        );
+        Ok(())
+    })
+    .await;
+    home.remove();
+    result
+}
+
+/// Serve beside a child process: bind, start serving, run `program` as `configure` sets it up
+/// for the bound address (on top of `--env-file`'s variables), stop serving when it exits;
+/// its exit code.
+async fn beside(
+    args: &ServeArgs,
+    listen: Option<std::net::SocketAddr>,
+    program: &str,
+    cannot_run: &str,
+    configure: impl FnOnce(&mut tokio::process::Command, std::net::SocketAddr) -> Result<(), String>,
+) -> Result<u8, String> {
     let state = run::build_state(args).await?;
     let (listener, local) = match listen {
         // The same checks as `serve` (a reachable address needs a client key).
@@ -33,6 +94,9 @@ pub async fn claude(
         }
     };
     run::announce(args, &state, local);
+    let mut command = tokio::process::Command::new(program);
+    command.envs(crate::environment::file_only());
+    configure(&mut command, local)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::serve(
         listener,
@@ -42,26 +106,14 @@ pub async fn claude(
         },
         Duration::from_secs(2),
     ));
-    let mut command = tokio::process::Command::new(claude_bin);
-    command
-        .args(claude_args)
-        .envs(crate::environment::file_only())
-        .env("ANTHROPIC_BASE_URL", format!("http://{local}"))
-        .kill_on_drop(true);
-    if crate::environment::var("ANTHROPIC_API_KEY").is_none()
-        && crate::environment::var("ANTHROPIC_AUTH_TOKEN").is_none()
-    {
-        command.env(
-            "ANTHROPIC_API_KEY",
-            args.client_key.as_deref().unwrap_or("claude-bridge"),
-        );
-    }
-    let status = command.status().await.map_err(|e| {
-        format!("cannot run {claude_bin:?}: {e} (install Claude Code or pass --claude-bin)")
-    })?;
+    let status = command
+        .kill_on_drop(true)
+        .status()
+        .await
+        .map_err(|e| format!("{cannot_run}: {e}"));
     let _ = stop_tx.send(());
     let _ = server.await;
-    Ok(status
+    Ok(status?
         .code()
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1))

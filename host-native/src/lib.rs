@@ -19,6 +19,7 @@
 #[cfg(feature = "agui")]
 pub mod agui;
 pub mod cli;
+pub mod codex_home;
 pub mod config;
 pub mod doctor;
 pub mod engine;

@@ -24,6 +24,32 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 #[unsafe(export_name = "_rjem_malloc_conf")]
 static MALLOC_CONF: &[u8; 60] = b"background_thread:true,dirty_decay_ms:1000,muzzy_decay_ms:0\0";
 
+/// Run a launcher (`claude`, `codex`): its log goes to a file unless `--log-file` says otherwise
+/// (the tool owns the terminal), and it serves on `--listen` only when that was given.
+fn launched<F: std::future::Future<Output = Result<u8, String>>>(
+    runtime: &tokio::runtime::Runtime,
+    serve: &cli::ServeArgs,
+    tool: &str,
+    listen_given: bool,
+    launch: impl FnOnce(Option<std::net::SocketAddr>) -> F,
+) -> Result<u8, String> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let log_file = serve
+        .log_file
+        .clone()
+        .or_else(|| run::launcher_log_file(tool, now, std::process::id()));
+    run::init_tracing_to(serve, log_file.as_deref())?;
+    if let Some(file) = log_file.filter(|f| f.as_os_str() != "-") {
+        eprintln!(
+            "claude-bridge: logging to {} (--log-file - for the terminal)",
+            file.display()
+        );
+    }
+    runtime.block_on(launch(listen_given.then_some(serve.listen)))
+}
+
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
     if let Some(path) = cli::env_file_from_args(&argv)
@@ -61,30 +87,16 @@ fn main() -> ExitCode {
             serve,
             claude_bin,
             args,
-        }) => {
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs());
-            let log_file = serve
-                .log_file
-                .clone()
-                .or_else(|| run::launcher_log_file(now, std::process::id()));
-            run::init_tracing_to(&serve, log_file.as_deref()).and_then(|()| {
-                if let Some(file) = log_file.filter(|f| f.as_os_str() != "-") {
-                    eprintln!(
-                        "claude-bridge: logging to {} (--log-file - for the terminal)",
-                        file.display()
-                    );
-                }
-                let listen = listen_given.then_some(serve.listen);
-                runtime.block_on(claude_bridge::launch::claude(
-                    &serve,
-                    listen,
-                    &claude_bin,
-                    &args,
-                ))
-            })
-        }
+        }) => launched(&runtime, &serve, "claude", listen_given, |listen| {
+            claude_bridge::launch::claude(&serve, listen, &claude_bin, &args)
+        }),
+        Some(Command::Codex {
+            serve,
+            codex_bin,
+            args,
+        }) => launched(&runtime, &serve, "codex", listen_given, |listen| {
+            claude_bridge::launch::codex(&serve, listen, &codex_bin, &args)
+        }),
         #[cfg(feature = "agui")]
         Some(Command::Agui { serve, agent }) => run::init_tracing(&serve).and_then(|()| {
             runtime

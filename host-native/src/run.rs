@@ -62,16 +62,17 @@ pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Resu
     Ok(())
 }
 
-/// Where `claude-bridge claude` logs unless `--log-file` says otherwise: a file per run under
-/// `$XDG_STATE_HOME/claude-bridge/` (else `~/.local/state/claude-bridge/`), so the log never
-/// draws over Claude Code's screen. `None` when neither directory is known (then stderr).
+/// Where `claude-bridge claude` (and `codex`, `tool` naming which) logs unless `--log-file` says
+/// otherwise: a file per run under `$XDG_STATE_HOME/claude-bridge/` (else
+/// `~/.local/state/claude-bridge/`), so the log never draws over the tool's screen. `None` when
+/// neither directory is known (then stderr).
 #[must_use]
-pub fn launcher_log_file(now_unix_secs: u64, pid: u32) -> Option<std::path::PathBuf> {
+pub fn launcher_log_file(tool: &str, now_unix_secs: u64, pid: u32) -> Option<std::path::PathBuf> {
     let from_env = |name: &str| crate::environment::non_empty(name).map(std::path::PathBuf::from);
     let dir = from_env("XDG_STATE_HOME")
         .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
         .join("claude-bridge");
-    Some(dir.join(format!("claude-{now_unix_secs}-{pid}.log")))
+    Some(dir.join(format!("{tool}-{now_unix_secs}-{pid}.log")))
 }
 
 /// Register every secret the arguments carry with [`crate::redact`]: the upstream and client

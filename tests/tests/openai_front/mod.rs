@@ -265,3 +265,120 @@ async fn openai_clients_get_openai_errors() {
         "{body}"
     );
 }
+
+/// The real OpenAI Codex CLI (pinned 0.169.0), started by `claude-bridge codex` with its
+/// throwaway CODEX_HOME, runs a task on an OpenAI-compatible Chat Completions upstream: the
+/// model runs a command with `exec_command`, then writes a file with Codex's free-form
+/// `apply_patch` tool (a `custom` tool the upstream only sees as a function taking one string),
+/// then answers. Both tools really run in the work directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_runs_its_tools_through_the_bridge_on_a_chat_upstream() {
+    let codex = e2e_dir()
+        .join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
+    assert!(
+        codex.is_file(),
+        "run `make setup` (scripts/setup-e2e.sh installs @openai/codex)"
+    );
+    let patch =
+        "*** Begin Patch\n*** Add File: patched.txt\n+written by apply_patch\n*** End Patch\n";
+    let upstream = Upstream::start(move |req: &RecordedRequest| {
+        let results = req.tool_messages().len();
+        let offered = |name: &str| req.tools().iter().any(|t| t["function"]["name"] == name);
+        match results {
+            0 if offered("exec_command") => tool_call_stream(
+                "call_exec",
+                "exec_command",
+                &["{\"cmd\":\"echo from-exec > ran.txt\"}"],
+            ),
+            1 if offered("apply_patch") => {
+                let args = serde_json::json!({ "input": patch }).to_string();
+                tool_call_stream("call_patch", "apply_patch", &[&args])
+            }
+            _ => text_stream(&["All done."]),
+        }
+    })
+    .await
+    .unwrap();
+    let work = bridge_tests::tempdir::TempDir::new("codex-work").unwrap();
+    let last = work.path().join("last-message.txt");
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap());
+    cmd.args(["codex", "--codex-bin", codex.to_str().unwrap()])
+        .args(["--provider", "openai", "--base-url", &upstream.base_url()])
+        .args([
+            "--model",
+            "qwen3-coder",
+            "--no-upstream-check",
+            "--log-file",
+        ])
+        .arg(work.path().join("bridge.log"))
+        .args(["--", "exec", "--skip-git-repo-check"])
+        .args(["--dangerously-bypass-approvals-and-sandbox", "--json", "-o"])
+        .arg(&last)
+        .args(["-c", "model_providers.claude-bridge.request_max_retries=0"])
+        .args(["-c", "model_providers.claude-bridge.stream_max_retries=0"])
+        .args([
+            "-c",
+            "web_search=\"disabled\"",
+            "-c",
+            "features.shell_snapshot=false",
+        ])
+        .arg("Make ran.txt, then patched.txt.")
+        .current_dir(work.path())
+        .env("TMPDIR", &tmp)
+        .env_remove("CODEX_HOME")
+        .env_remove("OPENAI_API_KEY");
+    let out = run(cmd, Duration::from_secs(120), "claude-bridge codex")
+        .await
+        .unwrap();
+    let log = std::fs::read_to_string(work.path().join("bridge.log")).unwrap_or_default();
+    let ctx = format!(
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}\n--- bridge log:\n{log}\n{}",
+        out.code,
+        out.stdout,
+        out.stderr,
+        upstream.dump()
+    );
+    assert_eq!(out.code, Some(0), "{ctx}");
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("ran.txt"))
+            .ok()
+            .as_deref(),
+        Some("from-exec\n"),
+        "exec_command ran\n{ctx}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(work.path().join("patched.txt"))
+            .ok()
+            .as_deref(),
+        Some("written by apply_patch\n"),
+        "apply_patch's raw text reached Codex\n{ctx}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&last)
+            .ok()
+            .as_deref()
+            .map(str::trim),
+        Some("All done."),
+        "{ctx}"
+    );
+    // Every model request went to the configured model, and the patch's result came back.
+    let requests = upstream.model_requests();
+    assert!(
+        requests.iter().all(|r| r.body["model"] == "qwen3-coder"),
+        "{ctx}"
+    );
+    assert!(
+        requests.iter().any(|r| r.tool_messages().len() >= 2),
+        "the apply_patch output went back to the model\n{ctx}"
+    );
+    // The throwaway CODEX_HOME (made under the bridge's TMPDIR) is gone.
+    let leftovers: Vec<_> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .filter_map(Result::ok)
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("claude-bridge-codex-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
