@@ -4,7 +4,8 @@
 //
 // BASE_URL  the bridge's OpenAI base URL, e.g. http://127.0.0.1:3456/v1
 // API       chat | responses | models (SCENARIO and MODE ignored: list, then retrieve the first)
-// SCENARIO  text | tools | custom (responses only: Codex's free-form `apply_patch` tool)
+// SCENARIO  text | tools | parallel (two tools, called at once) | reasoning | custom (responses
+//           only: Codex's free-form `apply_patch` tool)
 // MODE      stream | create
 //
 // Prints one JSON object on stdout:
@@ -37,6 +38,18 @@ const WEATHER = {
     required: ["city"],
   },
 };
+const TIME = {
+  name: "get_time",
+  description: "Get the local time in a city.",
+  parameters: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
+};
+const PROMPTS = {
+  text: "Say hello.",
+  tools: "Weather in Paris?",
+  parallel: "Weather and time in Paris?",
+  reasoning: "Think, then say hello.",
+  custom: "Do the task.",
+};
 const APPLY_PATCH = {
   type: "custom",
   name: "apply_patch",
@@ -53,10 +66,13 @@ function chatParams() {
     model: "gpt-test",
     messages: [
       { role: "system", content: "Be brief." },
-      { role: "user", content: scenario === "tools" ? "Weather in Paris?" : "Say hello." },
+      { role: "user", content: PROMPTS[scenario] },
     ],
   };
   if (scenario === "tools") p.tools = [{ type: "function", function: WEATHER }];
+  if (scenario === "parallel")
+    p.tools = [WEATHER, TIME].map((f) => ({ type: "function", function: f }));
+  if (scenario === "reasoning") p.reasoning_effort = "medium";
   return p;
 }
 
@@ -64,10 +80,13 @@ function responsesParams() {
   const p = {
     model: "gpt-test",
     instructions: "Be brief.",
-    input: [{ role: "user", content: scenario === "text" ? "Say hello." : "Do the task." }],
+    input: [{ role: "user", content: PROMPTS[scenario] }],
     store: false,
   };
   if (scenario === "tools") p.tools = [{ type: "function", ...WEATHER, strict: false }];
+  if (scenario === "parallel")
+    p.tools = [WEATHER, TIME].map((f) => ({ type: "function", ...f, strict: false }));
+  if (scenario === "reasoning") p.reasoning = { effort: "medium" };
   if (scenario === "custom") p.tools = [APPLY_PATCH];
   return p;
 }

@@ -22,6 +22,9 @@ use super::shape::ClientShape;
 use super::{AppState, json_response, messages};
 use crate::provider::Call;
 
+/// The Messages API version an OpenAI client's request is sent with.
+const ANTHROPIC_VERSION: &str = "2023-06-01";
+
 /// `POST /v1/chat/completions`.
 pub(super) async fn chat_completions(
     state: &AppState,
@@ -36,7 +39,7 @@ pub(super) async fn chat_completions(
     let shape = FrontShape::Chat {
         include_usage: front.include_usage,
     };
-    answer(state, call, request_id, front.request, front.stream, shape).await
+    answer(state, request_id, front.request, front.stream, shape).await
 }
 
 /// `POST /v1/responses`.
@@ -54,12 +57,11 @@ pub(super) async fn responses(
         custom_tools: front.custom_tools,
         include_encrypted_reasoning: front.include_encrypted_reasoning,
     };
-    answer(state, call, request_id, front.request, front.stream, shape).await
+    answer(state, request_id, front.request, front.stream, shape).await
 }
 
 async fn answer(
     state: &AppState,
-    call: Call,
     request_id: &str,
     mut request: MessagesRequest,
     stream: bool,
@@ -83,9 +85,16 @@ async fn answer(
         model: request.model.clone(),
         shape,
     };
+    // The client's headers are OpenAI's: its `Authorization` is for this bridge, not a
+    // credential for an upstream, and Anthropic needs a version. A provider gets only that.
+    let mut headers = http::HeaderMap::new();
+    headers.insert(
+        "anthropic-version",
+        HeaderValue::from_static(ANTHROPIC_VERSION),
+    );
     let call = Call {
         body,
-        headers: call.headers,
+        headers,
         query: None,
     };
     messages::dispatch(

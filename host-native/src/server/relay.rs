@@ -114,6 +114,7 @@ impl Relay {
                 let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
                 let span = tracing::Span::current();
                 let on_panic = tx.clone();
+                let openai = matches!(shape, ClientShape::OpenAi { .. });
                 let front = match shape {
                     ClientShape::Anthropic => None,
                     ClientShape::OpenAi { answer, .. } => Some(FrontStream::new(answer)),
@@ -125,7 +126,12 @@ impl Relay {
                         if let Err(panic) = relay.await {
                             error!(panic = panic_message(&*panic), "relaying a stream panicked");
                             let api = ApiError::new(ErrorKind::Api, RELAY_FAILED);
-                            let last = format!("event: error\ndata: {}\n\n", api.envelope());
+                            // An OpenAI SDK raises on a `data:` object holding `error`.
+                            let last = if openai {
+                                format!("data: {}\n\n", bridge_core::front::openai_error_body(&api))
+                            } else {
+                                format!("event: error\ndata: {}\n\n", api.envelope())
+                            };
                             let _ = on_panic.send(Bytes::from(last)).await;
                         }
                     }

@@ -9,23 +9,38 @@
 use std::time::Duration;
 
 use bridge_tests::bridge::Bridge;
-use bridge_tests::chunks::{text_stream, tool_call_stream};
-use bridge_tests::clients::{e2e_dir, run};
+use bridge_tests::chunks::{
+    parallel_tool_calls_stream, reasoning_text_stream, text_stream, tool_call_stream,
+};
+use bridge_tests::clients::{Sdk, e2e_dir, python_bin, run};
 use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
 use serde_json::Value;
 
 const T: Duration = Duration::from_secs(30);
 const PATCH: &str = "*** Begin Patch\n*** Add File: hi.txt\n+hi\n*** End Patch";
 
-/// Runs `tests/e2e/openai_client.mjs` and returns its report.
-async fn sdk(bridge: &Bridge, api: &str, scenario: &str, mode: &str) -> Value {
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(e2e_dir().join("openai_client.mjs"))
-        .args([&format!("{}/v1", bridge.base_url()), api, scenario, mode])
+/// Runs the `openai` SDK driver of `lang` (`tests/e2e/openai_client.{py,mjs}`) and returns its
+/// report.
+async fn sdk(bridge: &Bridge, lang: Sdk, api: &str, scenario: &str, mode: &str) -> Value {
+    let mut cmd = match lang {
+        Sdk::Python => {
+            let mut c = tokio::process::Command::new(python_bin().unwrap());
+            c.arg(e2e_dir().join("openai_client.py"));
+            c
+        }
+        Sdk::TypeScript => {
+            let mut c = tokio::process::Command::new("node");
+            c.arg(e2e_dir().join("openai_client.mjs"));
+            c
+        }
+    };
+    cmd.args([&format!("{}/v1", bridge.base_url()), api, scenario, mode])
         .current_dir(e2e_dir())
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL");
-    let out = run(cmd, T, "openai SDK driver").await.unwrap();
+    let out = run(cmd, T, &format!("{} openai SDK driver", lang.name()))
+        .await
+        .unwrap();
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
     let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
     let parsed = serde_json::from_str(line.unwrap_or_default());
@@ -50,7 +65,14 @@ async fn post(url: &str, body: &Value) -> bridge_tests::http::HttpResponse {
 fn scripted(req: &RecordedRequest) -> ScriptedResponse {
     let tools = req.tools();
     let named = |name: &str| tools.iter().any(|t| t["function"]["name"] == name);
-    if named("apply_patch") {
+    if req.all_text().contains("Think, then") {
+        reasoning_text_stream(&["Let me ", "think."], &["Hel", "lo!"])
+    } else if named("get_time") {
+        parallel_tool_calls_stream(&[
+            ("call_w", "get_weather", &["{\"city\":", "\"Paris\"}"]),
+            ("call_t", "get_time", &["{\"city\":\"Par", "is\"}"]),
+        ])
+    } else if named("apply_patch") {
         let args = serde_json::json!({ "input": PATCH }).to_string();
         let (a, b) = args.split_at(args.len() / 2);
         tool_call_stream("call_patch", "apply_patch", &[a, b])
@@ -69,85 +91,130 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
         .unwrap();
     let ctx = || format!("{}\n--- bridge log:\n{}", upstream.dump(), bridge.log());
 
-    for mode in ["stream", "create"] {
-        // Chat Completions: text, then a tool call.
-        let r = sdk(&bridge, "chat", "text", mode).await;
-        assert_eq!(r["ok"], true, "chat text {mode}: {r}\n{}", ctx());
-        let choice = &r["result"]["choices"][0];
-        assert_eq!(choice["message"]["content"], "Hello!", "{r}");
-        assert_eq!(choice["finish_reason"], "stop", "{r}");
-        assert_eq!(
-            r["result"]["model"], "gpt-test",
-            "the client's model name comes back"
-        );
-        assert!(
-            r["result"]["usage"]["completion_tokens"].as_u64() > Some(0),
-            "{r}"
-        );
+    for lang in Sdk::ALL {
+        for mode in ["stream", "create"] {
+            // Chat Completions: text, then a tool call.
+            let r = sdk(&bridge, lang, "chat", "text", mode).await;
+            assert_eq!(r["ok"], true, "chat text {mode}: {r}\n{}", ctx());
+            let choice = &r["result"]["choices"][0];
+            assert_eq!(choice["message"]["content"], "Hello!", "{r}");
+            assert_eq!(choice["finish_reason"], "stop", "{r}");
+            assert_eq!(
+                r["result"]["model"], "gpt-test",
+                "the client's model name comes back"
+            );
+            assert!(
+                r["result"]["usage"]["completion_tokens"].as_u64() > Some(0),
+                "{r}"
+            );
 
-        let r = sdk(&bridge, "chat", "tools", mode).await;
-        assert_eq!(r["ok"], true, "chat tools {mode}: {r}\n{}", ctx());
-        let choice = &r["result"]["choices"][0];
-        assert_eq!(choice["finish_reason"], "tool_calls", "{r}");
-        let call = &choice["message"]["tool_calls"][0];
-        assert_eq!(call["function"]["name"], "get_weather", "{r}");
-        let args: Value =
-            serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
-        assert_eq!(args, serde_json::json!({"city": "Paris"}), "{r}");
+            let r = sdk(&bridge, lang, "chat", "tools", mode).await;
+            assert_eq!(r["ok"], true, "chat tools {mode}: {r}\n{}", ctx());
+            let choice = &r["result"]["choices"][0];
+            assert_eq!(choice["finish_reason"], "tool_calls", "{r}");
+            let call = &choice["message"]["tool_calls"][0];
+            assert_eq!(call["function"]["name"], "get_weather", "{r}");
+            let args: Value =
+                serde_json::from_str(call["function"]["arguments"].as_str().unwrap()).unwrap();
+            assert_eq!(args, serde_json::json!({"city": "Paris"}), "{r}");
 
-        // Responses: text, a function call, and Codex's custom tool.
-        let r = sdk(&bridge, "responses", "text", mode).await;
-        assert_eq!(r["ok"], true, "responses text {mode}: {r}\n{}", ctx());
-        assert_eq!(r["result"]["status"], "completed", "{r}");
-        assert_eq!(r["result"]["output_text"], "Hello!", "{r}");
-        if mode == "stream" {
-            let events: Vec<&str> = r["events"]
+            // Responses: text, a function call, and Codex's custom tool.
+            let r = sdk(&bridge, lang, "responses", "text", mode).await;
+            assert_eq!(r["ok"], true, "responses text {mode}: {r}\n{}", ctx());
+            assert_eq!(r["result"]["status"], "completed", "{r}");
+            assert_eq!(r["result"]["output_text"], "Hello!", "{r}");
+            if mode == "stream" {
+                let events: Vec<&str> = r["events"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .collect();
+                assert_eq!(events.first(), Some(&"response.created"), "{r}");
+                assert_eq!(events.last(), Some(&"response.completed"), "{r}");
+            }
+
+            let r = sdk(&bridge, lang, "responses", "tools", mode).await;
+            assert_eq!(r["ok"], true, "responses tools {mode}: {r}\n{}", ctx());
+            let item = &r["result"]["output"]
                 .as_array()
                 .unwrap()
-                .iter()
-                .filter_map(Value::as_str)
-                .collect();
-            assert_eq!(events.first(), Some(&"response.created"), "{r}");
-            assert_eq!(events.last(), Some(&"response.completed"), "{r}");
+                .last()
+                .unwrap()
+                .clone();
+            assert_eq!(item["type"], "function_call", "{r}");
+            assert_eq!(item["name"], "get_weather", "{r}");
+            assert_eq!(item["call_id"], "call_w", "{r}");
+
+            let r = sdk(&bridge, lang, "responses", "custom", mode).await;
+            assert_eq!(r["ok"], true, "responses custom {mode}: {r}\n{}", ctx());
+            let item = &r["result"]["output"]
+                .as_array()
+                .unwrap()
+                .last()
+                .unwrap()
+                .clone();
+            assert_eq!(item["type"], "custom_tool_call", "{r}");
+            assert_eq!(item["name"], "apply_patch", "{r}");
+            assert_eq!(item["input"], PATCH, "the raw patch text, not JSON: {r}");
         }
 
-        let r = sdk(&bridge, "responses", "tools", mode).await;
-        assert_eq!(r["ok"], true, "responses tools {mode}: {r}\n{}", ctx());
-        let item = &r["result"]["output"]
-            .as_array()
-            .unwrap()
-            .last()
-            .unwrap()
-            .clone();
-        assert_eq!(item["type"], "function_call", "{r}");
-        assert_eq!(item["name"], "get_weather", "{r}");
-        assert_eq!(item["call_id"], "call_w", "{r}");
+        // Parallel calls and reasoning; and each streamed answer, folded by the SDK's stream
+        // helper, equals the non-streamed answer (ids and times aside).
+        for scenario in ["text", "tools", "parallel", "reasoning"] {
+            let streamed = sdk(&bridge, lang, "chat", scenario, "stream").await;
+            let chat = sdk(&bridge, lang, "chat", scenario, "create").await;
+            assert_eq!(
+                chat_essence(&streamed),
+                chat_essence(&chat),
+                "chat {scenario}: streamed vs created\n{streamed}\n{chat}"
+            );
+            let streamed = sdk(&bridge, lang, "responses", scenario, "stream").await;
+            let responses = sdk(&bridge, lang, "responses", scenario, "create").await;
+            assert_eq!(
+                responses_essence(&streamed),
+                responses_essence(&responses),
+                "responses {scenario}: streamed vs created\n{streamed}\n{responses}"
+            );
+            let items = responses_essence(&responses)["output"].clone();
+            match scenario {
+                "parallel" => {
+                    let calls = chat_essence(&chat)["tool_calls"].clone();
+                    assert_eq!(calls.as_array().map(Vec::len), Some(2), "{chat}");
+                    let functions = items
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .filter(|i| i["type"] == "function_call")
+                        .count();
+                    assert_eq!(functions, 2, "{items}");
+                }
+                "reasoning" => {
+                    assert_eq!(
+                        chat["result"]["choices"][0]["message"]["reasoning_content"],
+                        "Let me think.",
+                        "{chat}"
+                    );
+                    assert_eq!(items[0]["type"], "reasoning", "{items}");
+                    assert_eq!(items[0]["text"], "Let me think.", "{items}");
+                }
+                _ => {}
+            }
+        }
 
-        let r = sdk(&bridge, "responses", "custom", mode).await;
-        assert_eq!(r["ok"], true, "responses custom {mode}: {r}\n{}", ctx());
-        let item = &r["result"]["output"]
+        // The model list reads as OpenAI's (the same body serves Anthropic clients).
+        let r = sdk(&bridge, lang, "models", "-", "-").await;
+        assert_eq!(r["ok"], true, "models: {r}");
+        let ids: Vec<&str> = r["result"]["data"]
             .as_array()
             .unwrap()
-            .last()
-            .unwrap()
-            .clone();
-        assert_eq!(item["type"], "custom_tool_call", "{r}");
-        assert_eq!(item["name"], "apply_patch", "{r}");
-        assert_eq!(item["input"], PATCH, "the raw patch text, not JSON: {r}");
+            .iter()
+            .filter_map(|m| m["id"].as_str())
+            .collect();
+        assert!(ids.contains(&"claude-sonnet-4-6"), "{r}");
+        assert_eq!(r["result"]["first"]["object"], "model", "{r}");
+        assert!(r["result"]["first"]["owned_by"].is_string(), "{r}");
     }
-
-    // The model list reads as OpenAI's (the same body serves Anthropic clients).
-    let r = sdk(&bridge, "models", "-", "-").await;
-    assert_eq!(r["ok"], true, "models: {r}");
-    let ids: Vec<&str> = r["result"]["data"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|m| m["id"].as_str())
-        .collect();
-    assert!(ids.contains(&"claude-sonnet-4-6"), "{r}");
-    assert_eq!(r["result"]["first"]["object"], "model", "{r}");
-    assert!(r["result"]["first"]["owned_by"].is_string(), "{r}");
 
     // The custom tool reached the upstream as a function taking one string.
     let patch_request = upstream
@@ -191,19 +258,21 @@ async fn openai_clients_get_openai_errors() {
     let bridge = Bridge::start(&upstream.base_url(), "openai-front-errors")
         .await
         .unwrap();
-    for api in ["chat", "responses"] {
-        for mode in ["stream", "create"] {
-            let r = sdk(&bridge, api, "text", mode).await;
-            assert_eq!(r["ok"], false, "{api} {mode}: {r}");
-            assert_eq!(r["error"]["status"], 429, "{api} {mode}: {r}");
-            assert_eq!(r["error"]["class"], "RateLimitError", "{api} {mode}: {r}");
-            assert!(
-                r["error"]["message"]
-                    .as_str()
-                    .unwrap()
-                    .contains("Rate limit reached"),
-                "{api} {mode}: {r}"
-            );
+    for lang in Sdk::ALL {
+        for api in ["chat", "responses"] {
+            for mode in ["stream", "create"] {
+                let r = sdk(&bridge, lang, api, "text", mode).await;
+                assert_eq!(r["ok"], false, "{} {api} {mode}: {r}", lang.name());
+                assert_eq!(r["error"]["status"], 429, "{api} {mode}: {r}");
+                assert_eq!(r["error"]["class"], "RateLimitError", "{api} {mode}: {r}");
+                assert!(
+                    r["error"]["message"]
+                        .as_str()
+                        .unwrap()
+                        .contains("Rate limit reached"),
+                    "{api} {mode}: {r}"
+                );
+            }
         }
     }
 
@@ -221,17 +290,19 @@ async fn openai_clients_get_openai_errors() {
     let cut_bridge = Bridge::start(&cut.base_url(), "openai-front-cut")
         .await
         .unwrap();
-    let r = sdk(&cut_bridge, "chat", "text", "stream").await;
-    assert_eq!(r["ok"], false, "a cut Chat stream must raise: {r}");
-    assert_eq!(r["error"]["class"], "APIError", "{r}");
-    let r = sdk(&cut_bridge, "responses", "text", "stream").await;
-    let failed = r["ok"] == false || r["result"]["status"] == "failed";
-    assert!(failed, "a cut Responses stream must fail: {r}");
-    let r = sdk(&cut_bridge, "chat", "text", "create").await;
-    assert_eq!(
-        r["ok"], false,
-        "a cut answer is an error, not half a message: {r}"
-    );
+    for lang in Sdk::ALL {
+        let r = sdk(&cut_bridge, lang, "chat", "text", "stream").await;
+        assert_eq!(r["ok"], false, "a cut Chat stream must raise: {r}");
+        assert_eq!(r["error"]["class"], "APIError", "{r}");
+        let r = sdk(&cut_bridge, lang, "responses", "text", "stream").await;
+        let failed = r["ok"] == false || r["result"]["status"] == "failed";
+        assert!(failed, "a cut Responses stream must fail: {r}");
+        let r = sdk(&cut_bridge, lang, "chat", "text", "create").await;
+        assert_eq!(
+            r["ok"], false,
+            "a cut answer is an error, not half a message: {r}"
+        );
+    }
 
     // A request the front cannot take: 400 in OpenAI's envelope, naming the field.
     let response = post(
@@ -266,54 +337,59 @@ async fn openai_clients_get_openai_errors() {
     );
 }
 
-/// The real OpenAI Codex CLI (pinned 0.169.0), started by `claude-bridge codex` with its
-/// throwaway CODEX_HOME, runs a task on an OpenAI-compatible Chat Completions upstream: the
-/// model runs a command with `exec_command`, then writes a file with Codex's free-form
-/// `apply_patch` tool (a `custom` tool the upstream only sees as a function taking one string),
-/// then answers. Both tools really run in the work directory.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn codex_runs_its_tools_through_the_bridge_on_a_chat_upstream() {
+const CODEX_PATCH: &str =
+    "*** Begin Patch\n*** Add File: patched.txt\n+written by apply_patch\n*** End Patch\n";
+
+/// What the model does on each turn of the Codex task: run a command, then patch, then answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CodexTurn {
+    Exec,
+    Patch,
+    Answer,
+}
+
+impl CodexTurn {
+    fn after(tool_results: usize) -> Self {
+        match tool_results {
+            0 => Self::Exec,
+            1 => Self::Patch,
+            _ => Self::Answer,
+        }
+    }
+}
+
+/// Runs `claude-bridge codex … -- exec` with the real Codex CLI in a fresh work directory on
+/// `provider` at `base_url`, and checks that both tools really ran and the answer came back.
+async fn run_codex_task(
+    provider: &str,
+    base_url: &str,
+    key: Option<&str>,
+    dump: &dyn Fn() -> String,
+) {
     let codex = e2e_dir()
         .join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
     assert!(
         codex.is_file(),
         "run `make setup` (scripts/setup-e2e.sh installs @openai/codex)"
     );
-    let patch =
-        "*** Begin Patch\n*** Add File: patched.txt\n+written by apply_patch\n*** End Patch\n";
-    let upstream = Upstream::start(move |req: &RecordedRequest| {
-        let results = req.tool_messages().len();
-        let offered = |name: &str| req.tools().iter().any(|t| t["function"]["name"] == name);
-        match results {
-            0 if offered("exec_command") => tool_call_stream(
-                "call_exec",
-                "exec_command",
-                &["{\"cmd\":\"echo from-exec > ran.txt\"}"],
-            ),
-            1 if offered("apply_patch") => {
-                let args = serde_json::json!({ "input": patch }).to_string();
-                tool_call_stream("call_patch", "apply_patch", &[&args])
-            }
-            _ => text_stream(&["All done."]),
-        }
-    })
-    .await
-    .unwrap();
     let work = bridge_tests::tempdir::TempDir::new("codex-work").unwrap();
     let last = work.path().join("last-message.txt");
     let tmp = work.path().join("tmp");
     std::fs::create_dir_all(&tmp).unwrap();
     let mut cmd = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap());
     cmd.args(["codex", "--codex-bin", codex.to_str().unwrap()])
-        .args(["--provider", "openai", "--base-url", &upstream.base_url()])
+        .args(["--provider", provider, "--base-url", base_url])
         .args([
             "--model",
             "qwen3-coder",
             "--no-upstream-check",
             "--log-file",
         ])
-        .arg(work.path().join("bridge.log"))
-        .args(["--", "exec", "--skip-git-repo-check"])
+        .arg(work.path().join("bridge.log"));
+    if let Some(key) = key {
+        cmd.args(["--api-key", key]);
+    }
+    cmd.args(["--", "exec", "--skip-git-repo-check"])
         .args(["--dangerously-bypass-approvals-and-sandbox", "--json", "-o"])
         .arg(&last)
         .args(["-c", "model_providers.claude-bridge.request_max_retries=0"])
@@ -334,11 +410,11 @@ async fn codex_runs_its_tools_through_the_bridge_on_a_chat_upstream() {
         .unwrap();
     let log = std::fs::read_to_string(work.path().join("bridge.log")).unwrap_or_default();
     let ctx = format!(
-        "exit {:?}\nstdout:\n{}\nstderr:\n{}\n--- bridge log:\n{log}\n{}",
+        "{provider}: exit {:?}\nstdout:\n{}\nstderr:\n{}\n--- bridge log:\n{log}\n{}",
         out.code,
         out.stdout,
         out.stderr,
-        upstream.dump()
+        dump()
     );
     assert_eq!(out.code, Some(0), "{ctx}");
     assert_eq!(
@@ -363,16 +439,6 @@ async fn codex_runs_its_tools_through_the_bridge_on_a_chat_upstream() {
         Some("All done."),
         "{ctx}"
     );
-    // Every model request went to the configured model, and the patch's result came back.
-    let requests = upstream.model_requests();
-    assert!(
-        requests.iter().all(|r| r.body["model"] == "qwen3-coder"),
-        "{ctx}"
-    );
-    assert!(
-        requests.iter().any(|r| r.tool_messages().len() >= 2),
-        "the apply_patch output went back to the model\n{ctx}"
-    );
     // The throwaway CODEX_HOME (made under the bridge's TMPDIR) is gone.
     let leftovers: Vec<_> = std::fs::read_dir(&tmp)
         .unwrap()
@@ -381,4 +447,147 @@ async fn codex_runs_its_tools_through_the_bridge_on_a_chat_upstream() {
         .filter(|name| name.starts_with("claude-bridge-codex-"))
         .collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
+}
+
+/// The real OpenAI Codex CLI (pinned 0.169.0), started by `claude-bridge codex` with its
+/// throwaway CODEX_HOME, runs a task — a command with `exec_command`, a file written with its
+/// free-form `apply_patch` tool (a `custom` tool the upstream only sees as a tool taking one
+/// string), then an answer — on a Chat Completions upstream and on the Anthropic Messages
+/// pass-through. Both tools really run in the work directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams() {
+    let chat = Upstream::start(|req: &RecordedRequest| {
+        let offered = |name: &str| req.tools().iter().any(|t| t["function"]["name"] == name);
+        match CodexTurn::after(req.tool_messages().len()) {
+            CodexTurn::Exec if offered("exec_command") => tool_call_stream(
+                "call_exec",
+                "exec_command",
+                &["{\"cmd\":\"echo from-exec > ran.txt\"}"],
+            ),
+            CodexTurn::Patch if offered("apply_patch") => {
+                let args = serde_json::json!({ "input": CODEX_PATCH }).to_string();
+                tool_call_stream("call_patch", "apply_patch", &[&args])
+            }
+            _ => text_stream(&["All done."]),
+        }
+    })
+    .await
+    .unwrap();
+    run_codex_task("openai", &chat.base_url(), None, &|| chat.dump()).await;
+    let requests = chat.model_requests();
+    assert!(
+        requests.iter().all(|r| r.body["model"] == "qwen3-coder"),
+        "{}",
+        chat.dump()
+    );
+    assert!(
+        requests.iter().any(|r| r.tool_messages().len() >= 2),
+        "the apply_patch output went back to the model\n{}",
+        chat.dump()
+    );
+
+    let key = "sk-ant-api03-codex";
+    let anthropic = Upstream::start(move |req: &RecordedRequest| {
+        use bridge_tests::anthropic_upstream::{self as anthropic, Credentials, Message};
+        let credentials = Credentials {
+            api_keys: vec![key.into()],
+            ..Credentials::default()
+        };
+        if let Some(refused) = anthropic::refusal(req, &credentials) {
+            return refused;
+        }
+        let results = req.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|b| b["type"] == "tool_result")
+            .count();
+        let pieces = |input: Value| vec![input.to_string()];
+        match CodexTurn::after(results) {
+            CodexTurn::Exec => Message::tool_call(
+                "Running it.",
+                "toolu_exec",
+                "exec_command",
+                &pieces(serde_json::json!({"cmd": "echo from-exec > ran.txt"})),
+            )
+            .answer(req),
+            CodexTurn::Patch => Message::tool_call(
+                "Patching.",
+                "toolu_patch",
+                "apply_patch",
+                &pieces(serde_json::json!({"input": CODEX_PATCH})),
+            )
+            .answer(req),
+            CodexTurn::Answer => Message::text(&["All ", "done."]).answer(req),
+        }
+    })
+    .await
+    .unwrap();
+    let base = format!("http://{}", anthropic.addr());
+    run_codex_task("anthropic", &base, Some(key), &|| anthropic.dump()).await;
+}
+
+/// What a Chat answer says, without its id and time.
+fn chat_essence(report: &Value) -> Value {
+    assert_eq!(report["ok"], true, "{report}");
+    let result = &report["result"];
+    let message = &result["choices"][0]["message"];
+    let calls: Vec<Value> = message["tool_calls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|c| {
+                    serde_json::json!([c["id"], c["function"]["name"], c["function"]["arguments"]])
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    // A stream's first chunk carries `content: ""` (as OpenAI's do), so an SDK's accumulator
+    // may hold "" where the non-streamed message has null: the same answer.
+    let content = match &message["content"] {
+        Value::String(text) if text.is_empty() => Value::Null,
+        other => other.clone(),
+    };
+    serde_json::json!({
+        "content": content,
+        "tool_calls": calls,
+        "finish_reason": result["choices"][0]["finish_reason"],
+        "model": result["model"],
+        "usage": [result["usage"]["prompt_tokens"], result["usage"]["completion_tokens"]],
+    })
+}
+
+/// What a Responses answer says, without ids and times.
+fn responses_essence(report: &Value) -> Value {
+    assert_eq!(report["ok"], true, "{report}");
+    let result = &report["result"];
+    let output: Vec<Value> = result["output"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|item| {
+            let text: String = item["content"]
+                .as_array()
+                .or_else(|| item["summary"].as_array())
+                .map(|parts| parts.iter().filter_map(|p| p["text"].as_str()).collect())
+                .unwrap_or_default();
+            serde_json::json!({
+                "type": item["type"],
+                "name": item["name"],
+                "call_id": item["call_id"],
+                "arguments": item["arguments"],
+                "input": item["input"],
+                "text": text,
+            })
+        })
+        .collect();
+    serde_json::json!({
+        "status": result["status"],
+        "output_text": result["output_text"],
+        "output": output,
+        "usage": [result["usage"]["input_tokens"], result["usage"]["output_tokens"]],
+    })
 }
