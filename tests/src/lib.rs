@@ -20,6 +20,7 @@ pub mod bench_stream;
 pub mod bridge;
 pub mod chunks;
 pub mod clients;
+pub mod codex;
 pub mod conformance;
 pub mod evm_world;
 pub mod fabstir_node;

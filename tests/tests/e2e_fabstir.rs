@@ -151,6 +151,60 @@ async fn claude_code_runs_a_tool_through_an_encrypted_fabstir_session() {
     );
 }
 
+/// The real OpenAI Codex CLI runs its task (`exec_command`, then its free-form `apply_patch`,
+/// then an answer) through `claude-bridge codex` on an encrypted Fabstir session: Responses in,
+/// a ChatML prompt to the host, the model's raw-text tool calls back as Codex's items.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_runs_its_tools_through_an_encrypted_fabstir_session() {
+    use bridge_tests::codex::{ANSWER, CodexTurn, EXEC_CMD, PATCH, run_task};
+    let node = HostNode::start(
+        NODE_KEY,
+        script(|p| {
+            let call = |name: &str, arguments: Value| {
+                format!(
+                    "<tool_call>\n{}\n</tool_call>",
+                    json!({"name": name, "arguments": arguments})
+                )
+            };
+            match CodexTurn::after(p.prompt.matches("<tool_response>\n").count()) {
+                CodexTurn::Exec => call("exec_command", json!({ "cmd": EXEC_CMD })),
+                CodexTurn::Patch => call("apply_patch", json!({ "input": PATCH })),
+                CodexTurn::Answer => String::from(ANSWER),
+            }
+        }),
+    )
+    .await
+    .unwrap();
+    let args: Vec<String> = [
+        "--provider",
+        "fabstir",
+        "--model",
+        MODEL,
+        "--host-url",
+        &node.url(),
+        "--host-pubkey",
+        &node.pubkey_hex(),
+        "--job-id",
+        JOB_ID,
+        "--max-tokens-cap",
+        "2048",
+    ]
+    .map(String::from)
+    .to_vec();
+    let env = BridgeOptions::fabstir(MODEL, &WALLET_KEY).env;
+    run_task(&args, &env, &|| format!("node saw: {:?}", node.log()))
+        .await
+        .unwrap();
+    let log = node.log();
+    assert!(log.prompts.len() >= 3, "{log:?}");
+    assert!(
+        log.inits
+            .iter()
+            .all(|(job, signer)| job == JOB_ID && *signer == wallet_address()),
+        "{log:?}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_stream_is_well_formed_and_parameters_are_forwarded() {
     let node = HostNode::start(

@@ -337,118 +337,6 @@ async fn openai_clients_get_openai_errors() {
     );
 }
 
-const CODEX_PATCH: &str =
-    "*** Begin Patch\n*** Add File: patched.txt\n+written by apply_patch\n*** End Patch\n";
-
-/// What the model does on each turn of the Codex task: run a command, then patch, then answer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum CodexTurn {
-    Exec,
-    Patch,
-    Answer,
-}
-
-impl CodexTurn {
-    fn after(tool_results: usize) -> Self {
-        match tool_results {
-            0 => Self::Exec,
-            1 => Self::Patch,
-            _ => Self::Answer,
-        }
-    }
-}
-
-/// Runs `claude-bridge codex … -- exec` with the real Codex CLI in a fresh work directory on
-/// `provider` at `base_url`, and checks that both tools really ran and the answer came back.
-async fn run_codex_task(
-    provider: &str,
-    base_url: &str,
-    key: Option<&str>,
-    dump: &dyn Fn() -> String,
-) {
-    let codex = e2e_dir()
-        .join("node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex");
-    assert!(
-        codex.is_file(),
-        "run `make setup` (scripts/setup-e2e.sh installs @openai/codex)"
-    );
-    let work = bridge_tests::tempdir::TempDir::new("codex-work").unwrap();
-    let last = work.path().join("last-message.txt");
-    let tmp = work.path().join("tmp");
-    std::fs::create_dir_all(&tmp).unwrap();
-    let mut cmd = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap());
-    cmd.args(["codex", "--codex-bin", codex.to_str().unwrap()])
-        .args(["--provider", provider, "--base-url", base_url])
-        .args([
-            "--model",
-            "qwen3-coder",
-            "--no-upstream-check",
-            "--log-file",
-        ])
-        .arg(work.path().join("bridge.log"));
-    if let Some(key) = key {
-        cmd.args(["--api-key", key]);
-    }
-    cmd.args(["--", "exec", "--skip-git-repo-check"])
-        .args(["--dangerously-bypass-approvals-and-sandbox", "--json", "-o"])
-        .arg(&last)
-        .args(["-c", "model_providers.claude-bridge.request_max_retries=0"])
-        .args(["-c", "model_providers.claude-bridge.stream_max_retries=0"])
-        .args([
-            "-c",
-            "web_search=\"disabled\"",
-            "-c",
-            "features.shell_snapshot=false",
-        ])
-        .arg("Make ran.txt, then patched.txt.")
-        .current_dir(work.path())
-        .env("TMPDIR", &tmp)
-        .env_remove("CODEX_HOME")
-        .env_remove("OPENAI_API_KEY");
-    let out = run(cmd, Duration::from_secs(120), "claude-bridge codex")
-        .await
-        .unwrap();
-    let log = std::fs::read_to_string(work.path().join("bridge.log")).unwrap_or_default();
-    let ctx = format!(
-        "{provider}: exit {:?}\nstdout:\n{}\nstderr:\n{}\n--- bridge log:\n{log}\n{}",
-        out.code,
-        out.stdout,
-        out.stderr,
-        dump()
-    );
-    assert_eq!(out.code, Some(0), "{ctx}");
-    assert_eq!(
-        std::fs::read_to_string(work.path().join("ran.txt"))
-            .ok()
-            .as_deref(),
-        Some("from-exec\n"),
-        "exec_command ran\n{ctx}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(work.path().join("patched.txt"))
-            .ok()
-            .as_deref(),
-        Some("written by apply_patch\n"),
-        "apply_patch's raw text reached Codex\n{ctx}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(&last)
-            .ok()
-            .as_deref()
-            .map(str::trim),
-        Some("All done."),
-        "{ctx}"
-    );
-    // The throwaway CODEX_HOME (made under the bridge's TMPDIR) is gone.
-    let leftovers: Vec<_> = std::fs::read_dir(&tmp)
-        .unwrap()
-        .filter_map(Result::ok)
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|name| name.starts_with("claude-bridge-codex-"))
-        .collect();
-    assert!(leftovers.is_empty(), "{leftovers:?}");
-}
-
 /// The real OpenAI Codex CLI (pinned 0.169.0), started by `claude-bridge codex` with its
 /// throwaway CODEX_HOME, runs a task — a command with `exec_command`, a file written with its
 /// free-form `apply_patch` tool (a `custom` tool the upstream only sees as a tool taking one
@@ -456,24 +344,38 @@ async fn run_codex_task(
 /// pass-through. Both tools really run in the work directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams() {
+    use bridge_tests::codex::{ANSWER, CodexTurn, EXEC_CMD, PATCH as CODEX_PATCH, run_task};
     let chat = Upstream::start(|req: &RecordedRequest| {
         let offered = |name: &str| req.tools().iter().any(|t| t["function"]["name"] == name);
         match CodexTurn::after(req.tool_messages().len()) {
-            CodexTurn::Exec if offered("exec_command") => tool_call_stream(
-                "call_exec",
-                "exec_command",
-                &["{\"cmd\":\"echo from-exec > ran.txt\"}"],
-            ),
+            CodexTurn::Exec if offered("exec_command") => {
+                let args = serde_json::json!({ "cmd": EXEC_CMD }).to_string();
+                tool_call_stream("call_exec", "exec_command", &[&args])
+            }
             CodexTurn::Patch if offered("apply_patch") => {
                 let args = serde_json::json!({ "input": CODEX_PATCH }).to_string();
                 tool_call_stream("call_patch", "apply_patch", &[&args])
             }
-            _ => text_stream(&["All done."]),
+            _ => text_stream(&[ANSWER]),
         }
     })
     .await
     .unwrap();
-    run_codex_task("openai", &chat.base_url(), None, &|| chat.dump()).await;
+    let args = |provider: &str, base: String| -> Vec<String> {
+        [
+            "--provider",
+            provider,
+            "--base-url",
+            &base,
+            "--model",
+            "qwen3-coder",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    run_task(&args("openai", chat.base_url()), &[], &|| chat.dump())
+        .await
+        .unwrap();
     let requests = chat.model_requests();
     assert!(
         requests.iter().all(|r| r.body["model"] == "qwen3-coder"),
@@ -510,23 +412,26 @@ async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams
                 "Running it.",
                 "toolu_exec",
                 "exec_command",
-                &pieces(serde_json::json!({"cmd": "echo from-exec > ran.txt"})),
+                &pieces(serde_json::json!({ "cmd": EXEC_CMD })),
             )
             .answer(req),
             CodexTurn::Patch => Message::tool_call(
                 "Patching.",
                 "toolu_patch",
                 "apply_patch",
-                &pieces(serde_json::json!({"input": CODEX_PATCH})),
+                &pieces(serde_json::json!({ "input": CODEX_PATCH })),
             )
             .answer(req),
-            CodexTurn::Answer => Message::text(&["All ", "done."]).answer(req),
+            CodexTurn::Answer => Message::text(&[ANSWER]).answer(req),
         }
     })
     .await
     .unwrap();
-    let base = format!("http://{}", anthropic.addr());
-    run_codex_task("anthropic", &base, Some(key), &|| anthropic.dump()).await;
+    let mut anthropic_args = args("anthropic", format!("http://{}", anthropic.addr()));
+    anthropic_args.extend(["--api-key".to_owned(), key.to_owned()]);
+    run_task(&anthropic_args, &[], &|| anthropic.dump())
+        .await
+        .unwrap();
 }
 
 /// What a Chat answer says, without its id and time.
