@@ -8,7 +8,7 @@ BASE_URL ?= http://127.0.0.1:11434/v1
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
-.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-rust test-js bench soak soak-burst fuzz lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-rust test-js bench bench-proxy soak soak-burst fuzz lint fmt purity doc clean
 
 all: build
 
@@ -76,6 +76,18 @@ test-js: js
 ## stream, the npm .wasm size. Results: tests/bench/results/. BENCH_MB=… sets the stream size.
 bench: js
 	@scripts/bench.sh
+
+## Proxy benchmark (not in CI; measurement only, issue 15): the release bridge (both engines)
+## against a scripted upstream and a Rust load generator, beside a direct baseline measured in the
+## same run; the bridge on core 0, the rest on core 1. TTFT and total p50/p99, requests/s, bridge
+## CPU-s per 1000 requests, RSS idle and per open stream -> tests/bench/results/proxy-*.json.
+## Knobs: BENCH_PROXY_CONCURRENCY (1,16,64,256,512), BENCH_PROXY_REQUESTS (3000 per small
+## scenario), BENCH_PROXY_LARGE_REQUESTS (500 per 300 KB scenario), BENCH_PROXY_HOLD (512),
+## BENCH_PROXY_ENGINES (native,wasm).
+bench-proxy:
+	$(CARGO) build --release -q -p claude-bridge
+	$(CARGO) build --release -q -p bridge-tests --features bench --bin bench-proxy
+	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge $(TARGET_DIR)/release/bench-proxy
 
 ## Soak (not in CI): SOAK_STREAMS concurrent streams (200) for SOAK_MINUTES (5) against the release
 ## bridge and a scripted upstream; RSS sampled, errors counted; tests/bench/results/soak-*.json.

@@ -1,0 +1,919 @@
+//! `make bench-proxy` (issue 15, item 1): what the proxy costs, measured against a direct
+//! connection in the same run. Measurement only: it never fails on a number (it exits non-zero
+//! only when it could not run).
+//!
+//! - A scripted OpenAI Chat Completions upstream in this process (hyper): a 53-chunk SSE answer
+//!   (role, 50 small text chunks, usage, finish) written as fast as the socket takes it, each
+//!   chunk its own write (the body yields between chunks so hyper flushes each one, as a model
+//!   streams them), or a short `chat.completion` JSON when the request does not ask for a stream.
+//!   It keeps no per-request state, so it is never the bottleneck.
+//! - The release bridge (`CLAUDE_BRIDGE_BIN`, else `target/release/claude-bridge`), once per
+//!   engine (`--engine native`, `--engine wasm`), started with `--provider openai --base-url
+//!   <upstream>/v1 --model m --no-upstream-check`.
+//! - On a machine with two or more cores the bridges run under `taskset -c 0` and this process
+//!   (load generator + upstream, one tokio thread) re-executes itself under `taskset -c 1`.
+//! - The direct baseline sends the upstream exactly the body the bridge sent it for the same
+//!   client request (captured once at start), so sizes match byte for byte.
+//! - Scenarios: streaming and not; a small request and a Claude Code request of about 300 KB
+//!   (the captured Claude Code request in `tests/fixtures/claude_code_tool_round_trip`, its 12
+//!   tools plus 8 more of the same shape, its history grown with tool-call turns to the size);
+//!   each concurrency level; direct, native, wasm one after the other per scenario. Every worker
+//!   holds one keep-alive connection and does one unmeasured request first.
+//! - TTFT: time from sending the request to the first body frame holding content (a
+//!   `text_delta` event from the bridge; a `"content":"w…` chunk from the upstream); for a
+//!   non-streaming answer, the first body byte. Total: to the end of the body. A request counts
+//!   only if it got 200 and a complete answer (`message_stop` / `[DONE]` / a closing `}`).
+//! - Bridge CPU from `/proc/<pid>/stat` (utime + stime, clock ticks) around each scenario; this
+//!   process's own CPU too (`gen CPU`: near 100% would mean the generator side was the limit).
+//! - RSS: the bridge's `VmRSS` after start and one request (idle), then with `BENCH_PROXY_HOLD`
+//!   streams held open at once (the upstream pauses after its third chunk), per stream.
+//!
+//! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
+//! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
+//! (per 300 KB scenario, 500), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
+//! `BENCH_PROXY_LARGE_KB` (300). Writes `tests/bench/results/proxy-<UTC time>.json`.
+
+#![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
+
+use std::convert::Infallible;
+use std::fs::File;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bridge_tests::chunks::{ChatStream, fold_stream};
+use bridge_tests::{Result, err, http};
+use bytes::Bytes;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt as _, Full, StreamBody};
+use hyper::body::{Frame, Incoming};
+use hyper::client::conn::http1::SendRequest;
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use serde_json::{Value, json};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::watch;
+
+/// The upstream pauses held streams after this many chunks (role + two text chunks).
+const HOLD_AFTER: usize = 3;
+
+type Body = BoxBody<Bytes, Infallible>;
+type Sender = SendRequest<Full<Bytes>>;
+
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
+fn env_list(name: &str, default: &str) -> Vec<String> {
+    std::env::var(name)
+        .ok()
+        .filter(|v| !v.trim().is_empty())
+        .unwrap_or_else(|| default.to_owned())
+        .split(',')
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
+fn contains(hay: &[u8], needle: &[u8]) -> bool {
+    !needle.is_empty() && hay.windows(needle.len()).any(|w| w == needle)
+}
+
+/// Whether a Chat Completions request body asks for a stream (a byte scan: the upstream must
+/// stay cheap; inside a JSON string the quotes would be escaped, so this cannot match there).
+fn wants_stream(body: &[u8]) -> bool {
+    contains(body, b"\"stream\":true") || contains(body, b"\"stream\": true")
+}
+
+// ---------------------------------------------------------------------------------------------
+// The scripted upstream.
+
+struct Upstream {
+    stream_parts: Arc<[Bytes]>,
+    json_answer: Bytes,
+    paused: AtomicBool,
+    release: watch::Sender<bool>,
+    capturing: AtomicBool,
+    captured: Mutex<Option<Bytes>>,
+}
+
+async fn serve_upstream(up: Arc<Upstream>) -> Result<SocketAddr> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    tokio::spawn(async move {
+        loop {
+            let Ok((tcp, _)) = listener.accept().await else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
+            let _ = tcp.set_nodelay(true);
+            let up = Arc::clone(&up);
+            tokio::spawn(async move {
+                let svc = hyper::service::service_fn(move |req| answer(Arc::clone(&up), req));
+                let _ = hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(tcp), svc)
+                    .await;
+            });
+        }
+    });
+    Ok(addr)
+}
+
+async fn answer(
+    up: Arc<Upstream>,
+    req: Request<Incoming>,
+) -> std::result::Result<Response<Body>, Infallible> {
+    let body = match req.into_body().collect().await {
+        Ok(b) => b.to_bytes(),
+        Err(_) => Bytes::new(),
+    };
+    if up.capturing.load(Ordering::Relaxed)
+        && let Ok(mut c) = up.captured.lock()
+    {
+        *c = Some(body.clone());
+    }
+    let response = if wants_stream(&body) {
+        let parts = Arc::clone(&up.stream_parts);
+        let hold = up
+            .paused
+            .load(Ordering::Relaxed)
+            .then(|| up.release.subscribe());
+        let frames = futures_util::stream::unfold((0usize, hold), move |(i, mut hold)| {
+            let parts = Arc::clone(&parts);
+            async move {
+                match hold.as_mut() {
+                    Some(rx) if i == HOLD_AFTER => {
+                        let _ = rx.wait_for(|released| *released).await;
+                    }
+                    // Pending once between chunks: hyper writes each chunk on its own.
+                    _ if i > 0 => tokio::task::yield_now().await,
+                    _ => {}
+                }
+                let part = parts.get(i)?.clone();
+                Some((Ok::<_, Infallible>(Frame::data(part)), (i + 1, hold)))
+            }
+        });
+        Response::builder()
+            .header("content-type", "text/event-stream")
+            .body(StreamBody::new(frames).boxed())
+    } else {
+        Response::builder()
+            .header("content-type", "application/json")
+            .body(Full::new(up.json_answer.clone()).boxed())
+    };
+    Ok(response.unwrap_or_else(|_| Response::new(Full::new(Bytes::new()).boxed())))
+}
+
+// ---------------------------------------------------------------------------------------------
+// The bridge process.
+
+struct BridgeProc {
+    child: Child,
+    addr: SocketAddr,
+    engine: String,
+}
+
+impl Drop for BridgeProc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn free_port() -> Result<u16> {
+    let l = std::net::TcpListener::bind("127.0.0.1:0")?;
+    Ok(l.local_addr()?.port())
+}
+
+async fn start_bridge(upstream: SocketAddr, engine: &str, pinned: bool) -> Result<BridgeProc> {
+    let bin = bridge_tests::bridge::binary_path()?;
+    let port = free_port()?;
+    let log_path =
+        std::env::temp_dir().join(format!("bench-proxy-{engine}-{}.log", std::process::id()));
+    let log = File::create(&log_path)?;
+    let mut cmd = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).arg(&bin);
+        c
+    } else {
+        Command::new(&bin)
+    };
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
+        .args(["--provider", "openai", "--base-url"])
+        .arg(format!("http://{upstream}/v1"))
+        .args([
+            "--model",
+            "m",
+            "--api-key",
+            "sk-bench",
+            "--no-upstream-check",
+        ])
+        .args(["--engine", engine])
+        .current_dir(std::env::temp_dir())
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(log.try_clone()?))
+        .stderr(Stdio::from(log));
+    for (k, _) in std::env::vars_os() {
+        if k.to_string_lossy().starts_with("CLAUDE_BRIDGE_") {
+            cmd.env_remove(&k);
+        }
+    }
+    let mut child = cmd
+        .spawn()
+        .map_err(|e| err(format!("cannot start {}: {e}", bin.display())))?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let url = format!("http://{addr}/health");
+    loop {
+        if let Some(status) = child.try_wait()? {
+            return Err(err(format!(
+                "claude-bridge --engine {engine} exited at start with {status}; log {}",
+                log_path.display()
+            )));
+        }
+        if let Ok(r) = http::send("GET", &url, &[], None, Duration::from_secs(2)).await
+            && r.status == 200
+        {
+            break;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(err(format!(
+                "claude-bridge --engine {engine} not healthy in 60 s; log {}",
+                log_path.display()
+            )));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    Ok(BridgeProc {
+        child,
+        addr,
+        engine: engine.to_owned(),
+    })
+}
+
+/// utime + stime of a process, in clock ticks.
+fn cpu_ticks(pid: &str) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(utime + stime)
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+fn clock_ticks_per_s() -> f64 {
+    Command::new("getconf")
+        .arg("CLK_TCK")
+        .output()
+        .ok()
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(100.0)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The load generator.
+
+/// Where requests go and how a good answer looks.
+struct Target {
+    name: String,
+    addr: SocketAddr,
+    path: &'static str,
+    headers: Vec<(&'static str, &'static str)>,
+    /// The first content of a streamed answer.
+    content: &'static [u8],
+    /// The end of a complete streamed answer.
+    end: &'static [u8],
+}
+
+#[derive(Clone, Copy)]
+struct Shot {
+    ttft: Duration,
+    total: Duration,
+    ok: bool,
+}
+
+async fn connect(addr: SocketAddr) -> Result<Sender> {
+    let tcp = TcpStream::connect(addr).await?;
+    tcp.set_nodelay(true)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tcp)).await?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+/// Whether `needle` is in `data`, or straddles the end of `tail` and the start of `data`.
+fn seen(tail: &[u8], data: &[u8], needle: &[u8]) -> bool {
+    if contains(data, needle) {
+        return true;
+    }
+    let mut joined = tail.to_vec();
+    joined.extend_from_slice(&data[..data.len().min(needle.len())]);
+    contains(&joined, needle)
+}
+
+async fn one(sender: &mut Sender, target: &Target, body: &Bytes, streaming: bool) -> Shot {
+    let started = Instant::now();
+    let failed = |started: Instant| Shot {
+        ttft: started.elapsed(),
+        total: started.elapsed(),
+        ok: false,
+    };
+    let mut req = Request::post(target.path)
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json");
+    for (k, v) in &target.headers {
+        req = req.header(*k, *v);
+    }
+    let Ok(req) = req.body(Full::new(body.clone())) else {
+        return failed(started);
+    };
+    if sender.ready().await.is_err() {
+        return failed(started);
+    }
+    let Ok(resp) = sender.send_request(req).await else {
+        return failed(started);
+    };
+    let status_ok = resp.status() == 200;
+    let mut body = resp.into_body();
+    let mut ttft = None;
+    let mut tail: Vec<u8> = Vec::with_capacity(128);
+    let mut body_ok = true;
+    while let Some(frame) = body.frame().await {
+        let Ok(frame) = frame else {
+            body_ok = false;
+            break;
+        };
+        let Some(data) = frame.data_ref() else {
+            continue;
+        };
+        if ttft.is_none() && (!streaming || seen(&tail, data, target.content)) {
+            ttft = Some(started.elapsed());
+        }
+        if data.len() >= 64 {
+            tail.clear();
+            tail.extend_from_slice(&data[data.len() - 64..]);
+        } else {
+            tail.extend_from_slice(data);
+            let excess = tail.len().saturating_sub(64);
+            tail.drain(..excess);
+        }
+    }
+    let total = started.elapsed();
+    let complete = if streaming {
+        contains(&tail, target.end)
+    } else {
+        tail.trim_ascii_end().ends_with(b"}")
+    };
+    Shot {
+        ttft: ttft.unwrap_or(total),
+        total,
+        ok: status_ok && body_ok && complete && ttft.is_some(),
+    }
+}
+
+/// Run `total` requests over the workers' connections; returns them, the shots and the wall time.
+async fn pass(
+    senders: Vec<Sender>,
+    target: &Arc<Target>,
+    body: &Bytes,
+    streaming: bool,
+    total: usize,
+) -> (Vec<Sender>, Vec<Shot>, Duration) {
+    let remaining = Arc::new(AtomicUsize::new(total));
+    let started = Instant::now();
+    let tasks: Vec<_> = senders
+        .into_iter()
+        .map(|mut sender| {
+            let (remaining, target, body) =
+                (Arc::clone(&remaining), Arc::clone(target), body.clone());
+            tokio::spawn(async move {
+                let mut shots = Vec::new();
+                while remaining
+                    .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |r| r.checked_sub(1))
+                    .is_ok()
+                {
+                    if sender.is_closed()
+                        && let Ok(s) = connect(target.addr).await
+                    {
+                        sender = s;
+                    }
+                    shots.push(one(&mut sender, &target, &body, streaming).await);
+                }
+                (sender, shots)
+            })
+        })
+        .collect();
+    let mut senders = Vec::new();
+    let mut shots = Vec::with_capacity(total);
+    for task in tasks {
+        if let Ok((s, mut sh)) = task.await {
+            senders.push(s);
+            shots.append(&mut sh);
+        }
+    }
+    (senders, shots, started.elapsed())
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let rank = (q * sorted.len() as f64).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+struct Scenario<'a> {
+    streaming: bool,
+    size: &'a str,
+    concurrency: usize,
+    requests: usize,
+}
+
+/// One scenario against one target: connect, warm each connection, measure.
+async fn run(
+    sc: &Scenario<'_>,
+    target: &Arc<Target>,
+    body: &Bytes,
+    streaming_answer: bool,
+    bridge_pid: Option<u32>,
+    tck: f64,
+) -> Result<Value> {
+    let mut senders = Vec::with_capacity(sc.concurrency);
+    for _ in 0..sc.concurrency {
+        senders.push(connect(target.addr).await?);
+    }
+    let (senders, _, _) = pass(senders, target, body, streaming_answer, sc.concurrency).await;
+    let pid = bridge_pid.map(|p| p.to_string());
+    let bridge0 = pid.as_deref().and_then(cpu_ticks);
+    let self0 = cpu_ticks("self");
+    let (senders, shots, wall) = pass(senders, target, body, streaming_answer, sc.requests).await;
+    let bridge1 = pid.as_deref().and_then(cpu_ticks);
+    let self1 = cpu_ticks("self");
+    drop(senders);
+    let good: Vec<&Shot> = shots.iter().filter(|s| s.ok).collect();
+    let mut ttft: Vec<f64> = good.iter().map(|s| ms(s.ttft)).collect();
+    let mut total: Vec<f64> = good.iter().map(|s| ms(s.total)).collect();
+    ttft.sort_by(f64::total_cmp);
+    total.sort_by(f64::total_cmp);
+    let wall_s = wall.as_secs_f64();
+    let bridge_cpu_s = match (bridge0, bridge1) {
+        (Some(a), Some(b)) => Some((b.saturating_sub(a)) as f64 / tck),
+        _ => None,
+    };
+    let self_cpu_s = match (self0, self1) {
+        (Some(a), Some(b)) => Some((b.saturating_sub(a)) as f64 / tck),
+        _ => None,
+    };
+    Ok(json!({
+        "mode": if sc.streaming { "stream" } else { "json" },
+        "size": sc.size,
+        "request_bytes": body.len(),
+        "concurrency": sc.concurrency,
+        "target": target.name,
+        "requests": shots.len(),
+        "ok": good.len(),
+        "failed": shots.len() - good.len(),
+        "wall_s": wall_s,
+        "ttft_p50_ms": percentile(&ttft, 0.5),
+        "ttft_p99_ms": percentile(&ttft, 0.99),
+        "total_p50_ms": percentile(&total, 0.5),
+        "total_p99_ms": percentile(&total, 0.99),
+        "per_s": good.len() as f64 / wall_s,
+        "bridge_cpu_s": bridge_cpu_s,
+        "bridge_cpu_s_per_1000": bridge_cpu_s.map(|c| c * 1000.0 / shots.len().max(1) as f64),
+        "generator_cpu_util": self_cpu_s.map(|c| c / wall_s),
+    }))
+}
+
+/// Hold `n` streams open through the bridge (the upstream pauses after its third chunk) and
+/// read the bridge's RSS; returns (kB with the streams open, streams that got content).
+async fn hold_streams(
+    up: &Arc<Upstream>,
+    target: &Arc<Target>,
+    body: &Bytes,
+    pid: u32,
+    n: usize,
+) -> Result<(u64, usize)> {
+    up.release.send_replace(false);
+    up.paused.store(true, Ordering::Relaxed);
+    let open = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::with_capacity(n);
+    for _ in 0..n {
+        let mut sender = connect(target.addr).await?;
+        let (open, target, body) = (Arc::clone(&open), Arc::clone(target), body.clone());
+        tasks.push(tokio::spawn(async move {
+            let Ok(req) = Request::post(target.path)
+                .header("host", "127.0.0.1")
+                .header("content-type", "application/json")
+                .body(Full::new(body))
+            else {
+                return;
+            };
+            let Ok(resp) = sender.send_request(req).await else {
+                return;
+            };
+            let mut body = resp.into_body();
+            let mut counted = false;
+            while let Some(Ok(frame)) = body.frame().await {
+                if !counted
+                    && frame
+                        .data_ref()
+                        .is_some_and(|d| contains(d, target.content))
+                {
+                    counted = true;
+                    open.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }));
+    }
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while open.load(Ordering::Relaxed) < n && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let rss = rss_kb(pid).unwrap_or(0);
+    let opened = open.load(Ordering::Relaxed);
+    up.paused.store(false, Ordering::Relaxed);
+    up.release.send_replace(true);
+    for t in tasks {
+        let _ = t.await;
+    }
+    Ok((rss, opened))
+}
+
+// ---------------------------------------------------------------------------------------------
+// Requests.
+
+fn small_request(stream: bool) -> Value {
+    json!({"model": "claude-sonnet-4-6", "max_tokens": 256, "stream": stream,
+           "messages": [{"role": "user", "content": "Say something."}]})
+}
+
+/// The captured Claude Code request, 20 tools, its history grown to about `bytes` bytes with
+/// turns of text + tool call + a 4 KB tool result (source lines), as Claude Code resends it.
+fn claude_code_request(bytes: usize, stream: bool) -> Result<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/claude_code_tool_round_trip/request.json");
+    let mut req: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
+    let tools = req["tools"]
+        .as_array()
+        .cloned()
+        .ok_or_else(|| err("fixture request has no tools"))?;
+    let mut all_tools = tools.clone();
+    let mut i = 0;
+    while all_tools.len() < 20 {
+        let mut t = tools
+            .get(i % tools.len())
+            .cloned()
+            .ok_or_else(|| err("no tools"))?;
+        let name = t["name"].as_str().unwrap_or("tool").to_owned();
+        t["name"] = json!(format!("mcp__project__{name}_{i}"));
+        all_tools.push(t);
+        i += 1;
+    }
+    req["tools"] = Value::Array(all_tools);
+    let mut messages = req["messages"]
+        .as_array()
+        .cloned()
+        .ok_or_else(|| err("fixture request has no messages"))?;
+    // The fixture ends with the user's tool result; the grown history goes on from there.
+    let file: String = (0..80)
+        .map(|l| {
+            format!("    let value_{l:03} = compute(input, {l}); // line {l:03} of the file\n")
+        })
+        .collect();
+    let mut turn = 0;
+    while req.to_string().len() + messages.iter().map(|m| m.to_string().len()).sum::<usize>()
+        < bytes
+    {
+        let id = format!("toolu_bench_{turn:04}");
+        messages.push(json!({"role": "assistant", "content": [
+            {"type": "text", "text": format!("Let me read src/module_{turn}.rs next.")},
+            {"type": "tool_use", "id": id, "name": "Read",
+             "input": {"file_path": format!("/home/user/project/src/module_{turn}.rs")}}]}));
+        messages.push(json!({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": id, "content": file}]}));
+        turn += 1;
+    }
+    messages.push(json!({"role": "user", "content": [
+        {"type": "text", "text": "Now summarise what these modules do."}]}));
+    req["messages"] = Value::Array(messages);
+    req["stream"] = json!(stream);
+    Ok(req)
+}
+
+// ---------------------------------------------------------------------------------------------
+
+fn write_result(result: &Value) -> Result<PathBuf> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench/results");
+    std::fs::create_dir_all(&dir)?;
+    let stamp = utc("+%Y%m%dT%H%M%SZ");
+    let path = dir.join(format!("proxy-{stamp}.json"));
+    std::fs::write(&path, serde_json::to_string_pretty(result)? + "\n")?;
+    Ok(path)
+}
+
+fn utc(format: &str) -> String {
+    Command::new("date")
+        .args(["-u", format])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .unwrap_or_else(|_| String::from("unknown"))
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|v| v.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| String::from("unknown"))
+}
+
+fn fmt_ms(v: &Value) -> String {
+    v.as_f64()
+        .filter(|f| f.is_finite())
+        .map_or_else(|| String::from("-"), |f| format!("{f:.3}"))
+}
+
+fn row(r: &Value, direct: Option<&Value>) -> String {
+    let overhead = direct
+        .and_then(|d| Some(r["ttft_p50_ms"].as_f64()? - d["ttft_p50_ms"].as_f64()?))
+        .filter(|_| r["target"] != "direct")
+        .map_or_else(|| String::from("-"), |o| format!("{o:+.3}"));
+    let ratio = direct
+        .and_then(|d| Some(r["per_s"].as_f64()? / d["per_s"].as_f64()?))
+        .filter(|_| r["target"] != "direct")
+        .map_or_else(|| String::from("-"), |x| format!("{x:.2}"));
+    let cpu = r["bridge_cpu_s_per_1000"]
+        .as_f64()
+        .map_or_else(|| String::from("-"), |c| format!("{c:.3}"));
+    let gen_cpu = r["generator_cpu_util"]
+        .as_f64()
+        .map_or_else(|| String::from("-"), |c| format!("{:.0}%", c * 100.0));
+    format!(
+        "| {:<6} | {:<5} | {:>4} | {:<6} | {:>5}/{:<5} | {:>8} | {:>8} | {:>8} | {:>8} | {:>8.0} | {:>5} | {:>8} | {:>7} | {:>4} |",
+        r["mode"].as_str().unwrap_or(""),
+        r["size"].as_str().unwrap_or(""),
+        r["concurrency"].as_u64().unwrap_or(0),
+        r["target"].as_str().unwrap_or(""),
+        r["ok"].as_u64().unwrap_or(0),
+        r["requests"].as_u64().unwrap_or(0),
+        fmt_ms(&r["ttft_p50_ms"]),
+        fmt_ms(&r["ttft_p99_ms"]),
+        fmt_ms(&r["total_p50_ms"]),
+        fmt_ms(&r["total_p99_ms"]),
+        r["per_s"].as_f64().unwrap_or(0.0),
+        ratio,
+        overhead,
+        cpu,
+        gen_cpu,
+    )
+}
+
+const HEADER: &str = "| mode   | size  | conc | target |  ok/reqs    | TTFT p50 | TTFT p99 | tot p50  | tot p99  |    req/s | ×dir  | TTFT ovh | CPU s/1k | gen  |\n|--------|-------|------|--------|-------------|----------|----------|----------|----------|----------|-------|----------|---------|------|";
+
+fn main() -> Result<()> {
+    let cores = std::env::var("BENCH_PROXY_CORES")
+        .ok()
+        .and_then(|c| c.parse().ok())
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, usize::from));
+    let pinned = cores >= 2 && Path::new("/usr/bin/taskset").exists()
+        || std::env::var_os("BENCH_PROXY_PINNED").is_some();
+    if pinned && std::env::var_os("BENCH_PROXY_PINNED").is_none() {
+        // Load generator and upstream on core 1; the bridge will take core 0.
+        let status = Command::new("taskset")
+            .args(["-c", "1"])
+            .arg(std::env::current_exe()?)
+            .args(std::env::args_os().skip(1))
+            .env("BENCH_PROXY_PINNED", "1")
+            .env("BENCH_PROXY_CORES", cores.to_string())
+            .status()?;
+        std::process::exit(status.code().unwrap_or(1));
+    }
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?
+        .block_on(bench(cores, pinned))
+}
+
+#[expect(
+    clippy::too_many_lines,
+    reason = "the whole run, in the order it prints"
+)]
+async fn bench(cores: usize, pinned: bool) -> Result<()> {
+    let concurrency: Vec<usize> = env_list("BENCH_PROXY_CONCURRENCY", "1,16,64,256,512")
+        .iter()
+        .filter_map(|c| c.parse().ok())
+        .collect();
+    let small_requests: usize = env_or("BENCH_PROXY_REQUESTS", 3000);
+    let large_requests: usize = env_or("BENCH_PROXY_LARGE_REQUESTS", 500);
+    let hold: usize = env_or("BENCH_PROXY_HOLD", 512);
+    let large_kb: usize = env_or("BENCH_PROXY_LARGE_KB", 300);
+    let engines = env_list("BENCH_PROXY_ENGINES", "native,wasm");
+    let tck = clock_ticks_per_s();
+    let date = utc("+%Y-%m-%dT%H:%M:%SZ");
+    let model = cpu_model();
+    println!("bench-proxy: {date}, {model}, {cores} cores");
+    if pinned {
+        println!("  bridge pinned to core 0 (taskset -c 0); load generator + upstream on core 1");
+    } else {
+        println!(
+            "  NOT pinned: {cores} core(s) (or no taskset) — bridge, generator and upstream share the machine"
+        );
+    }
+
+    // The upstream's answers.
+    let mut script = ChatStream::new().role();
+    for i in 0..50 {
+        script = script.text(&format!("w{i} "));
+    }
+    let stream_parts = script.usage(40, 50, 0).finish("stop").sse_parts();
+    let short = ChatStream::new()
+        .role()
+        .text("w Short answer.")
+        .usage(12, 4, 0)
+        .finish("stop")
+        .sse_parts();
+    let (release, _) = watch::channel(false);
+    let up = Arc::new(Upstream {
+        stream_parts: stream_parts.into(),
+        json_answer: Bytes::from(fold_stream(&short).to_string()),
+        paused: AtomicBool::new(false),
+        release,
+        capturing: AtomicBool::new(false),
+        captured: Mutex::new(None),
+    });
+    let up_addr = serve_upstream(Arc::clone(&up)).await?;
+
+    let mut bridges = Vec::new();
+    for engine in &engines {
+        bridges.push(start_bridge(up_addr, engine, pinned).await?);
+    }
+    let bridge_target = |b: &BridgeProc| {
+        Arc::new(Target {
+            name: b.engine.clone(),
+            addr: b.addr,
+            path: "/v1/messages?beta=true",
+            headers: vec![
+                ("anthropic-version", "2023-06-01"),
+                ("x-api-key", "sk-client"),
+            ],
+            content: b"\"text_delta\"",
+            end: b"message_stop",
+        })
+    };
+    let direct = Arc::new(Target {
+        name: "direct".into(),
+        addr: up_addr,
+        path: "/v1/chat/completions",
+        headers: vec![("authorization", "Bearer sk-bench")],
+        content: b"\"content\":\"w",
+        end: b"[DONE]",
+    });
+
+    // Client bodies, and what the bridge sends upstream for each (the direct baseline's bodies).
+    let mut bodies = Vec::new();
+    for (size, streaming) in [
+        ("small", true),
+        ("small", false),
+        ("300KB", true),
+        ("300KB", false),
+    ] {
+        let client = if size == "small" {
+            small_request(streaming)
+        } else {
+            claude_code_request(large_kb * 1000, streaming)?
+        };
+        let client = Bytes::from(client.to_string());
+        let first = bridges
+            .first()
+            .ok_or_else(|| err("BENCH_PROXY_ENGINES is empty"))?;
+        up.capturing.store(true, Ordering::Relaxed);
+        let mut sender = connect(first.addr).await?;
+        let shot = one(&mut sender, &bridge_target(first), &client, streaming).await;
+        up.capturing.store(false, Ordering::Relaxed);
+        let upstream_body = up
+            .captured
+            .lock()
+            .ok()
+            .and_then(|mut c| c.take())
+            .ok_or_else(|| err("the bridge sent nothing upstream"))?;
+        if !shot.ok {
+            return Err(err(format!(
+                "a {size} request (stream {streaming}) through the bridge failed"
+            )));
+        }
+        let upstream_streams = wants_stream(&upstream_body);
+        println!(
+            "  {size:<5} stream={streaming:<5}: client body {} B, upstream body {} B (upstream stream={upstream_streams})",
+            client.len(),
+            upstream_body.len()
+        );
+        bodies.push((size, streaming, client, upstream_body, upstream_streams));
+    }
+
+    // Memory: idle (after one request), then with `hold` streams open.
+    let mut memory = serde_json::Map::new();
+    let small_stream = bodies
+        .first()
+        .map(|b| b.2.clone())
+        .ok_or_else(|| err("no bodies"))?;
+    for b in &bridges {
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        let pid = b.child.id();
+        let idle = rss_kb(pid).unwrap_or(0);
+        let (open_kb, opened) =
+            hold_streams(&up, &bridge_target(b), &small_stream, pid, hold).await?;
+        let per = (open_kb.saturating_sub(idle)) as f64 / opened.max(1) as f64;
+        println!(
+            "  RSS {:<6}: idle {idle} kB; {opened}/{hold} streams open {open_kb} kB; {per:.1} kB per open stream",
+            b.engine
+        );
+        memory.insert(
+            b.engine.clone(),
+            json!({"rss_idle_kb": idle, "streams": hold, "streams_open": opened,
+                   "rss_open_kb": open_kb, "rss_per_stream_kb": per}),
+        );
+    }
+
+    println!("\n{HEADER}");
+    let mut rows = Vec::new();
+    for (size, streaming, client, upstream_body, upstream_streams) in &bodies {
+        for &conc in &concurrency {
+            let base = if *size == "small" {
+                small_requests
+            } else {
+                large_requests
+            };
+            let sc = Scenario {
+                streaming: *streaming,
+                size,
+                concurrency: conc,
+                requests: base.max(2 * conc),
+            };
+            let d = run(&sc, &direct, upstream_body, *upstream_streams, None, tck).await?;
+            println!("{}", row(&d, None));
+            rows.push(d.clone());
+            for b in &bridges {
+                let r = run(
+                    &sc,
+                    &bridge_target(b),
+                    client,
+                    *streaming,
+                    Some(b.child.id()),
+                    tck,
+                )
+                .await?;
+                println!("{}", row(&r, Some(&d)));
+                rows.push(r);
+            }
+        }
+    }
+    for b in &bridges {
+        if let Some(m) = memory.get_mut(&b.engine) {
+            m["rss_after_load_kb"] = json!(rss_kb(b.child.id()).unwrap_or(0));
+        }
+    }
+
+    let result = json!({
+        "date": date,
+        "machine": {"cpu": model, "cores": cores, "pinned": pinned},
+        "config": {
+            "concurrency": concurrency, "requests_small": small_requests,
+            "requests_300kb": large_requests, "hold_streams": hold, "engines": engines,
+            "upstream_stream_chunks": up.stream_parts.len(),
+            "bodies": bodies.iter().map(|(size, streaming, client, upstream, _)| json!({
+                "size": size, "stream": streaming, "client_bytes": client.len(),
+                "upstream_bytes": upstream.len()})).collect::<Vec<_>>(),
+        },
+        "memory": memory,
+        "scenarios": rows,
+    });
+    let path = write_result(&result)?;
+    println!("\nbench-proxy: -> {}", path.display());
+    Ok(())
+}
