@@ -94,6 +94,13 @@ async fn beside(
         }
     };
     run::announce(args, &state, local);
+    // Ctrl-C is the child's to handle while it runs, as a shell leaves it: the terminal sends
+    // SIGINT to the whole process group, and the bridge must outlive the child (to answer its
+    // last requests and clean up after it). Tokio's handler, once installed, stays for the
+    // process's life, so SIGINT no longer ends it.
+    #[cfg(unix)]
+    let _sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
+        .map_err(|e| format!("cannot take SIGINT: {e}"))?;
     let mut command = tokio::process::Command::new(program);
     command.envs(crate::environment::file_only());
     configure(&mut command, local)?;

@@ -496,3 +496,39 @@ fn responses_essence(report: &Value) -> Value {
         "usage": [result["usage"]["input_tokens"], result["usage"]["output_tokens"]],
     })
 }
+
+/// Ctrl-C in a terminal reaches the whole process group: the launcher leaves it to the tool,
+/// outlives it, returns the tool's exit code and removes the throwaway CODEX_HOME. (The stand-in
+/// tool is `sh`: it sends SIGINT to the bridge, its parent, then checks its config is there.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sigint_ends_the_tool_not_the_launcher() {
+    let work = bridge_tests::tempdir::TempDir::new("codex-sigint").unwrap();
+    let tmp = work.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
+    let mut cmd = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap());
+    cmd.args([
+        "codex",
+        "--codex-bin",
+        "sh",
+        "--base-url",
+        "http://127.0.0.1:9/v1",
+    ])
+    .args(["--no-upstream-check", "--log-file"])
+    .arg(work.path().join("bridge.log"))
+    .args([
+        "--",
+        "-c",
+        "kill -INT $PPID; sleep 1; test -f \"$CODEX_HOME/config.toml\" && exit 3",
+    ])
+    .env("TMPDIR", &tmp);
+    let out = run(cmd, T, "claude-bridge codex with sh").await.unwrap();
+    let log = std::fs::read_to_string(work.path().join("bridge.log")).unwrap_or_default();
+    assert_eq!(
+        out.code,
+        Some(3),
+        "the launcher must outlive a SIGINT and return the tool's code\n{}\n{log}",
+        out.stderr
+    );
+    let leftovers: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+}
