@@ -146,10 +146,9 @@ impl FrontStream {
 
     /// The client's bytes for a run of Anthropic SSE (may be empty).
     pub fn feed(&mut self, anthropic_sse: &[u8]) -> String {
-        let events: Vec<StreamEvent> = self.reader.feed(anthropic_sse).collect();
         let mut out = String::new();
-        for event in &events {
-            out.push_str(&self.push(event));
+        for event in self.reader.feed(anthropic_sse) {
+            out.push_str(&self.encoder.push(&event));
         }
         out
     }
@@ -158,9 +157,8 @@ impl FrontStream {
     /// when it already ended.
     pub fn finish(&mut self) -> String {
         let mut out = String::new();
-        let tail: Vec<StreamEvent> = self.reader.finish().collect();
-        for event in &tail {
-            out.push_str(&self.push(event));
+        for event in self.reader.finish() {
+            out.push_str(&self.encoder.push(&event));
         }
         match &mut self.encoder {
             Encoder::Chat(encoder) => out.push_str(&encoder.finish()),
@@ -168,11 +166,13 @@ impl FrontStream {
         }
         out
     }
+}
 
+impl Encoder {
     fn push(&mut self, event: &StreamEvent) -> String {
-        match &mut self.encoder {
-            Encoder::Chat(encoder) => encoder.push(event),
-            Encoder::Responses(encoder) => encoder.push(event),
+        match self {
+            Self::Chat(encoder) => encoder.push(event),
+            Self::Responses(encoder) => encoder.push(event),
         }
     }
 }
@@ -210,9 +210,8 @@ impl FrontFold {
 
     /// Fold a run of Anthropic SSE in.
     pub fn feed(&mut self, anthropic_sse: &[u8]) {
-        let events: Vec<StreamEvent> = self.reader.feed(anthropic_sse).collect();
-        for event in &events {
-            self.push(event);
+        for event in self.reader.feed(anthropic_sse) {
+            self.fold.push(&event);
         }
     }
 
@@ -220,9 +219,8 @@ impl FrontFold {
     /// the stream ended with.
     #[must_use]
     pub fn finish(mut self) -> (u16, String) {
-        let tail: Vec<StreamEvent> = self.reader.finish().collect();
-        for event in &tail {
-            self.push(event);
+        for event in self.reader.finish() {
+            self.fold.push(&event);
         }
         let result = match self.fold {
             Fold::Chat(fold) => fold.finish().map(|c| c.to_json()),
@@ -233,11 +231,13 @@ impl FrontFold {
             Err(Failure { status, body }) => (status, body),
         }
     }
+}
 
+impl Fold {
     fn push(&mut self, event: &StreamEvent) {
-        match &mut self.fold {
-            Fold::Chat(fold) => fold.push(event),
-            Fold::Responses(fold) => fold.push(event),
+        match self {
+            Self::Chat(fold) => fold.push(event),
+            Self::Responses(fold) => fold.push(event),
         }
     }
 }
@@ -252,7 +252,7 @@ pub fn complete(answer: &FrontAnswer, status: u16, body: &[u8]) -> (u16, String)
     {
         let mut fold = FrontFold::new(answer);
         for event in events_of_message(&message) {
-            fold.push(&event);
+            fold.fold.push(&event);
         }
         return fold.finish();
     }

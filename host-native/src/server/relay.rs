@@ -260,7 +260,7 @@ impl Relay {
             if self.out_of_time(started) {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
                 tally.saw(&last);
-                out.last(&last).await;
+                out.last(last).await;
                 return;
             }
             let idle_left = self.idle_timeout.saturating_sub(last_output.elapsed());
@@ -287,9 +287,9 @@ impl Relay {
                     last_output = Instant::now();
                     // An upstream's error may quote a key back.
                     if tally.saw(&sse) {
-                        out.sse(&crate::redact::redact(&sse)).await
+                        out.sse(crate::redact::redact(&sse).into_owned()).await
                     } else {
-                        out.sse(&sse).await
+                        out.sse(sse).await
                     }
                 }
                 Ok(Next::End) => {
@@ -300,7 +300,7 @@ impl Relay {
                 Err(_) if last_output.elapsed() >= self.idle_timeout => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     tally.saw(&last);
-                    out.last(&last).await;
+                    out.last(last).await;
                     return;
                 }
                 Err(_) => out.ping().await,
@@ -355,9 +355,9 @@ struct Outbound {
 impl Outbound {
     /// Send a run of Anthropic SSE (transcoded for an OpenAI client; a run that makes no
     /// output sends nothing). `false` when the client is gone.
-    async fn sse(&mut self, sse: &str) -> bool {
+    async fn sse(&mut self, sse: String) -> bool {
         let bytes = match &mut self.front {
-            None => Bytes::from(sse.to_owned()),
+            None => Bytes::from(sse),
             Some(front) => {
                 let out = front.feed(sse.as_bytes());
                 if out.is_empty() {
@@ -391,7 +391,7 @@ impl Outbound {
     }
 
     /// The last SSE of an answer the relay ends (a timeout), then the end.
-    async fn last(&mut self, sse: &str) {
+    async fn last(&mut self, sse: String) {
         if self.sse(sse).await {
             self.end().await;
         }
