@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use crate::anthropic::accumulate::Accumulator;
 use crate::anthropic::events::ApiError;
 use crate::error::RequestError;
+use crate::front::facade::FrontTranslator;
 use crate::translate::chat_stream::ChatStreamTranslator;
 use crate::translate::passthrough::{PassThrough, Relayed};
 use crate::translate::responses_stream::ResponsesStreamTranslator;
@@ -41,6 +42,7 @@ pub use crate::anthropic::events::{ErrorKind, StreamEvent};
 pub use crate::anthropic::stream::{Validator, Violation};
 pub use crate::chatml::render::{ChatmlOptions, ChatmlPrompt, PromptImage, ToolFormat};
 pub use crate::chatml::tool_calls::ToolHint;
+pub use crate::front::facade::{Front, FrontOptions};
 pub use crate::route::{Route, RouterConfig, Target};
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
 pub use crate::sse::encoder::EncodeError;
@@ -109,15 +111,26 @@ pub enum Dialect {
     /// request goes as it came unless the model or the history changes, the stream is relayed
     /// frame by frame (unknown event types too) and ends with an `error` event when cut.
     Anthropic,
+    /// The other way round — an OpenAI Chat Completions *client* ([`crate::front`]): `prepare`
+    /// takes its request and gives the Anthropic request with the answer's [`FrontOptions`] (or
+    /// a refusal) as the body; the translator reads Anthropic SSE (what every provider answers)
+    /// and writes `chat.completion.chunk`s, or folds one `chat.completion`
+    /// ([`StreamOptions::front`]). No options.
+    FrontOpenaiChat,
+    /// As [`Self::FrontOpenaiChat`], for an OpenAI Responses client (the Codex CLI): `response.*`
+    /// events, or one `response` object.
+    FrontOpenaiResponses,
 }
 
 impl Dialect {
     /// Every dialect, in the order the error messages list them.
-    pub const ALL: [Self; 4] = [
+    pub const ALL: [Self; 6] = [
         Self::OpenaiChat,
         Self::OpenaiResponses,
         Self::Chatml,
         Self::Anthropic,
+        Self::FrontOpenaiChat,
+        Self::FrontOpenaiResponses,
     ];
 
     /// The dialect's name, as the facades take it.
@@ -128,6 +141,18 @@ impl Dialect {
             Self::OpenaiResponses => "openai_responses",
             Self::Chatml => "chatml",
             Self::Anthropic => "anthropic",
+            Self::FrontOpenaiChat => "front_openai_chat",
+            Self::FrontOpenaiResponses => "front_openai_responses",
+        }
+    }
+
+    /// The OpenAI client API of a front dialect; `None` for an upstream dialect.
+    #[must_use]
+    pub fn front(self) -> Option<Front> {
+        match self {
+            Self::FrontOpenaiChat => Some(Front::Chat),
+            Self::FrontOpenaiResponses => Some(Front::Responses),
+            Self::OpenaiChat | Self::OpenaiResponses | Self::Chatml | Self::Anthropic => None,
         }
     }
 
@@ -195,6 +220,10 @@ pub fn prepare(
         Dialect::Anthropic => {
             crate::translate::passthrough::prepare(request, &options(options_json)?)
         }
+        Dialect::FrontOpenaiChat => Ok(crate::front::facade::prepare(Front::Chat, request)),
+        Dialect::FrontOpenaiResponses => {
+            Ok(crate::front::facade::prepare(Front::Responses, request))
+        }
     }
 }
 
@@ -218,6 +247,27 @@ pub struct StreamOptions {
     /// their own calls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolHint>,
+    /// The front dialects: how the client's answer is written (the `answer` object `prepare`
+    /// returned, with the id and time filled in). Ignored by the upstream dialects.
+    #[serde(
+        default,
+        skip_serializing_if = "is_default",
+        deserialize_with = "null_as_default"
+    )]
+    pub front: FrontOptions,
+}
+
+fn is_default<T: Default + PartialEq>(value: &T) -> bool {
+    *value == T::default()
+}
+
+/// `null` (JSON) or `undefined` (a JS object's field) reads as the default, like a missing field.
+fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// What [`Translator::finish`] returns.
@@ -238,8 +288,19 @@ pub struct Finished {
 /// never disagree.
 #[derive(Debug)]
 pub struct Translator {
-    translator: DialectTranslator,
-    sink: Sink,
+    mode: Mode,
+}
+
+/// Which way a translator reads.
+#[derive(Debug)]
+enum Mode {
+    /// An upstream's reply → Anthropic SSE, or the folded message.
+    Upstream {
+        translator: DialectTranslator,
+        sink: Sink,
+    },
+    /// Anthropic SSE → an OpenAI client's stream or object (the fronts fold their own).
+    Front(Box<FrontTranslator>),
 }
 
 /// The translator of each [`Dialect`].
@@ -389,7 +450,7 @@ impl Sink {
 }
 
 impl Translator {
-    /// A translator for one upstream reply.
+    /// A translator for one upstream reply (or, for a front dialect, one OpenAI client's answer).
     #[must_use]
     pub fn new(options: StreamOptions) -> Self {
         let (model, estimate, seed) = (
@@ -414,24 +475,55 @@ impl Translator {
                 text: Utf8Reader::default(),
             },
             Dialect::Anthropic => DialectTranslator::Anthropic(Box::default()),
+            Dialect::FrontOpenaiChat => {
+                return Self::front(Front::Chat, &model, seed, &options.front, options.stream);
+            }
+            Dialect::FrontOpenaiResponses => {
+                return Self::front(
+                    Front::Responses,
+                    &model,
+                    seed,
+                    &options.front,
+                    options.stream,
+                );
+            }
         };
         Self {
-            translator,
-            sink: Sink::new(options.stream),
+            mode: Mode::Upstream {
+                translator,
+                sink: Sink::new(options.stream),
+            },
+        }
+    }
+
+    fn front(front: Front, model: &str, seed: u64, options: &FrontOptions, stream: bool) -> Self {
+        let answer = crate::front::facade::answer(front, model, seed, options);
+        Self {
+            mode: Mode::Front(Box::new(FrontTranslator::new(&answer, stream))),
         }
     }
 
     /// Feed upstream bytes (any chunking); returns SSE bytes to write now (empty when folding).
     pub fn feed(&mut self, chunk: &[u8]) -> String {
-        let step = self.translator.feed(chunk);
-        self.sink.emit(step)
+        match &mut self.mode {
+            Mode::Upstream { translator, sink } => {
+                let step = translator.feed(chunk);
+                sink.emit(step)
+            }
+            Mode::Front(front) => front.feed(chunk),
+        }
     }
 
     /// The upstream failed (transport error, timeout, disconnect): end the response with an
     /// `error` event (streaming) or make `finish` return the error (folding).
     pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
-        let step = self.translator.fail(ApiError::new(kind, message));
-        self.sink.emit(step)
+        match &mut self.mode {
+            Mode::Upstream { translator, sink } => {
+                let step = translator.fail(ApiError::new(kind, message));
+                sink.emit(step)
+            }
+            Mode::Front(front) => front.fail(kind, message),
+        }
     }
 
     /// The upstream's reply ended. `end` is what the upstream reported outside its stream (a
@@ -439,8 +531,16 @@ impl Translator {
     /// stream and take [`StreamEnd::default()`]. Returns the last SSE bytes, or the folded
     /// message.
     pub fn finish(&mut self, end: &StreamEnd) -> Finished {
-        let step = self.translator.finish(end);
-        self.sink.finish(step)
+        match &mut self.mode {
+            Mode::Upstream { translator, sink } => {
+                let step = translator.finish(end);
+                sink.finish(step)
+            }
+            Mode::Front(front) => {
+                let (status, body) = front.finish();
+                Finished { status, body }
+            }
+        }
     }
 }
 
@@ -591,6 +691,23 @@ mod tests {
     }
 
     #[test]
+    fn stream_options_read_a_front_or_its_absence() {
+        let read = |json: &str| serde_json::from_str::<StreamOptions>(json).ok();
+        let none = read(r#"{"stream":true,"model":"m","input_tokens_estimate":0,"id_seed":1}"#);
+        let null = read(
+            r#"{"stream":true,"model":"m","input_tokens_estimate":0,"id_seed":1,"front":null}"#,
+        );
+        assert_eq!(none, null);
+        assert_eq!(none.map(|o| o.front), Some(FrontOptions::default()));
+        let chat = read(
+            r#"{"stream":true,"model":"m","input_tokens_estimate":0,"id_seed":1,
+                "dialect":"front_openai_chat","front":{"include_usage":true,"created":5}}"#,
+        );
+        let front = chat.map(|o| (o.dialect, o.front.include_usage, o.front.created));
+        assert_eq!(front, Some((Dialect::FrontOpenaiChat, true, 5)));
+    }
+
+    #[test]
     fn every_dialect_name_reads_back_and_an_unknown_one_lists_them() {
         for dialect in Dialect::ALL {
             assert_eq!(Dialect::parse(dialect.as_str()).ok(), Some(dialect));
@@ -601,7 +718,7 @@ mod tests {
         assert_eq!(
             error.as_deref(),
             Some(
-                "invalid bridge options: unknown dialect \"chat\": expected one of openai_chat, openai_responses, chatml, anthropic"
+                "invalid bridge options: unknown dialect \"chat\": expected one of openai_chat, openai_responses, chatml, anthropic, front_openai_chat, front_openai_responses"
             )
         );
     }
@@ -621,6 +738,7 @@ mod tests {
             id_seed: 3,
             dialect: Dialect::Chatml,
             tools: prompt.tools,
+            ..StreamOptions::default()
         });
         for byte in reply.as_bytes() {
             assert_eq!(translator.feed(std::slice::from_ref(byte)), "");

@@ -84,7 +84,7 @@ fn upstream_stream(data: &[u8], dialect: Dialect) -> Result<(), String> {
         input_tokens_estimate: 10,
         id_seed: 1,
         dialect,
-        tools: Vec::new(),
+        ..StreamOptions::default()
     };
     let mut streaming = api::Translator::new(options(true));
     let mut sse = String::new();

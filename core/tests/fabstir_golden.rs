@@ -50,6 +50,7 @@ fn run(case: &Case, pieces: &[&[u8]], stream: bool) -> Finished {
         id_seed: SEED,
         dialect: Dialect::Chatml,
         tools: case.tools.clone(),
+        ..StreamOptions::default()
     });
     let mut out = String::new();
     for piece in pieces {

@@ -168,6 +168,7 @@ pub fn translate(
             id_seed: crate::ids::seed(),
             dialect,
             tools,
+            ..bridge_core::api::StreamOptions::default()
         })
         .map_err(|e| e.to_string())?;
     let head = session.feed(&bytes).map_err(|e| e.to_string())?;

@@ -18,10 +18,45 @@ export type ErrorKind =
 
 /**
  * The upstream API `prepare` writes for and a `Translator` reads from: OpenAI Chat Completions,
- * the OpenAI Responses API, or a raw-text host (Fabstir) that takes one ChatML prompt and
- * answers with the model's text.
+ * the OpenAI Responses API, a raw-text host (Fabstir) that takes one ChatML prompt and answers
+ * with the model's text, or Anthropic itself (pass-through).
+ *
+ * The two `front_*` dialects go the other way, for an OpenAI *client*: `prepare` takes its Chat
+ * Completions or Responses request and returns a `FrontPrepared` JSON body (the Anthropic request
+ * and the answer's `FrontOptions`, or a refusal); the `Translator` reads Anthropic SSE and writes
+ * the client's chunks / `response.*` events, or folds one `chat.completion` / `response`.
  */
-export type Dialect = "openai_chat" | "openai_responses" | "chatml";
+export type Dialect =
+  | "openai_chat"
+  | "openai_responses"
+  | "chatml"
+  | "anthropic"
+  | "front_openai_chat"
+  | "front_openai_responses";
+
+/** How a front writes its answer: the `answer` of a `FrontPrepared` body, with `id`/`created` set. */
+export interface FrontOptions {
+  /** The completion / response id without its prefix; absent: derived from `id_seed`. */
+  id?: string;
+  /** The answer's time, Unix seconds. */
+  created?: number;
+  /** Chat: `stream_options.include_usage`. */
+  include_usage?: boolean;
+  /** Responses: the request's `custom` tools (their calls become `custom_tool_call` items). */
+  custom_tools?: string[];
+  /** Responses: `include: ["reasoning.encrypted_content"]`. */
+  include_encrypted_reasoning?: boolean;
+}
+
+/** The body `prepare` returns for a `front_*` dialect (JSON text): one of the two shapes. */
+export type FrontPrepared =
+  | { request: Record<string, unknown>; answer: FrontOptions }
+  | {
+      refusal: {
+        status: number;
+        error: { message: string; type: string; param: string | null; code: string | null };
+      };
+    };
 
 /** How `prepare("openai_responses", …)` shapes a Responses request. Every field is optional. */
 export interface ResponsesOptions {
@@ -94,6 +129,8 @@ export interface StreamOptions {
   dialect?: Dialect;
   /** "chatml": `ChatmlPrompt.tools`, to type the tool calls the model writes inline. */
   tools?: ToolHint[];
+  /** The `front_*` dialects: how the client's answer is written. */
+  front?: FrontOptions;
 }
 
 /** What `Translator.finish` and `foldSse` return. */

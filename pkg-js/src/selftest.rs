@@ -34,6 +34,7 @@ pub fn selftest() -> usize {
                 id_seed: 1,
                 dialect,
                 tools: tools.clone(),
+                ..api::StreamOptions::default()
             });
             let mut sse = translator.feed(upstream);
             sse.push_str(&translator.finish(&api::StreamEnd::default()).body);

@@ -6,10 +6,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { compareParts } from "./harness.mjs";
-import { launchChromium, loadAnthropicFixtures, loadFabstirFixtures, loadFixtures, loadNativeDump, loadResponsesFixtures, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
+import { launchChromium, loadAnthropicFixtures, loadFabstirFixtures, loadFixtures, loadFrontFixtures, loadNativeDump, loadResponsesFixtures, openPage, packageDir, requireBuilt, serveStatic, toBase64 } from "./support.mjs";
 
 requireBuilt();
-const fixtures = [...loadFixtures(), ...loadResponsesFixtures(), ...loadAnthropicFixtures()];
+const fixtures = [...loadFixtures(), ...loadResponsesFixtures(), ...loadAnthropicFixtures(), ...loadFrontFixtures()];
 const fabstir = loadFabstirFixtures();
 const native = loadNativeDump();
 const testsDir = fileURLToPath(new URL(".", import.meta.url));

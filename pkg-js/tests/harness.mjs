@@ -39,7 +39,17 @@ export function runStream(core, options, upstream, chunk, failAt) {
 export function dialectOf(name) {
   if (name.startsWith("responses/")) return "openai_responses";
   if (name.startsWith("anthropic/")) return "anthropic";
+  if (name.startsWith("front_chat/")) return "front_openai_chat";
+  if (name.startsWith("front_responses/")) return "front_openai_responses";
   return "openai_chat";
+}
+
+/** The `created` time of a front's answer in these runs (tests/src/conformance.rs `FRONT_CREATED`). */
+const FRONT_CREATED = 1_700_000_000;
+
+/** A front dialect's answer options from its prepared body (tests/src/conformance.rs `front_options`). */
+function frontOptions(body) {
+  return { ...(JSON.parse(body).answer ?? {}), created: FRONT_CREATED };
 }
 
 /** One golden case as tests/src/conformance.rs `run_case_in` renders it; `dialect` is the upstream's. */
@@ -49,11 +59,13 @@ export function runCase(core, files, dialect = "openai_chat") {
   const options = files.options ? JSON.parse(decoder.decode(files.options)) : undefined;
   let model = "claude-conformance";
   let estimate = 0;
+  let front;
   if (files.request) {
     try {
       const c = core.prepare(dialect, files.request, options);
       model = c.client_model;
       estimate = c.input_tokens_estimate;
+      if (dialect.startsWith("front_")) front = frontOptions(c.body);
       const meta = {
         upstream_model: c.upstream_model,
         client_model: c.client_model,
@@ -75,7 +87,7 @@ export function runCase(core, files, dialect = "openai_chat") {
   }
   if (files.upstream) {
     for (const stream of [true, false]) {
-      const streamOptions = { stream, model, input_tokens_estimate: estimate, id_seed: SEED, dialect };
+      const streamOptions = { stream, model, input_tokens_estimate: estimate, id_seed: SEED, dialect, front };
       const mode = stream ? "stream" : "folded";
       for (const [label, chunk] of CHUNKINGS) {
         parts.push([`${mode} chunk=${label}`, runStream(core, streamOptions, files.upstream, chunk)]);

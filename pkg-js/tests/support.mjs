@@ -53,6 +53,14 @@ export function loadAnthropicFixtures() {
   return loadCases(join(fixturesDir, "anthropic"), ["request.json", "upstream.sse"], { request: "request.json", options: "options.json", upstream: "upstream.sse" }, "anthropic/");
 }
 
+/** The OpenAI fronts' cases: [{ name: "front_chat/<case>" or "front_responses/<case>", files }]. */
+export function loadFrontFixtures() {
+  const files = { request: "request.json", options: "options.json", upstream: "upstream.sse" };
+  return ["front_chat", "front_responses"].flatMap((folder) =>
+    loadCases(join(fixturesDir, folder), ["request.json", "upstream.sse"], files, `${folder}/`),
+  );
+}
+
 export { dialectOf } from "./harness.mjs";
 
 /** The raw-text (Fabstir) cases: [{ name: "fabstir/<case>", files: { request, options, tokens, end, fail } }]. */

@@ -11,6 +11,7 @@
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
+use bridge_core::api::FrontOptions;
 use claude_bridge::engine::{Dialect, Engine, EngineError, ErrorKind, StreamOptions};
 
 /// The id seed every run uses, as in the core's golden test.
@@ -134,11 +135,15 @@ pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate:
 
     let mut model = "claude-conformance".to_owned();
     let mut estimate = 0;
+    let mut front = FrontOptions::default();
     if let Some(request) = &request {
         match engine.prepare(dialect, request, &options) {
             Ok(c) => {
                 model.clone_from(&c.client_model);
                 estimate = c.input_tokens_estimate;
+                if dialect.front().is_some() {
+                    front = front_options(&c.body)?;
+                }
                 let meta = serde_json::json!({
                     "upstream_model": c.upstream_model,
                     "client_model": c.client_model,
@@ -166,7 +171,8 @@ pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate:
                 input_tokens_estimate: estimate,
                 id_seed: SEED,
                 dialect,
-                tools: Vec::new(),
+                front: front.clone(),
+                ..StreamOptions::default()
             };
             let mode = if stream { "stream" } else { "folded" };
             for (label, chunk) in CHUNKINGS {
@@ -183,6 +189,24 @@ pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate:
         }
     }
     Ok(out)
+}
+
+/// The `created` time a front's answer is given in these runs (the host gives the clock's).
+pub const FRONT_CREATED: u64 = 1_700_000_000;
+
+/// A front dialect's answer options: the `answer` its prepared body holds (none for a
+/// refusal), with [`FRONT_CREATED`].
+///
+/// # Errors
+/// The body is not JSON, or its `answer` is not a `FrontOptions` object.
+pub fn front_options(prepared_body: &str) -> crate::Result<FrontOptions> {
+    let body: serde_json::Value = serde_json::from_str(prepared_body)?;
+    let mut front: FrontOptions = match body.get("answer") {
+        Some(answer) => serde_json::from_value(answer.clone())?,
+        None => FrontOptions::default(),
+    };
+    front.created = FRONT_CREATED;
+    Ok(front)
 }
 
 /// Where two texts first differ, with some context, for a failure message.
@@ -324,6 +348,7 @@ pub fn run_fabstir_case(engine: &dyn Engine, case: &Path) -> crate::Result<Outpu
                 id_seed: SEED,
                 dialect: Dialect::Chatml,
                 tools: tools.clone(),
+                ..StreamOptions::default()
             })?;
             let mut text = String::new();
             for piece in pieces.iter() {

@@ -168,14 +168,19 @@ fn raw_text_cases_give_identical_bytes_through_wasmtime() {
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
 
+/// The other upstream dialects, and the OpenAI fronts (an OpenAI client's request, an Anthropic
+/// stream) whose streams are also checked against the snapshots `core/tests/golden.rs` pins.
 #[test]
-fn responses_and_anthropic_cases_give_identical_bytes_through_wasmtime() {
+fn responses_anthropic_and_front_cases_give_identical_bytes_through_wasmtime() {
     let native = engine::native();
     let wasm = engine::wasm(None).unwrap();
     let mut failures = Vec::new();
+    let mut snapshots_checked = 0;
     for (folder, dialect, at_least) in [
         ("responses", Dialect::OpenaiResponses, 10),
         ("anthropic", Dialect::Anthropic, 5),
+        ("front_chat", Dialect::FrontOpenaiChat, 8),
+        ("front_responses", Dialect::FrontOpenaiResponses, 8),
     ] {
         let dir = fixtures_dir().join(folder);
         let cases = cases(&dir).unwrap();
@@ -188,12 +193,42 @@ fn responses_and_anthropic_cases_give_identical_bytes_through_wasmtime() {
             let name = format!("{folder}/{}", case.file_name().unwrap().to_string_lossy());
             let reference =
                 bridge_tests::conformance::run_case_in(native.as_ref(), case, dialect).unwrap();
-            assert!(reference.parts.len() >= 4, "{name}: nothing to compare");
+            let expected_parts = if case.join("upstream.sse").exists() {
+                11
+            } else {
+                3
+            };
+            assert!(
+                reference.parts.len() >= expected_parts,
+                "{name}: nothing to compare"
+            );
             let got = bridge_tests::conformance::run_case_in(wasm.as_ref(), case, dialect).unwrap();
             compare(&name, &reference, "wasm vs native", &got, &mut failures);
+            if dialect.front().is_none() {
+                continue;
+            }
+            let case_name = case.file_name().unwrap().to_string_lossy();
+            let events = reference
+                .get("stream chunk=all")
+                .map(|s| s.replacen("\n--- finish\nstatus: 200\n", "", 1));
+            if let (Some(golden), Some(ours)) =
+                (snapshot(&dir, &format!("{case_name}.events")), events)
+            {
+                snapshots_checked += 1;
+                if golden.trim_end_matches('\n') != ours.trim_end_matches('\n') {
+                    failures.push(format!(
+                        "{name}: differs from its events snapshot at {}",
+                        first_difference(&golden, &ours)
+                    ));
+                }
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(
+        snapshots_checked >= 12,
+        "only {snapshots_checked} front event snapshots were compared"
+    );
 }
 
 #[test]

@@ -677,12 +677,22 @@ fn request_saying(text: &str, stream: bool) -> Value {
 /// writes to stderr goes on working, its output logged; one that panics ends the stream with a
 /// well-formed `error` event (streaming) or an error envelope (non-streaming), the panic message
 /// in it — and the server goes on serving. (wasmtime-wasi's synchronous stderr used to panic the
-/// host's worker: the client got a stream with neither `error` nor `message_stop`.)
+/// host's worker: the client got a stream with neither `error` nor `message_stop`.) The same for
+/// an OpenAI client whose front translator traps.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_misbehaving_guest_never_takes_a_stream_down() {
     // The upstream says back whichever fault marker the user's message names.
     let upstream = Upstream::start(|r| {
         let said = r.all_text();
+        if said.contains("fault in the front") {
+            // The marker with its colon escaped: the provider's translator (which sees the
+            // upstream's bytes) does not find it, the front's (which sees the decoded text in
+            // the Anthropic SSE) does and traps.
+            return raw_stream(vec![bytes::Bytes::from_static(
+                b"data: {\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"Partial claude-bridge-fault\\u003apanic\"}}]}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\ndata: [DONE]\n\n",
+            )]);
+        }
         let marker = ["stderr", "flood", "panic"]
             .into_iter()
             .find(|m| said.contains(&format!("fault {m}")))
@@ -752,6 +762,48 @@ async fn a_misbehaving_guest_never_takes_a_stream_down() {
             .unwrap();
         let c = ctx(&r, &upstream, &bridge);
         assert_envelope(&r, &[500, 502], "api_error", &c);
+    }
+
+    // An OpenAI client's front translator (the plug-in's `front_openai_chat`) that traps: a
+    // stream ends with an error chunk the SDKs raise on, a fold is a 500 in OpenAI's envelope.
+    for stream in [true, false] {
+        let body = json!({"model": "gpt-test", "stream": stream,
+                          "messages": [{"role": "user", "content": "fault in the front"}]});
+        let r = http::send(
+            "POST",
+            &format!("{}/v1/chat/completions", bridge.base_url()),
+            &[("content-type", "application/json")],
+            Some(body.to_string().into_bytes()),
+            T,
+        )
+        .await
+        .unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        let error = if stream {
+            assert_eq!(r.status, 200, "{c}");
+            let text = r.text();
+            let last = text
+                .trim_end()
+                .rsplit("\n\n")
+                .next()
+                .and_then(|frame| frame.strip_prefix("data: "))
+                .unwrap_or_else(|| panic!("no last data frame\n{c}"));
+            let last: Value = serde_json::from_str(last).unwrap();
+            assert!(
+                !text.contains("[DONE]"),
+                "a failed stream does not end cleanly\n{c}"
+            );
+            last["error"].clone()
+        } else {
+            assert_eq!(r.status, 500, "{c}");
+            r.json().unwrap()["error"].clone()
+        };
+        assert_eq!(error["type"], "server_error", "{c}");
+        let message = error["message"].as_str().unwrap_or_default();
+        assert!(
+            message.contains("fault injection: the guest panics"),
+            "the client reads the front's trap: {message}\n{c}"
+        );
     }
 
     // And it still serves.

@@ -109,6 +109,7 @@
 pub mod chat_request;
 pub mod chat_stream;
 pub mod chat_validate;
+pub mod facade;
 pub mod responses_request;
 pub mod responses_stream;
 pub mod responses_validate;

@@ -162,7 +162,7 @@ impl AnthropicPassThrough {
                 input_tokens_estimate: prepared.input_tokens_estimate,
                 id_seed: crate::ids::seed(),
                 dialect: Dialect::Anthropic,
-                tools: Vec::new(),
+                ..StreamOptions::default()
             })?;
             return Ok(Answer::Stream {
                 client_stream: true,

@@ -119,6 +119,8 @@ impl Provider for OpenAi {
             Dialect::OpenaiResponses => "responses",
             Dialect::Chatml => "chatml",
             Dialect::Anthropic => "anthropic",
+            // Not upstream APIs: no provider is built with them.
+            Dialect::FrontOpenaiChat | Dialect::FrontOpenaiResponses => "openai-front",
         }
     }
 
@@ -169,7 +171,7 @@ impl Provider for OpenAi {
                 input_tokens_estimate: converted.input_tokens_estimate,
                 id_seed: crate::ids::seed(),
                 dialect: self.dialect,
-                tools: Vec::new(),
+                ..StreamOptions::default()
             })?;
             Ok(Answer::Stream {
                 client_stream: converted.client_stream,

@@ -1,8 +1,9 @@
 //! The OpenAI fronts: `POST /v1/chat/completions` (the OpenAI SDKs, editors and scripts built
 //! on Chat Completions) and `POST /v1/responses` (the Codex CLI, which speaks only Responses).
 //!
-//! The core converts the client's request into an Anthropic request
-//! ([`bridge_core::front::chat_request`], [`bridge_core::front::responses_request`]); from there
+//! The engine's front dialects (`front_openai_chat`, `front_openai_responses`: the core's
+//! [`bridge_core::front`], native or in wasmtime) convert the client's request into an
+//! Anthropic request; from there
 //! it takes the same way as an Anthropic client's — the router, fallbacks, any provider — and
 //! the answer comes back through the core's front in the client's shape
 //! ([`super::shape::ClientShape::OpenAi`]). The upstream is always asked for a stream, so a
@@ -11,15 +12,18 @@
 
 use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode};
+use serde::Deserialize;
+use serde_json::value::RawValue;
 use tracing::info;
 
-use bridge_core::anthropic::request::MessagesRequest;
-use bridge_core::front::FrontError;
-use bridge_core::front::transcode::{FrontAnswer, FrontShape};
+use bridge_core::api::{Dialect, Front, FrontOptions, StreamOptions};
 
 use super::body::ResponseBody;
-use super::shape::ClientShape;
+use super::error_response::{Envelope, error_response_in};
+use super::shape::{ClientShape, OpenAiClient};
 use super::{AppState, json_response, messages};
+use crate::engine::EngineError;
+use crate::error::BridgeError;
 use crate::provider::Call;
 
 /// The Messages API version an OpenAI client's request is sent with.
@@ -31,15 +35,7 @@ pub(super) async fn chat_completions(
     call: Call,
     request_id: &str,
 ) -> Response<ResponseBody> {
-    let front = match bridge_core::front::chat_request::chat_to_anthropic(&call.body) {
-        Ok(front) => front,
-        Err(error) => return refused(&error),
-    };
-    log_warnings(&front.warnings);
-    let shape = FrontShape::Chat {
-        include_usage: front.include_usage,
-    };
-    answer(state, request_id, front.request, front.stream, shape).await
+    serve(state, call, request_id, Front::Chat).await
 }
 
 /// `POST /v1/responses`.
@@ -48,43 +44,84 @@ pub(super) async fn responses(
     call: Call,
     request_id: &str,
 ) -> Response<ResponseBody> {
-    let front = match bridge_core::front::responses_request::responses_to_anthropic(&call.body) {
-        Ok(front) => front,
-        Err(error) => return refused(&error),
-    };
-    log_warnings(&front.warnings);
-    let shape = FrontShape::Responses {
-        custom_tools: front.custom_tools,
-        include_encrypted_reasoning: front.include_encrypted_reasoning,
-    };
-    answer(state, request_id, front.request, front.stream, shape).await
+    serve(state, call, request_id, Front::Responses).await
 }
 
-async fn answer(
+/// What the engine's `prepare` gives for a front dialect (`bridge_core::front::facade`): the
+/// Anthropic request (kept as its bytes) and the answer's options, or the refusal.
+#[derive(Deserialize)]
+struct Prepared<'a> {
+    #[serde(borrow)]
+    request: Option<&'a RawValue>,
+    #[serde(default)]
+    answer: FrontOptions,
+    refusal: Option<Refusal>,
+}
+
+/// A request the front refused: the status and OpenAI's `error` object.
+#[derive(Deserialize)]
+struct Refusal {
+    status: u16,
+    error: serde_json::Value,
+}
+
+async fn serve(
     state: &AppState,
+    call: Call,
     request_id: &str,
-    mut request: MessagesRequest,
-    stream: bool,
-    shape: FrontShape,
+    front: Front,
 ) -> Response<ResponseBody> {
-    request.stream = Some(true);
-    let body = match serde_json::to_vec(&request) {
-        Ok(body) => Bytes::from(body),
+    let dialect = match front {
+        Front::Chat => Dialect::FrontOpenaiChat,
+        Front::Responses => Dialect::FrontOpenaiResponses,
+    };
+    let converted = match state.engine.prepare(dialect, &call.body, "{}") {
+        Ok(converted) => converted,
+        Err(EngineError::Request { kind, message }) => {
+            // The embedded core always has the fronts; a `--core` plug-in may not.
+            let e = EngineError::Request {
+                kind,
+                message: format!(
+                    "this bridge's translation core cannot serve OpenAI clients: {message}"
+                ),
+            };
+            return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id);
+        }
+        Err(e) => return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id),
+    };
+    let prepared = match serde_json::from_str::<Prepared<'_>>(&converted.body) {
+        Ok(prepared) => prepared,
         Err(e) => {
-            return refused(&FrontError::Json(format!(
-                "the converted request could not be encoded: {e}"
-            )));
+            let e = EngineError::Trap(format!("the front's prepared request is not readable: {e}"));
+            return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id);
         }
     };
-    let answer = FrontAnswer {
-        // The request id's random part: unique, and the same id the log line has.
-        id: request_id.trim_start_matches("req_").to_owned(),
-        created: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs()),
-        model: request.model.clone(),
-        shape,
+    let request = match (prepared.request, prepared.refusal) {
+        (_, Some(refusal)) => return refused(refusal),
+        (Some(request), None) => Bytes::copy_from_slice(request.get().as_bytes()),
+        (None, None) => {
+            let e = EngineError::Trap(String::from(
+                "the front prepared neither a request nor a refusal",
+            ));
+            return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id);
+        }
     };
+    log_warnings(&converted.warnings);
+    let options = StreamOptions {
+        stream: converted.client_stream,
+        model: converted.client_model,
+        input_tokens_estimate: converted.input_tokens_estimate,
+        front: FrontOptions {
+            // The request id's random part: unique, and the same id the log line has.
+            id: request_id.trim_start_matches("req_").to_owned(),
+            created: std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_secs()),
+            ..prepared.answer
+        },
+        ..StreamOptions::default()
+    };
+    let client = OpenAiClient::new(std::sync::Arc::clone(&state.engine), front, options);
     // The client's headers are OpenAI's: its `Authorization` is for this bridge, not a
     // credential for an upstream, and Anthropic needs a version. A provider gets only that.
     let mut headers = http::HeaderMap::new();
@@ -93,17 +130,11 @@ async fn answer(
         HeaderValue::from_static(ANTHROPIC_VERSION),
     );
     let call = Call {
-        body,
+        body: request,
         headers,
         query: None,
     };
-    messages::dispatch(
-        state,
-        call,
-        request_id,
-        &ClientShape::OpenAi { answer, stream },
-    )
-    .await
+    messages::dispatch(state, call, request_id, &ClientShape::OpenAi(client)).await
 }
 
 fn log_warnings(warnings: &[String]) {
@@ -112,12 +143,14 @@ fn log_warnings(warnings: &[String]) {
     }
 }
 
-/// A request the front cannot take: 400, OpenAI's envelope, not worth retrying.
-fn refused(error: &FrontError) -> Response<ResponseBody> {
-    tracing::warn!(%error, "OpenAI request refused");
+/// A request the front cannot take: its status (400), OpenAI's envelope naming the field, not
+/// worth retrying.
+fn refused(refusal: Refusal) -> Response<ResponseBody> {
+    tracing::warn!(error = %refusal.error["message"], "OpenAI request refused");
+    let body = serde_json::json!({ "error": refusal.error }).to_string();
     let mut response = json_response(
-        StatusCode::from_u16(error.status()).unwrap_or(StatusCode::BAD_REQUEST),
-        error.envelope(),
+        StatusCode::from_u16(refusal.status).unwrap_or(StatusCode::BAD_REQUEST),
+        body,
     );
     response
         .headers_mut()

@@ -19,9 +19,10 @@
 //! ```
 //!
 //! For an OpenAI client ([`ClientShape::OpenAi`]) the same loop runs on the same Anthropic SSE;
-//! what is sent is that SSE through the core's front (`FrontStream`: Chat chunks or Responses
-//! events, `: ping` comments instead of `ping` events), and a fold is a `FrontFold` (a
-//! `chat.completion` or `response` object, or an OpenAI error).
+//! what is sent is that SSE through a front translator of the engine (Chat chunks or Responses
+//! events, `: ping` comments instead of `ping` events), and a fold is the same translator
+//! folding (a `chat.completion` or `response` object, or an OpenAI error). An engine that fails
+//! there (a trap) ends the answer with an error the client reads, like a panic in the relay.
 
 use std::any::Any;
 use std::panic::AssertUnwindSafe;
@@ -34,13 +35,13 @@ use tokio::sync::mpsc;
 use tracing::{Instrument, error, info, warn};
 
 use bridge_core::anthropic::events::{ApiError, ErrorKind};
-use bridge_core::api::SseFolder;
-use bridge_core::front::transcode::{self, FrontFold, FrontStream};
+use bridge_core::api::{SseFolder, StreamEnd};
 
 use super::body::ResponseBody;
 use super::json_response;
 use super::observe::{OpenStream, Outcome, Tally};
-use super::shape::ClientShape;
+use super::shape::{ClientShape, OpenAiClient};
+use crate::engine::{EngineError, StreamSession};
 use crate::provider::{Answer, EventSource, Next};
 
 /// Exact bytes of a keep-alive event.
@@ -78,7 +79,7 @@ impl Relay {
     ) -> Response<ResponseBody> {
         let wants_stream = |client_stream: bool| match shape {
             ClientShape::Anthropic => client_stream,
-            ClientShape::OpenAi { stream, .. } => *stream,
+            ClientShape::OpenAi(client) => client.stream(),
         };
         match answer {
             Answer::Complete { status, body } => {
@@ -90,9 +91,7 @@ impl Relay {
                 }
                 let (status, text) = match shape {
                     ClientShape::Anthropic => (status, text),
-                    ClientShape::OpenAi { answer, .. } => {
-                        transcode::complete(answer, status, &body)
-                    }
+                    ClientShape::OpenAi(client) => client.complete(status, &body),
                 };
                 json_response(
                     StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
@@ -104,35 +103,40 @@ impl Relay {
                 source,
             } if !wants_stream(client_stream) => {
                 let _open = OpenStream::open();
-                let (response, tally) = self.fold(source, Folder::new(shape)).await;
+                let folder = match Folder::new(shape) {
+                    Ok(folder) => folder,
+                    Err(e) => return engine_failed(shape, &e, outcome),
+                };
+                let (response, tally) = self.fold(source, folder, shape).await;
                 if let Some(outcome) = outcome {
                     outcome.finish(response.status().as_u16(), &tally);
                 }
                 response
             }
             Answer::Stream { source, .. } => {
+                let front = match shape {
+                    ClientShape::Anthropic => None,
+                    ClientShape::OpenAi(client) => match client.session(true) {
+                        Ok(session) => Some(session),
+                        Err(e) => return engine_failed(shape, &e, outcome),
+                    },
+                };
                 let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
                 let span = tracing::Span::current();
                 let on_panic = tx.clone();
-                let openai = matches!(shape, ClientShape::OpenAi { .. });
-                let front = match shape {
-                    ClientShape::Anthropic => None,
-                    ClientShape::OpenAi { answer, .. } => Some(FrontStream::new(answer)),
+                let panic_sse = shape.error_sse(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
+                let out = Outbound {
+                    tx,
+                    front,
+                    shape: shape.clone(),
+                    failed: false,
                 };
-                let relay =
-                    AssertUnwindSafe(self.stream(source, tx, outcome, front)).catch_unwind();
+                let relay = AssertUnwindSafe(self.stream(source, out, outcome)).catch_unwind();
                 tokio::spawn(
                     async move {
                         if let Err(panic) = relay.await {
                             error!(panic = panic_message(&*panic), "relaying a stream panicked");
-                            let api = ApiError::new(ErrorKind::Api, RELAY_FAILED);
-                            // An OpenAI SDK raises on a `data:` object holding `error`.
-                            let last = if openai {
-                                format!("data: {}\n\n", bridge_core::front::openai_error_body(&api))
-                            } else {
-                                format!("event: error\ndata: {}\n\n", api.envelope())
-                            };
-                            let _ = on_panic.send(Bytes::from(last)).await;
+                            let _ = on_panic.send(Bytes::from(panic_sse)).await;
                         }
                     }
                     .instrument(span),
@@ -147,8 +151,8 @@ impl Relay {
         self,
         source: Box<dyn EventSource>,
         folder: Folder,
+        shape: &ClientShape,
     ) -> (Response<ResponseBody>, Tally) {
-        let openai = matches!(folder, Folder::Front(..));
         match AssertUnwindSafe(self.fold_source(source, folder))
             .catch_unwind()
             .await
@@ -159,12 +163,7 @@ impl Relay {
                     panic = panic_message(&*panic),
                     "relaying an answer panicked"
                 );
-                let api = ApiError::new(ErrorKind::Api, RELAY_FAILED);
-                let body = if openai {
-                    bridge_core::front::openai_error_body(&api)
-                } else {
-                    api.envelope()
-                };
+                let body = shape.error_body(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
                 (
                     json_response(StatusCode::INTERNAL_SERVER_ERROR, body),
                     Tally::failed(ErrorKind::Api.as_str()),
@@ -201,7 +200,13 @@ impl Relay {
                              receive answers this large",
                             MAX_FOLDED_BYTES >> 20
                         );
-                        folder = folder.restarted();
+                        folder = match folder.restarted() {
+                            Ok(folder) => folder,
+                            Err((folder, e)) => {
+                                error!(error = %e, "the engine failed restarting a fold");
+                                folder
+                            }
+                        };
                         let last = source.fail(ErrorKind::Api, &message);
                         take(&mut folder, &last);
                         break;
@@ -234,13 +239,11 @@ impl Relay {
     async fn stream(
         self,
         source: Box<dyn EventSource>,
-        tx: mpsc::Sender<Bytes>,
+        mut out: Outbound,
         outcome: Option<Outcome>,
-        front: Option<FrontStream>,
     ) {
         let _open = OpenStream::open();
         let mut tally = Tally::default();
-        let mut out = Outbound { tx, front };
         self.stream_source(source, &mut out, &mut tally).await;
         if let Some(outcome) = outcome {
             outcome.finish(200, &tally);
@@ -307,6 +310,9 @@ impl Relay {
             };
             last_sent = Instant::now();
             if !sent {
+                if out.failed {
+                    return;
+                }
                 info!(
                     ms = started.elapsed().as_millis() as u64,
                     "client disconnected; upstream request cancelled"
@@ -345,36 +351,52 @@ impl Relay {
     }
 }
 
-/// Where a streamed answer goes: the client's channel, through the core's front for an
+/// Where a streamed answer goes: the client's channel, through a front translator for an
 /// OpenAI client.
 struct Outbound {
     tx: mpsc::Sender<Bytes>,
-    front: Option<FrontStream>,
+    front: Option<Box<dyn StreamSession>>,
+    /// Who gets it (the error an engine failure ends the stream with).
+    shape: ClientShape,
+    /// The front translator failed; the stream was ended with an error.
+    failed: bool,
 }
 
 impl Outbound {
     /// Send a run of Anthropic SSE (transcoded for an OpenAI client; a run that makes no
-    /// output sends nothing). `false` when the client is gone.
+    /// output sends nothing). `false` when the client is gone or the stream had to end.
     async fn sse(&mut self, sse: String) -> bool {
         let bytes = match &mut self.front {
             None => Bytes::from(sse),
-            Some(front) => {
-                let out = front.feed(sse.as_bytes());
-                if out.is_empty() {
-                    return !self.tx.is_closed();
+            Some(front) => match front.feed(sse.as_bytes()) {
+                Ok(out) if out.is_empty() => return !self.tx.is_closed(),
+                Ok(out) => Bytes::from(out),
+                Err(e) => {
+                    self.front_failed(&e).await;
+                    return false;
                 }
-                Bytes::from(out)
-            }
+            },
         };
         self.tx.send(bytes).await.is_ok()
     }
 
+    /// The front translator failed (an engine trap): the client gets an error, not a stream
+    /// that stops short.
+    async fn front_failed(&mut self, e: &EngineError) {
+        error!(error = %e, "the engine failed writing an OpenAI client's stream");
+        self.failed = true;
+        self.front = None;
+        let last = self
+            .shape
+            .error_sse(&ApiError::new(e.kind(), e.to_string()));
+        let _ = self.tx.send(Bytes::from(last)).await;
+    }
+
     /// A keep-alive in the client's dialect.
     async fn ping(&mut self) -> bool {
-        let ping = if self.front.is_some() {
-            COMMENT_PING
-        } else {
-            PING
+        let ping = match self.shape {
+            ClientShape::Anthropic => PING,
+            ClientShape::OpenAi(_) => COMMENT_PING,
         };
         self.tx.send(Bytes::from_static(ping)).await.is_ok()
     }
@@ -383,9 +405,12 @@ impl Outbound {
     /// upstream never sent one).
     async fn end(&mut self) {
         if let Some(front) = &mut self.front {
-            let tail = front.finish();
-            if !tail.is_empty() {
-                let _ = self.tx.send(Bytes::from(tail)).await;
+            match front.finish(&StreamEnd::default()) {
+                Ok(tail) if tail.body.is_empty() => {}
+                Ok(tail) => {
+                    let _ = self.tx.send(Bytes::from(tail.body)).await;
+                }
+                Err(e) => self.front_failed(&e).await,
             }
         }
     }
@@ -402,32 +427,66 @@ impl Outbound {
 enum Folder {
     /// The Anthropic message (or error envelope).
     Anthropic(Box<SseFolder>),
-    /// An OpenAI client's object (or OpenAI error); the answer it was made for.
-    Front(Box<FrontFold>, Box<transcode::FrontAnswer>),
+    /// An OpenAI client's object (or OpenAI error): a front translator folding, the client it
+    /// folds for, and the engine's failure if it failed.
+    Front {
+        session: Box<dyn StreamSession>,
+        client: Box<OpenAiClient>,
+        failed: Option<EngineError>,
+    },
 }
 
 impl Folder {
-    fn new(shape: &ClientShape) -> Self {
-        match shape {
+    fn new(shape: &ClientShape) -> Result<Self, EngineError> {
+        Ok(match shape {
             ClientShape::Anthropic => Self::Anthropic(Box::default()),
-            ClientShape::OpenAi { answer, .. } => {
-                Self::Front(Box::new(FrontFold::new(answer)), Box::new(answer.clone()))
-            }
-        }
+            ClientShape::OpenAi(client) => Self::Front {
+                session: client.session(false)?,
+                client: Box::new(client.clone()),
+                failed: None,
+            },
+        })
     }
 
-    /// An empty folder of the same kind (what was folded is dropped).
-    fn restarted(self) -> Self {
+    /// An empty folder of the same kind (what was folded is dropped); the old one back with
+    /// the engine's error when a new translator cannot be had.
+    fn restarted(self) -> Result<Self, (Self, EngineError)> {
         match self {
-            Self::Anthropic(_) => Self::Anthropic(Box::default()),
-            Self::Front(_, answer) => Self::Front(Box::new(FrontFold::new(&answer)), answer),
+            Self::Anthropic(_) => Ok(Self::Anthropic(Box::default())),
+            Self::Front {
+                session,
+                client,
+                failed,
+            } => match client.session(false) {
+                Ok(session) => Ok(Self::Front {
+                    session,
+                    client,
+                    failed,
+                }),
+                Err(e) => Err((
+                    Self::Front {
+                        session,
+                        client,
+                        failed,
+                    },
+                    e,
+                )),
+            },
         }
     }
 
     fn feed(&mut self, sse: &[u8]) {
         match self {
             Self::Anthropic(folder) => folder.feed(sse),
-            Self::Front(fold, _) => fold.feed(sse),
+            Self::Front {
+                session, failed, ..
+            } => {
+                if failed.is_none()
+                    && let Err(e) = session.feed(sse)
+                {
+                    *failed = Some(e);
+                }
+            }
         }
     }
 
@@ -437,9 +496,55 @@ impl Folder {
                 let finished = folder.finish();
                 (finished.status, finished.body)
             }
-            Self::Front(fold, _) => fold.finish(),
+            Self::Front {
+                mut session,
+                client,
+                failed,
+            } => {
+                let finished = match failed {
+                    Some(e) => Err(e),
+                    None => session.finish(&StreamEnd::default()),
+                };
+                match finished {
+                    Ok(finished) => (finished.status, finished.body),
+                    Err(e) => {
+                        error!(error = %e, "the engine failed folding an OpenAI client's answer");
+                        let shape = ClientShape::OpenAi(*client);
+                        let api = ApiError::new(e.kind(), e.to_string());
+                        (
+                            bridge_core::front::openai_status(e.kind()),
+                            shape.error_body(&api),
+                        )
+                    }
+                }
+            }
         }
     }
+}
+
+/// The answer for a client whose front translator could not be had (no free engine
+/// instance, a trap): an error in its envelope, and the request's line.
+fn engine_failed(
+    shape: &ClientShape,
+    e: &EngineError,
+    outcome: Option<Outcome>,
+) -> Response<ResponseBody> {
+    error!(error = %e, "no front translator for an OpenAI client");
+    let status = bridge_core::front::openai_status(e.kind());
+    if let Some(outcome) = outcome {
+        outcome.finish(status, &Tally::failed(e.kind().as_str()));
+    }
+    let mut response = json_response(
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        shape.error_body(&ApiError::new(e.kind(), e.to_string())),
+    );
+    if matches!(e, EngineError::Busy(_)) {
+        response.headers_mut().insert(
+            http::header::RETRY_AFTER,
+            http::HeaderValue::from_static("1"),
+        );
+    }
+    response
 }
 
 /// What the client is told when relaying its answer failed in the bridge itself.

@@ -1,24 +1,92 @@
 //! Who asked, and so how the answer is written: every provider answers Anthropic SSE; an
 //! Anthropic client gets it as it is, an OpenAI client (Chat Completions or Responses) gets it
-//! through the core's front ([`bridge_core::front::transcode`]): streamed, or folded into one
-//! object, with errors in OpenAI's envelope.
+//! through the core's front — a translator of the engine (`front_openai_chat`,
+//! `front_openai_responses`; native, the embedded component or a `--core` plug-in): streamed,
+//! or folded into one object, with errors in OpenAI's envelope.
+//!
+//! The one place that says what an error looks like to each kind of client when the bridge
+//! itself ends an answer ([`ClientShape::error_body`], [`ClientShape::error_sse`]).
 
-use bridge_core::front::transcode::FrontAnswer;
+use std::sync::Arc;
+
+use bridge_core::anthropic::events::ApiError;
+use bridge_core::api::{Dialect, Front, StreamOptions};
 
 use super::error_response::Envelope;
+use crate::engine::{Engine, EngineError, StreamSession};
 
 /// The client's API.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum ClientShape {
     /// The Anthropic Messages API (streaming or not, as the request said).
     Anthropic,
-    /// An OpenAI API: what to write and whether the client wants a stream.
-    OpenAi {
-        /// The answer's id, time, model and API.
-        answer: FrontAnswer,
-        /// `stream: true` in the client's request.
-        stream: bool,
-    },
+    /// An OpenAI API.
+    OpenAi(OpenAiClient),
+}
+
+/// An OpenAI client's answer: the engine that writes it and the front translator's options
+/// (the front dialect, the client's `stream`, the model it is told, the answer's id and time).
+#[derive(Clone)]
+pub struct OpenAiClient {
+    engine: Arc<dyn Engine>,
+    front: Front,
+    options: StreamOptions,
+}
+
+impl std::fmt::Debug for OpenAiClient {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiClient")
+            .field("engine", &self.engine.name())
+            .field("front", &self.front)
+            .field("stream", &self.options.stream)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiClient {
+    /// A `front` client answered by `engine` (`options.dialect` is set to the front's).
+    #[must_use]
+    pub fn new(engine: Arc<dyn Engine>, front: Front, options: StreamOptions) -> Self {
+        let dialect = match front {
+            Front::Chat => Dialect::FrontOpenaiChat,
+            Front::Responses => Dialect::FrontOpenaiResponses,
+        };
+        Self {
+            engine,
+            front,
+            options: StreamOptions { dialect, ..options },
+        }
+    }
+
+    /// Whether the client asked for a stream.
+    #[must_use]
+    pub fn stream(&self) -> bool {
+        self.options.stream
+    }
+
+    /// A front translator: Anthropic SSE in, the client's stream (`stream`) or object out.
+    ///
+    /// # Errors
+    /// The engine failed (a trap, no free instance).
+    pub fn session(&self, stream: bool) -> Result<Box<dyn StreamSession>, EngineError> {
+        self.engine.translator(&StreamOptions {
+            stream,
+            ..self.options.clone()
+        })
+    }
+
+    /// An Anthropic answer that came whole (a non-streaming upstream, or its error) as this
+    /// client's object or OpenAI error: the status and body.
+    #[must_use]
+    pub fn complete(&self, status: u16, body: &[u8]) -> (u16, String) {
+        let answer = bridge_core::front::facade::answer(
+            self.front,
+            &self.options.model,
+            self.options.id_seed,
+            &self.options.front,
+        );
+        bridge_core::front::transcode::complete(&answer, status, body)
+    }
 }
 
 impl ClientShape {
@@ -27,7 +95,28 @@ impl ClientShape {
     pub fn envelope(&self) -> Envelope {
         match self {
             Self::Anthropic => Envelope::Anthropic,
-            Self::OpenAi { .. } => Envelope::OpenAi,
+            Self::OpenAi(_) => Envelope::OpenAi,
+        }
+    }
+
+    /// The JSON body of an error response for this client.
+    #[must_use]
+    pub fn error_body(&self, error: &ApiError) -> String {
+        match self {
+            Self::Anthropic => error.envelope(),
+            Self::OpenAi(_) => bridge_core::front::openai_error_body(error),
+        }
+    }
+
+    /// The last SSE of a stream the bridge ends with `error`: an `error` event, or for an
+    /// OpenAI client a `data:` object holding `error` (its SDKs raise on it).
+    #[must_use]
+    pub fn error_sse(&self, error: &ApiError) -> String {
+        match self {
+            Self::Anthropic => format!("event: error\ndata: {}\n\n", error.envelope()),
+            Self::OpenAi(_) => {
+                format!("data: {}\n\n", bridge_core::front::openai_error_body(error))
+            }
         }
     }
 }

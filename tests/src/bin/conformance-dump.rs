@@ -33,10 +33,13 @@ fn main() -> bridge_tests::Result<()> {
         let outputs = run_case(native.as_ref(), &case)?;
         dump.insert(name(&case)?, serde_json::to_value(&outputs.parts)?);
     }
-    // The OpenAI Responses and Anthropic pass-through cases, keyed `<folder>/<case>`.
+    // The OpenAI Responses and Anthropic pass-through upstreams and the OpenAI fronts, keyed
+    // `<folder>/<case>`.
     for (folder, dialect) in [
         ("responses", Dialect::OpenaiResponses),
         ("anthropic", Dialect::Anthropic),
+        ("front_chat", Dialect::FrontOpenaiChat),
+        ("front_responses", Dialect::FrontOpenaiResponses),
     ] {
         let folder_dir = dir.join(folder);
         if !folder_dir.is_dir() {

@@ -87,6 +87,7 @@ impl Provider for FabstirProvider {
                 id_seed: crate::ids::seed(),
                 dialect: Dialect::Chatml,
                 tools: rendered.tools,
+                ..StreamOptions::default()
             })?;
             let mut handle = self.client.prompt(plain);
             let first = match handle.replies.recv().await {
