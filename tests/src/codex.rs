@@ -1,7 +1,8 @@
 //! The real OpenAI Codex CLI (npm `@openai/codex`, pinned in `tests/e2e/package.json`), started
-//! by `claude-bridge codex` with its throwaway CODEX_HOME, running one task: a command with
-//! `exec_command`, a file written with its free-form `apply_patch` tool, then an answer. The
-//! scripted model side answers by [`CodexTurn::after`] (how many tool results it has seen).
+//! by `claude-bridge codex` with its throwaway CODEX_HOME, running one task: reasoning and two
+//! parallel `exec_command` calls, a file written with its free-form `apply_patch` tool, then an
+//! answer. The scripted model side answers by [`CodexTurn::after`] (how many tool results it has
+//! seen).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -15,6 +16,12 @@ use crate::tempdir::TempDir;
 /// The command the model runs first.
 pub const EXEC_CMD: &str = "echo from-exec > ran.txt";
 
+/// The command the model runs beside it, in the same turn.
+pub const EXEC_CMD_2: &str = "echo from-exec-2 > ran2.txt";
+
+/// What the model thinks before its first calls.
+pub const REASONING: &str = "Two files by command first, then one by patch.";
+
 /// The patch the model writes second (Codex's apply_patch format).
 pub const PATCH: &str =
     "*** Begin Patch\n*** Add File: patched.txt\n+written by apply_patch\n*** End Patch\n";
@@ -25,7 +32,7 @@ pub const ANSWER: &str = "All done.";
 /// What the model does on each turn of the task.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CodexTurn {
-    /// Call `exec_command` with `{"cmd": EXEC_CMD}`.
+    /// Reason, then call `exec_command` twice at once: [`EXEC_CMD`] and [`EXEC_CMD_2`].
     Exec,
     /// Call `apply_patch` with the raw [`PATCH`].
     Patch,
@@ -39,7 +46,7 @@ impl CodexTurn {
     pub fn after(tool_results: usize) -> Self {
         match tool_results {
             0 => Self::Exec,
-            1 => Self::Patch,
+            1 | 2 => Self::Patch,
             _ => Self::Answer,
         }
     }
@@ -114,6 +121,8 @@ pub async fn run_task(
         Some(String::from("codex exited with an error"))
     } else if read("ran.txt").as_deref() != Some("from-exec\n") {
         Some(String::from("exec_command did not run"))
+    } else if read("ran2.txt").as_deref() != Some("from-exec-2\n") {
+        Some(String::from("the parallel exec_command did not run"))
     } else if read("patched.txt").as_deref() != Some("written by apply_patch\n") {
         Some(String::from("apply_patch's raw text did not reach Codex"))
     } else if std::fs::read_to_string(&last)

@@ -156,7 +156,9 @@ async fn claude_code_runs_a_tool_through_an_encrypted_fabstir_session() {
 /// a ChatML prompt to the host, the model's raw-text tool calls back as Codex's items.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_its_tools_through_an_encrypted_fabstir_session() {
-    use bridge_tests::codex::{ANSWER, CodexTurn, EXEC_CMD, PATCH, run_task};
+    use bridge_tests::codex::{
+        ANSWER, CodexTurn, EXEC_CMD, EXEC_CMD_2, PATCH, REASONING, run_task,
+    };
     let node = HostNode::start(
         NODE_KEY,
         script(|p| {
@@ -167,7 +169,11 @@ async fn codex_runs_its_tools_through_an_encrypted_fabstir_session() {
                 )
             };
             match CodexTurn::after(p.prompt.matches("<tool_response>\n").count()) {
-                CodexTurn::Exec => call("exec_command", json!({ "cmd": EXEC_CMD })),
+                CodexTurn::Exec => format!(
+                    "<think>{REASONING}</think>{}\n{}",
+                    call("exec_command", json!({ "cmd": EXEC_CMD })),
+                    call("exec_command", json!({ "cmd": EXEC_CMD_2 }))
+                ),
                 CodexTurn::Patch => call("apply_patch", json!({ "input": PATCH })),
                 CodexTurn::Answer => String::from(ANSWER),
             }

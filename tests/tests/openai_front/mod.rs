@@ -338,19 +338,34 @@ async fn openai_clients_get_openai_errors() {
 }
 
 /// The real OpenAI Codex CLI (pinned 0.169.0), started by `claude-bridge codex` with its
-/// throwaway CODEX_HOME, runs a task — a command with `exec_command`, a file written with its
-/// free-form `apply_patch` tool (a `custom` tool the upstream only sees as a tool taking one
-/// string), then an answer — on a Chat Completions upstream and on the Anthropic Messages
-/// pass-through. Both tools really run in the work directory.
+/// throwaway CODEX_HOME, runs a task — reasoning and two parallel `exec_command` calls, a file
+/// written with its free-form `apply_patch` tool (a `custom` tool the upstream only sees as a
+/// tool taking one string), then an answer — on a Chat Completions upstream and on the
+/// Anthropic Messages pass-through (where the signed thinking must come back with the history).
+/// Every tool really runs in the work directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams() {
-    use bridge_tests::codex::{ANSWER, CodexTurn, EXEC_CMD, PATCH as CODEX_PATCH, run_task};
+    use bridge_tests::codex::{
+        ANSWER, CodexTurn, EXEC_CMD, EXEC_CMD_2, PATCH as CODEX_PATCH, REASONING, run_task,
+    };
     let chat = Upstream::start(|req: &RecordedRequest| {
         let offered = |name: &str| req.tools().iter().any(|t| t["function"]["name"] == name);
         match CodexTurn::after(req.tool_messages().len()) {
             CodexTurn::Exec if offered("exec_command") => {
-                let args = serde_json::json!({ "cmd": EXEC_CMD }).to_string();
-                tool_call_stream("call_exec", "exec_command", &[&args])
+                let first = serde_json::json!({ "cmd": EXEC_CMD }).to_string();
+                let second = serde_json::json!({ "cmd": EXEC_CMD_2 }).to_string();
+                let calls: &[(&str, &str, &[&str])] = &[
+                    ("call_exec", "exec_command", &[&first]),
+                    ("call_exec_2", "exec_command", &[&second]),
+                ];
+                bridge_tests::chunks::tool_call_builder(
+                    bridge_tests::chunks::ChatStream::new()
+                        .role()
+                        .reasoning(REASONING),
+                    calls,
+                )
+                .finish("tool_calls")
+                .build()
             }
             CodexTurn::Patch if offered("apply_patch") => {
                 let args = serde_json::json!({ "input": CODEX_PATCH }).to_string();
@@ -390,7 +405,7 @@ async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams
 
     let key = "sk-ant-api03-codex";
     let anthropic = Upstream::start(move |req: &RecordedRequest| {
-        use bridge_tests::anthropic_upstream::{self as anthropic, Credentials, Message};
+        use bridge_tests::anthropic_upstream::{self as anthropic, Block, Credentials, Message};
         let credentials = Credentials {
             api_keys: vec![key.into()],
             ..Credentials::default()
@@ -408,12 +423,24 @@ async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams
             .count();
         let pieces = |input: Value| vec![input.to_string()];
         match CodexTurn::after(results) {
-            CodexTurn::Exec => Message::tool_call(
-                "Running it.",
-                "toolu_exec",
-                "exec_command",
-                &pieces(serde_json::json!({ "cmd": EXEC_CMD })),
-            )
+            CodexTurn::Exec => Message {
+                blocks: vec![
+                    Block::Thinking(REASONING.into(), THINKING_SIGNATURE.into()),
+                    Block::Text(vec!["Running both.".into()]),
+                    Block::ToolUse(
+                        "toolu_exec".into(),
+                        "exec_command".into(),
+                        pieces(serde_json::json!({ "cmd": EXEC_CMD })),
+                    ),
+                    Block::ToolUse(
+                        "toolu_exec_2".into(),
+                        "exec_command".into(),
+                        pieces(serde_json::json!({ "cmd": EXEC_CMD_2 })),
+                    ),
+                ],
+                stop_reason: "tool_use".into(),
+                usage: (300, 60),
+            }
             .answer(req),
             CodexTurn::Patch => Message::tool_call(
                 "Patching.",
@@ -432,7 +459,30 @@ async fn codex_runs_its_tools_through_the_bridge_on_chat_and_anthropic_upstreams
     run_task(&anthropic_args, &[], &|| anthropic.dump())
         .await
         .unwrap();
+    // The thinking went to Codex as a reasoning item (its signature the encrypted content) and
+    // came back with the history, signed, as Anthropic requires for a tool loop.
+    let returned = anthropic.requests().iter().any(|r| {
+        r.body["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|m| {
+                m["content"].as_array().into_iter().flatten().any(|b| {
+                    b["type"] == "thinking"
+                        && b["signature"] == THINKING_SIGNATURE
+                        && b["thinking"] == REASONING
+                })
+            })
+    });
+    assert!(
+        returned,
+        "the signed thinking came back\n{}",
+        anthropic.dump()
+    );
 }
+
+/// The signature of the scripted Anthropic upstream's thinking.
+const THINKING_SIGNATURE: &str = "EqQBCgIYAhIMcodexsignature";
 
 /// What a Chat answer says, without its id and time.
 fn chat_essence(report: &Value) -> Value {
