@@ -582,3 +582,149 @@ async fn a_sigint_ends_the_tool_not_the_launcher() {
     let leftovers: Vec<_> = std::fs::read_dir(&tmp).unwrap().flatten().collect();
     assert!(leftovers.is_empty(), "{leftovers:?}");
 }
+
+/// The upstream fault the user's message names (`fault NAME`).
+fn fault_named(req: &RecordedRequest) -> ScriptedResponse {
+    let said = req.all_text();
+    let named = |name: &str| said.contains(&format!("fault {name}"));
+    if named("bad-request") {
+        ScriptedResponse::openai_error(
+            400,
+            "max_tokens is too large",
+            "invalid_request_error",
+            None,
+        )
+    } else if named("key") {
+        ScriptedResponse::openai_error(
+            401,
+            "Incorrect API key provided",
+            "invalid_request_error",
+            Some("invalid_api_key"),
+        )
+    } else if named("model") {
+        ScriptedResponse::openai_error(
+            404,
+            "The model `qwen9` does not exist",
+            "invalid_request_error",
+            Some("model_not_found"),
+        )
+    } else if named("rate") {
+        ScriptedResponse::openai_error(429, "Rate limit reached", "requests", None)
+            .with_header("retry-after", "7")
+    } else if named("server") {
+        ScriptedResponse::openai_error(500, "The server had an error", "server_error", None)
+    } else if named("overloaded") {
+        ScriptedResponse::openai_error(529, "Overloaded", "server_error", None)
+    } else {
+        ScriptedResponse::garbage(b"<html>502 Bad Gateway</html>")
+    }
+}
+
+/// OpenAI's `error.type` for an Anthropic error type (`bridge_core::front::openai_error_fields`).
+fn openai_type(anthropic: &str) -> &'static str {
+    match anthropic {
+        "invalid_request_error" | "request_too_large" => "invalid_request_error",
+        "authentication_error" => "authentication_error",
+        "billing_error" => "insufficient_quota",
+        "permission_error" => "permission_error",
+        "not_found_error" => "not_found_error",
+        "rate_limit_error" => "rate_limit_error",
+        _ => "server_error",
+    }
+}
+
+/// The fault matrix on the OpenAI routes: for every upstream failure an Anthropic client gets
+/// an Anthropic error for, an OpenAI client (Chat and Responses, streaming or not) gets the same
+/// status (an overloaded `529` as `503`), the same message and `retry-after`, in OpenAI's
+/// envelope with the matching type; garbage that starts a stream ends it with an error, never a
+/// clean end. A dead upstream likewise.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_fault_matrix_gives_openai_clients_openai_errors() {
+    let upstream = Upstream::start(fault_named).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "openai-front-faults")
+        .await
+        .unwrap();
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        Bridge::start(&format!("http://127.0.0.1:{port}/v1"), "openai-front-dead")
+            .await
+            .unwrap()
+    };
+    let faults = [
+        "bad-request",
+        "key",
+        "model",
+        "rate",
+        "server",
+        "overloaded",
+        "garbage",
+    ];
+    let cases = faults
+        .iter()
+        .map(|f| (&bridge, *f))
+        .chain([(&dead, "dead")]);
+    for (bridge, fault) in cases {
+        let text = format!("fault {fault}");
+        let anthropic = bridge_tests::http::post_messages(
+            &bridge.base_url(),
+            &serde_json::json!({"model": "claude-x", "max_tokens": 64,
+                "messages": [{"role": "user", "content": text}]}),
+            T,
+        )
+        .await
+        .unwrap();
+        let reference = anthropic.json().unwrap();
+        assert_eq!(reference["type"], "error", "{fault}: {reference}");
+        let expected_status = match anthropic.status {
+            529 => 503,
+            other => other,
+        };
+        let expected_type = openai_type(reference["error"]["type"].as_str().unwrap());
+        for (route, body) in [
+            (
+                "chat/completions",
+                serde_json::json!({"model": "gpt-x", "messages": [{"role": "user", "content": text}]}),
+            ),
+            (
+                "responses",
+                serde_json::json!({"model": "gpt-x", "input": text}),
+            ),
+        ] {
+            for stream in [false, true] {
+                let mut body = body.clone();
+                body["stream"] = Value::Bool(stream);
+                let r = post(&format!("{}/v1/{route}", bridge.base_url()), &body).await;
+                let c = format!("{fault} {route} stream={stream}: {} {}", r.status, r.text());
+                if r.status == 200 {
+                    // Only a stream that had started (garbage after a 200) may end this way.
+                    assert!(stream && fault == "garbage", "{c}");
+                    let text = r.text();
+                    assert!(
+                        !text.contains("[DONE]") && !text.contains("response.completed"),
+                        "{c}"
+                    );
+                    assert!(
+                        text.contains("\"error\"") || text.contains("response.failed"),
+                        "{c}"
+                    );
+                    continue;
+                }
+                assert_eq!(r.status, expected_status, "{c}");
+                let error = &r.json().unwrap()["error"];
+                assert_eq!(error["type"], expected_type, "{c}");
+                assert_eq!(error["message"], reference["error"]["message"], "{c}");
+                assert!(
+                    error.get("param").is_some() && error.get("code").is_some(),
+                    "{c}"
+                );
+                assert_eq!(
+                    r.header("retry-after"),
+                    anthropic.header("retry-after"),
+                    "{c}"
+                );
+            }
+        }
+    }
+}
