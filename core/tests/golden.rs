@@ -109,7 +109,7 @@ fn check_cases(dir: &Path, dialect: Dialect, at_least: usize) {
         for case in cases(dir, at_least) {
             let name = case.file_name().unwrap().to_string_lossy().into_owned();
             let converted = prepared(&case, dialect);
-            let body = check_request_snapshot(&name, &converted);
+            check_request_snapshot(&name, &converted);
 
             let (head, finished) = run(&case, dialect, usize::MAX, true);
             let sse = format!("{head}{}", finished.body);

@@ -3,7 +3,8 @@
 //! 2. the primary follows the order rules → long_context → background → think → default, with
 //!    the first matching rule winning and unset steps skipped;
 //! 3. fallbacks are the configured ones in their order, never the primary, never repeated;
-//! 4. the glob matcher agrees with a plain recursive definition of `*` and `?`.
+//! 4. the glob matcher agrees with a plain recursive definition of `*` and `?`;
+//! 5. skimming a body for routing reads what the full parse reads (but the token estimate).
 
 use bridge_core::route::{Features, Reason, RouterConfig, Rule, Target, glob_match, route};
 use proptest::prelude::*;
@@ -191,5 +192,64 @@ proptest! {
     fn a_pattern_without_wildcards_matches_only_itself(a in "[a-z0-9./:-]{0,12}", b in "[a-z0-9./:-]{0,12}") {
         prop_assert!(glob_match(&a, &a));
         prop_assert_eq!(glob_match(&a, &b), a == b);
+    }
+}
+
+/// The JSON values a request field may hold, for the skim test.
+fn field_value() -> impl Strategy<Value = serde_json::Value> {
+    use serde_json::json;
+    prop::sample::select(vec![
+        json!(null),
+        json!("enabled"),
+        json!({"type": "enabled", "budget_tokens": 1024}),
+        json!({"type": "adaptive"}),
+        json!({"effort": "high"}),
+        json!({"effort": 3}),
+        json!([]),
+        json!([{"name": "Bash", "input_schema": {"type": "object"}}]),
+        json!(7),
+    ])
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// 5. Skimming a body for routing reads the same features as the full parse (but the token
+    /// estimate, which only a long_context router asks for) — or, for a body the full parse
+    /// refuses, refuses it the same way or leaves the refusal to the provider's full parse.
+    #[test]
+    fn skimming_reads_what_the_full_parse_reads(
+        model in model(),
+        thinking in field_value(),
+        output_config in field_value(),
+        tools in field_value(),
+        text in "[a-z \"\\\\é]{0,20}",
+        drop in prop::sample::select(vec!["", "model", "messages", "max_tokens"]),
+    ) {
+        let mut body = serde_json::json!({
+            "model": model, "max_tokens": 64,
+            "messages": [{"role": "user", "content": text}],
+            "thinking": thinking, "output_config": output_config, "tools": tools,
+        });
+        if let Some(map) = body.as_object_mut() {
+            map.remove(drop);
+        }
+        let bytes = body.to_string().into_bytes();
+        let full = bridge_core::route::features_from_bytes(&bytes);
+        let skimmed = bridge_core::route::skim_features(&bytes, false);
+        match (&full, &skimmed) {
+            (Ok(full), Ok(skimmed)) => prop_assert_eq!(
+                skimmed,
+                &Features { input_tokens: 0, ..full.clone() }
+            ),
+            (Err(full), Err(skimmed)) => prop_assert_eq!(full.to_string(), skimmed.to_string()),
+            // The skim does not check what routing does not read; the provider's parse refuses it.
+            (Err(_), Ok(_)) => {}
+            (Ok(_), Err(e)) => prop_assert!(false, "the skim refused what the full parse reads: {e}"),
+        }
+        prop_assert_eq!(
+            bridge_core::route::skim_features(&bytes, true).map_err(|e| e.to_string()),
+            full.map_err(|e| e.to_string())
+        );
     }
 }

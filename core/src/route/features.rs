@@ -42,12 +42,6 @@ impl Features {
 /// The routing facts of a parsed request.
 #[must_use]
 pub fn features(request: &MessagesRequest) -> Features {
-    let text_at = |value: Option<&Value>, key: &str| {
-        value
-            .and_then(|v| v.get(key))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-    };
     Features {
         model: request.model.clone(),
         thinking: text_at(request.thinking.as_ref(), "type"),
@@ -57,12 +51,71 @@ pub fn features(request: &MessagesRequest) -> Features {
     }
 }
 
+/// The string at `key` of an object, if it is one.
+fn text_at(value: Option<&Value>, key: &str) -> Option<String> {
+    value
+        .and_then(|v| v.get(key))
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+}
+
 /// The routing facts of a raw request body.
 ///
 /// # Errors
 /// [`RequestError`] when the body is not a Messages request.
 pub fn features_from_bytes(request: &[u8]) -> Result<Features, RequestError> {
     crate::translate::chat_request::parse_request(request).map(|r| features(&r))
+}
+
+/// [`features_from_bytes`] for a router that does not look at the token estimate (no
+/// `long_context` target): the messages, system prompt and tool schemas are skipped, not built
+/// (a Claude Code request is mostly history, and the provider parses it once anyway), and
+/// `input_tokens` is 0. With `with_tokens`, or when the skim cannot read the body, it is
+/// [`features_from_bytes`] (so a bad body gets the same error either way).
+///
+/// ```
+/// use bridge_core::route::{features_from_bytes, skim_features};
+/// let body = br#"{"model":"claude-haiku-4-5","max_tokens":8,"thinking":{"type":"enabled","budget_tokens":1024},
+///     "messages":[{"role":"user","content":"a long history"}],"tools":[{"name":"Bash","input_schema":{}}]}"#;
+/// let skimmed = skim_features(body, false).unwrap();
+/// let full = features_from_bytes(body).unwrap();
+/// assert_eq!((skimmed.input_tokens, full.input_tokens > 0), (0, true));
+/// assert_eq!(skimmed, bridge_core::route::Features { input_tokens: 0, ..full });
+/// ```
+///
+/// # Errors
+/// As [`features_from_bytes`].
+pub fn skim_features(request: &[u8], with_tokens: bool) -> Result<Features, RequestError> {
+    /// The fields routing reads; everything else is skipped by the parser.
+    #[derive(Deserialize)]
+    struct Skim<'a> {
+        #[serde(borrow)]
+        model: std::borrow::Cow<'a, str>,
+        #[serde(default)]
+        thinking: Option<Value>,
+        #[serde(default)]
+        output_config: Option<Value>,
+        #[serde(default)]
+        tools: Option<Vec<serde::de::IgnoredAny>>,
+        #[expect(
+            dead_code,
+            reason = "required, as the full parse requires it; never read"
+        )]
+        messages: serde::de::IgnoredAny,
+    }
+    if with_tokens {
+        return features_from_bytes(request);
+    }
+    let Ok(skim) = serde_json::from_slice::<Skim<'_>>(request) else {
+        return features_from_bytes(request);
+    };
+    Ok(Features {
+        model: skim.model.into_owned(),
+        thinking: text_at(skim.thinking.as_ref(), "type"),
+        effort: text_at(skim.output_config.as_ref(), "effort"),
+        input_tokens: 0,
+        tools: skim.tools.is_some_and(|t| !t.is_empty()),
+    })
 }
 
 #[cfg(test)]

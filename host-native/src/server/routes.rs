@@ -248,7 +248,9 @@ impl Routes {
     /// # Errors
     /// The body is not a Messages request (the client's fault).
     pub fn plan(&self, body: &[u8]) -> Result<(Vec<&TargetEntry>, Reason, String), BridgeError> {
-        let features = bridge_core::route::features_from_bytes(body).map_err(|e| {
+        // Only a long_context target needs the token estimate, and so the whole request built.
+        let with_tokens = self.router.long_context.is_some();
+        let features = bridge_core::route::skim_features(body, with_tokens).map_err(|e| {
             BridgeError::Engine(crate::engine::EngineError::Request {
                 kind: e.kind(),
                 message: e.to_string(),
