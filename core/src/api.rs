@@ -252,22 +252,13 @@ pub struct StreamOptions {
     #[serde(
         default,
         skip_serializing_if = "is_default",
-        deserialize_with = "null_as_default"
+        deserialize_with = "crate::front::facade::null_as_default"
     )]
     pub front: FrontOptions,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
-}
-
-/// `null` (JSON) or `undefined` (a JS object's field) reads as the default, like a missing field.
-fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
-where
-    D: serde::Deserializer<'de>,
-    T: Default + Deserialize<'de>,
-{
-    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 /// What [`Translator::finish`] returns.
@@ -705,6 +696,11 @@ mod tests {
         );
         let front = chat.map(|o| (o.dialect, o.front.include_usage, o.front.created));
         assert_eq!(front, Some((Dialect::FrontOpenaiChat, true, 5)));
+        let nulls = read(
+            r#"{"stream":true,"model":"m","input_tokens_estimate":0,"id_seed":1,
+                "front":{"id":null,"created":null,"include_usage":null,"custom_tools":null}}"#,
+        );
+        assert_eq!(nulls.map(|o| o.front), Some(FrontOptions::default()));
     }
 
     #[test]

@@ -10,9 +10,27 @@ use bridge_core::api;
 pub fn selftest() -> usize {
     const REQUEST: &[u8] = br#"{"model":"claude-x","max_tokens":64,"system":"s","tools":[{"name":"t","input_schema":{"type":"object"}}],"messages":[{"role":"user","content":[{"type":"text","text":"hi"},{"type":"image","source":{"type":"url","url":"https://x/y.png"}}]}]}"#;
     const UPSTREAM: &[u8] = b"data: {\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\"r\",\"content\":\"a\",\"tool_calls\":[{\"index\":0,\"id\":\"c\",\"function\":{\"name\":\"t\",\"arguments\":\"{}\"}}]},\"finish_reason\":\"tool_calls\"}]}\n\ndata: [DONE]\n\n";
+    // The fronts: an OpenAI client's request in, Anthropic SSE turned into its stream.
+    const CHAT_REQUEST: &[u8] = br#"{"model":"gpt-x","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"t","parameters":{"type":"object"}}}]}"#;
+    const RESPONSES_REQUEST: &[u8] = br#"{"model":"gpt-x","input":"hi","include":["reasoning.encrypted_content"],"tools":[{"type":"custom","name":"t"}]}"#;
+    const ANTHROPIC_SSE: &[u8] = b"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_1\",\"type\":\"message\",\"role\":\"assistant\",\"model\":\"m\",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,\"usage\":{\"input_tokens\":3,\"output_tokens\":1}}}\n\n\
+        event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"thinking\",\"thinking\":\"\",\"signature\":\"\"}}\n\n\
+        event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"thinking_delta\",\"thinking\":\"r\"}}\n\n\
+        event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"signature_delta\",\"signature\":\"sig\"}}\n\n\
+        event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":0}\n\n\
+        event: content_block_start\ndata: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\",\"id\":\"toolu_1\",\"name\":\"t\",\"input\":{}}}\n\n\
+        event: content_block_delta\ndata: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"input\\\":\\\"x\\\"}\"}}\n\n\
+        event: content_block_stop\ndata: {\"type\":\"content_block_stop\",\"index\":1}\n\n\
+        event: message_delta\ndata: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},\"usage\":{\"output_tokens\":5}}\n\n\
+        event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n";
     let mut produced = 0;
     for dialect in api::Dialect::ALL {
-        let Ok(converted) = api::prepare(dialect, REQUEST, "{}") else {
+        let request = match dialect {
+            api::Dialect::FrontOpenaiChat => CHAT_REQUEST,
+            api::Dialect::FrontOpenaiResponses => RESPONSES_REQUEST,
+            _ => REQUEST,
+        };
+        let Ok(converted) = api::prepare(dialect, request, "{}") else {
             continue;
         };
         produced += converted.body.len();
@@ -24,8 +42,17 @@ pub fn selftest() -> usize {
                     .map(|p| p.tools)
                     .unwrap_or_default(),
             ),
+            api::Dialect::FrontOpenaiChat | api::Dialect::FrontOpenaiResponses => {
+                (ANTHROPIC_SSE, Vec::new())
+            }
             _ => (UPSTREAM, Vec::new()),
         };
+        let front = serde_json::from_str::<serde_json::Value>(&converted.body)
+            .ok()
+            .and_then(|body| {
+                serde_json::from_value::<api::FrontOptions>(body["answer"].clone()).ok()
+            })
+            .unwrap_or_default();
         for stream in [true, false] {
             let mut translator = api::Translator::new(api::StreamOptions {
                 stream,
@@ -34,7 +61,7 @@ pub fn selftest() -> usize {
                 id_seed: 1,
                 dialect,
                 tools: tools.clone(),
-                ..api::StreamOptions::default()
+                front: front.clone(),
             });
             let mut sse = translator.feed(upstream);
             sse.push_str(&translator.finish(&api::StreamEnd::default()).body);

@@ -805,6 +805,17 @@ async fn a_misbehaving_guest_never_takes_a_stream_down() {
             "the client reads the front's trap: {message}\n{c}"
         );
     }
+    // The stream's request line says it failed (it went out as 200, then ended in an error).
+    let log = std::fs::read_to_string(bridge.log_path()).unwrap();
+    let failed_stream = log
+        .lines()
+        .filter(|l| l.contains("request done") && l.contains("model=gpt-test"))
+        .any(|l| l.contains("status=api_error"));
+    assert!(
+        failed_stream,
+        "the trapped stream's line records the failure (see {})",
+        bridge.log_path().display()
+    );
 
     // And it still serves.
     let r = http::post_messages(&bridge.base_url(), &request_saying("hello", true), T)

@@ -100,13 +100,18 @@ impl FrontError {
     /// The error body: `{"error":{"message","type":"invalid_request_error","param","code"}}`.
     #[must_use]
     pub fn envelope(&self) -> String {
-        json!({"error": {
+        json!({ "error": self.error_object() }).to_string()
+    }
+
+    /// The body's `error` object: `{"message","type":"invalid_request_error","param","code"}`.
+    #[must_use]
+    pub fn error_object(&self) -> Value {
+        json!({
             "message": self.to_string(),
             "type": "invalid_request_error",
             "param": self.param(),
             "code": self.code(),
-        }})
-        .to_string()
+        })
     }
 }
 

@@ -40,7 +40,6 @@
 //! ```
 
 use serde::{Deserialize, Serialize};
-use serde_json::json;
 
 use crate::anthropic::events::{ApiError, ErrorKind};
 use crate::anthropic::request::MessagesRequest;
@@ -63,20 +62,49 @@ pub enum Front {
 pub struct FrontOptions {
     /// The completion / response id without its prefix (`chatcmpl-`, `resp_`); empty: derived
     /// from the translator's `id_seed`.
-    #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "String::is_empty",
+        deserialize_with = "null_as_default"
+    )]
     pub id: String,
     /// The answer's time, Unix seconds.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_zero",
+        deserialize_with = "null_as_default"
+    )]
     pub created: u64,
     /// Chat: `stream_options.include_usage` (the stream ends with a usage chunk).
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "null_as_default"
+    )]
     pub include_usage: bool,
     /// Responses: the request's `custom` tools (their calls go back as `custom_tool_call`).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "null_as_default"
+    )]
     pub custom_tools: Vec<String>,
     /// Responses: `include: ["reasoning.encrypted_content"]`.
-    #[serde(default, skip_serializing_if = "is_false")]
+    #[serde(
+        default,
+        skip_serializing_if = "is_false",
+        deserialize_with = "null_as_default"
+    )]
     pub include_encrypted_reasoning: bool,
+}
+
+/// `null` (JSON) or `undefined` (a JS object's field) reads as the default, like a missing field.
+pub(crate) fn null_as_default<'de, D, T>(deserializer: D) -> Result<T, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Default + Deserialize<'de>,
+{
+    Ok(Option::<T>::deserialize(deserializer)?.unwrap_or_default())
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -111,12 +139,7 @@ impl Refusal {
     fn of(error: &FrontError) -> Self {
         Self {
             status: error.status(),
-            error: json!({
-                "message": error.to_string(),
-                "type": "invalid_request_error",
-                "param": error.param(),
-                "code": error.code(),
-            }),
+            error: error.error_object(),
         }
     }
 }

@@ -200,9 +200,15 @@ impl EventSource for TranslatedSource {
 
     fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
         self.done = true;
-        let ended = self
-            .session
-            .fail(kind, message)
+        // What a dropped `next` had gathered goes first: nothing taken from the body is lost.
+        let gathered = self.gathered.split();
+        let head = if gathered.is_empty() {
+            Ok(String::new())
+        } else {
+            self.session.feed(&gathered)
+        };
+        let ended = head
+            .and_then(|head| Ok(head + &self.session.fail(kind, message)?))
             .and_then(|out| Ok(out + &self.session.finish(&StreamEnd::default())?.body));
         ended.unwrap_or_else(|e| {
             warn!(error = %e, "translation engine failed while ending the stream");

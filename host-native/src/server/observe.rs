@@ -167,6 +167,11 @@ impl Tally {
         }
     }
 
+    /// The answer ended with an error of `kind` that its SSE did not show (the bridge ended it).
+    pub fn fail(&mut self, kind: &str) {
+        self.error = Some(kind.to_owned());
+    }
+
     /// Note one piece of SSE sent to the client; returns whether it holds an `error` event (the
     /// relay masks secrets in those, without scanning every chunk a second time).
     pub fn saw(&mut self, sse: &str) -> bool {

@@ -129,7 +129,7 @@ impl Relay {
                     tx,
                     front,
                     shape: shape.clone(),
-                    failed: false,
+                    failure: None,
                 };
                 let relay = AssertUnwindSafe(self.stream(source, out, outcome)).catch_unwind();
                 tokio::spawn(
@@ -245,6 +245,11 @@ impl Relay {
         let _open = OpenStream::open();
         let mut tally = Tally::default();
         self.stream_source(source, &mut out, &mut tally).await;
+        // The front translator failed: the stream ended with an error the tally could not read
+        // (an OpenAI client's error is a `data:` object, not an `error` event).
+        if let Some(kind) = out.failure {
+            tally.fail(kind.as_str());
+        }
         if let Some(outcome) = outcome {
             outcome.finish(200, &tally);
         }
@@ -310,7 +315,7 @@ impl Relay {
             };
             last_sent = Instant::now();
             if !sent {
-                if out.failed {
+                if out.failure.is_some() {
                     return;
                 }
                 info!(
@@ -358,8 +363,8 @@ struct Outbound {
     front: Option<Box<dyn StreamSession>>,
     /// Who gets it (the error an engine failure ends the stream with).
     shape: ClientShape,
-    /// The front translator failed; the stream was ended with an error.
-    failed: bool,
+    /// The front translator failed (the error's kind); the stream was ended with an error.
+    failure: Option<ErrorKind>,
 }
 
 impl Outbound {
@@ -384,7 +389,7 @@ impl Outbound {
     /// that stops short.
     async fn front_failed(&mut self, e: &EngineError) {
         error!(error = %e, "the engine failed writing an OpenAI client's stream");
-        self.failed = true;
+        self.failure = Some(e.kind());
         self.front = None;
         let last = self
             .shape

@@ -9,8 +9,8 @@
 
 use std::sync::Arc;
 
-use bridge_core::anthropic::events::ApiError;
-use bridge_core::api::{Dialect, Front, StreamOptions};
+use bridge_core::anthropic::events::{ApiError, Message};
+use bridge_core::api::{Dialect, Front, StreamEnd, StreamOptions};
 
 use super::error_response::Envelope;
 use crate::engine::{Engine, EngineError, StreamSession};
@@ -76,9 +76,30 @@ impl OpenAiClient {
     }
 
     /// An Anthropic answer that came whole (a non-streaming upstream, or its error) as this
-    /// client's object or OpenAI error: the status and body.
+    /// client's object or OpenAI error: the status and body. A message goes through the
+    /// engine's front translator as the events it stands for; an error is mapped to OpenAI's
+    /// envelope.
     #[must_use]
     pub fn complete(&self, status: u16, body: &[u8]) -> (u16, String) {
+        if (200..300).contains(&status)
+            && let Ok(message) = serde_json::from_slice::<Message>(body)
+        {
+            let sse: String = bridge_core::front::transcode::events_of_message(&message)
+                .iter()
+                .map(bridge_core::api::encode_event)
+                .collect();
+            let folded = self.session(false).and_then(|mut session| {
+                session.feed(sse.as_bytes())?;
+                session.finish(&StreamEnd::default())
+            });
+            return match folded {
+                Ok(folded) => (folded.status, folded.body),
+                Err(e) => (
+                    bridge_core::front::openai_status(e.kind()),
+                    bridge_core::front::openai_error_body(&ApiError::new(e.kind(), e.to_string())),
+                ),
+            };
+        }
         let answer = bridge_core::front::facade::answer(
             self.front,
             &self.options.model,

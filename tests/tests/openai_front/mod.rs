@@ -728,3 +728,57 @@ async fn the_fault_matrix_gives_openai_clients_openai_errors() {
         }
     }
 }
+
+/// An Anthropic upstream that answers with one whole message although a stream was asked for
+/// (the pass-through relays it as it came): an OpenAI client still gets its own object, made by
+/// the engine's front translator from the events the message stands for.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_whole_anthropic_answer_reaches_openai_clients_as_their_object() {
+    use bridge_tests::anthropic_upstream::Message;
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        let model = req.body["model"].as_str().unwrap_or("claude-x").to_owned();
+        ScriptedResponse::json(&Message::text(&["Hello", " there"]).json(&model))
+    })
+    .await
+    .unwrap();
+    let options = bridge_tests::bridge::BridgeOptions {
+        provider: "anthropic".into(),
+        model: None,
+        api_key: Some("sk-ant-api03-whole".into()),
+        ..bridge_tests::bridge::BridgeOptions::default()
+    };
+    let bridge = Bridge::start_with(
+        &format!("http://{}", upstream.addr()),
+        "openai-front-whole",
+        options,
+    )
+    .await
+    .unwrap();
+    let chat = post(
+        &format!("{}/v1/chat/completions", bridge.base_url()),
+        &serde_json::json!({"model": "gpt-x", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(chat.status, 200, "{}", chat.text());
+    let chat = chat.json().unwrap();
+    assert_eq!(chat["object"], "chat.completion", "{chat}");
+    assert_eq!(chat["model"], "gpt-x", "{chat}");
+    assert_eq!(
+        chat["choices"][0]["message"]["content"], "Hello there",
+        "{chat}"
+    );
+    assert_eq!(chat["choices"][0]["finish_reason"], "stop", "{chat}");
+
+    let responses = post(
+        &format!("{}/v1/responses", bridge.base_url()),
+        &serde_json::json!({"model": "gpt-x", "input": "hi"}),
+    )
+    .await;
+    assert_eq!(responses.status, 200, "{}", responses.text());
+    let responses = responses.json().unwrap();
+    assert_eq!(responses["status"], "completed", "{responses}");
+    assert_eq!(
+        responses["output"][0]["content"][0]["text"], "Hello there",
+        "{responses}"
+    );
+}
