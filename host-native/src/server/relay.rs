@@ -131,12 +131,17 @@ impl Relay {
                     shape: shape.clone(),
                     failure: None,
                 };
+                // A relay that panics never reaches its line: this copy writes it instead.
+                let panicked_outcome = outcome.clone();
                 let relay = AssertUnwindSafe(self.stream(source, out, outcome)).catch_unwind();
                 tokio::spawn(
                     async move {
                         if let Err(panic) = relay.await {
                             error!(panic = panic_message(&*panic), "relaying a stream panicked");
                             let _ = on_panic.send(Bytes::from(panic_sse)).await;
+                            if let Some(outcome) = panicked_outcome {
+                                outcome.finish(200, &Tally::failed(ErrorKind::Api.as_str()));
+                            }
                         }
                     }
                     .instrument(span),
