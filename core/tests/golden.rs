@@ -71,20 +71,35 @@ fn check_request_snapshot(name: &str, converted: &ConvertedRequest) -> serde_jso
 fn run(case: &Path, dialect: Dialect, chunk_size: usize, stream: bool) -> (String, Finished) {
     let converted = prepared(case, dialect);
     let upstream = std::fs::read(case.join("upstream.sse")).unwrap();
-    let mut translator = Translator::new(StreamOptions {
+    let options = StreamOptions {
         stream,
         model: converted.client_model,
         input_tokens_estimate: converted.input_tokens_estimate,
         id_seed: SEED,
         dialect,
         ..StreamOptions::default()
-    });
+    };
+    feed_all(&options, &upstream, chunk_size)
+}
+
+/// Everything a translator with `options` writes for `upstream` fed in `chunk_size` pieces.
+fn feed_all(options: &StreamOptions, upstream: &[u8], chunk_size: usize) -> (String, Finished) {
+    let mut translator = Translator::new(options.clone());
     let mut out = String::new();
     for piece in upstream.chunks(chunk_size.max(1)) {
         out.push_str(&translator.feed(piece));
     }
     let finished = translator.finish(&StreamEnd::default());
     (out, finished)
+}
+
+/// Insta settings that keep the snapshots beside the cases in `dir`.
+fn snapshot_settings(dir: &Path) -> insta::Settings {
+    let mut s = insta::Settings::clone_current();
+    s.set_snapshot_path(dir.join("snapshots"));
+    s.set_prepend_module_to_snapshot(false);
+    s.set_omit_expression(true);
+    s
 }
 
 #[test]
@@ -98,14 +113,7 @@ fn anthropic_pass_through_golden_fixtures() {
 }
 
 fn check_cases(dir: &Path, dialect: Dialect, at_least: usize) {
-    let settings = {
-        let mut s = insta::Settings::clone_current();
-        s.set_snapshot_path(dir.join("snapshots"));
-        s.set_prepend_module_to_snapshot(false);
-        s.set_omit_expression(true);
-        s
-    };
-    settings.bind(|| {
+    snapshot_settings(dir).bind(|| {
         for case in cases(dir, at_least) {
             let name = case.file_name().unwrap().to_string_lossy().into_owned();
             let converted = prepared(&case, dialect);
@@ -166,16 +174,6 @@ fn front_options(
     }
 }
 
-fn run_front(options: &StreamOptions, upstream: &[u8], chunk_size: usize) -> (String, Finished) {
-    let mut translator = Translator::new(options.clone());
-    let mut out = String::new();
-    for piece in upstream.chunks(chunk_size.max(1)) {
-        out.push_str(&translator.feed(piece));
-    }
-    let finished = translator.finish(&StreamEnd::default());
-    (out, finished)
-}
-
 #[test]
 fn openai_chat_front_golden_fixtures() {
     check_front_cases(&fixtures_dir().join("front_chat"), Dialect::FrontOpenaiChat);
@@ -193,14 +191,7 @@ fn openai_responses_front_golden_fixtures() {
 /// an Anthropic stream → the client's stream (valid by the OpenAI validators, the same bytes in
 /// any chunking) and its folded object.
 fn check_front_cases(dir: &Path, dialect: Dialect) {
-    let settings = {
-        let mut s = insta::Settings::clone_current();
-        s.set_snapshot_path(dir.join("snapshots"));
-        s.set_prepend_module_to_snapshot(false);
-        s.set_omit_expression(true);
-        s
-    };
-    settings.bind(|| {
+    snapshot_settings(dir).bind(|| {
         for case in cases(dir, 8) {
             let name = case.file_name().unwrap().to_string_lossy().into_owned();
             let converted = prepared(&case, dialect);
@@ -218,7 +209,7 @@ fn check_front_cases(dir: &Path, dialect: Dialect) {
             );
 
             let options = front_options(dialect, &body, &converted.client_model, true);
-            let (head, finished) = run_front(&options, &upstream, usize::MAX);
+            let (head, finished) = feed_all(&options, &upstream, usize::MAX);
             assert_eq!(finished.status, 200, "{name}");
             let sse = format!("{head}{}", finished.body);
             let events = match dialect {
@@ -230,7 +221,7 @@ fn check_front_cases(dir: &Path, dialect: Dialect) {
             .unwrap_or_else(|v| panic!("{name}: invalid stream: {v}\n{sse}"));
             insta::assert_snapshot!(format!("{name}.events"), sse);
             for size in [1, 2, 3, 7, 64] {
-                let (h, f) = run_front(&options, &upstream, size);
+                let (h, f) = feed_all(&options, &upstream, size);
                 assert_eq!(
                     format!("{h}{}", f.body),
                     sse,
@@ -239,7 +230,7 @@ fn check_front_cases(dir: &Path, dialect: Dialect) {
             }
 
             let options = front_options(dialect, &body, &converted.client_model, false);
-            let (nothing, folded) = run_front(&options, &upstream, 5);
+            let (nothing, folded) = feed_all(&options, &upstream, 5);
             assert!(nothing.is_empty(), "{name}: folding mode wrote SSE");
             let object: serde_json::Value = serde_json::from_str(&folded.body).unwrap();
             // A Responses stream's terminal event carries the response the fold gives.

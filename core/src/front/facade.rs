@@ -43,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::anthropic::events::{ApiError, ErrorKind};
 use crate::anthropic::request::MessagesRequest;
+use crate::api::Dialect;
 use crate::front::FrontError;
 use crate::front::transcode::{FrontAnswer, FrontFold, FrontShape, FrontStream};
 use crate::translate::chat_request::ConvertedRequest;
@@ -54,6 +55,17 @@ pub enum Front {
     Chat,
     /// Responses (`POST /v1/responses`).
     Responses,
+}
+
+impl Front {
+    /// The facade's dialect for this front (the inverse of [`Dialect::front`]).
+    #[must_use]
+    pub fn dialect(self) -> Dialect {
+        match self {
+            Self::Chat => Dialect::FrontOpenaiChat,
+            Self::Responses => Dialect::FrontOpenaiResponses,
+        }
+    }
 }
 
 /// How a front writes its answer: what `prepare` read from the client's request, plus the

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 use tracing::info;
 
-use bridge_core::api::{Dialect, Front, FrontOptions, StreamOptions};
+use bridge_core::api::{Front, FrontOptions, StreamOptions};
 
 use super::body::ResponseBody;
 use super::error_response::{Envelope, error_response_in};
@@ -71,11 +71,7 @@ async fn serve(
     request_id: &str,
     front: Front,
 ) -> Response<ResponseBody> {
-    let dialect = match front {
-        Front::Chat => Dialect::FrontOpenaiChat,
-        Front::Responses => Dialect::FrontOpenaiResponses,
-    };
-    let converted = match state.engine.prepare(dialect, &call.body, "{}") {
+    let converted = match state.engine.prepare(front.dialect(), &call.body, "{}") {
         Ok(converted) => converted,
         Err(EngineError::Request { kind, message }) => {
             // The embedded core always has the fronts; a `--core` plug-in may not.

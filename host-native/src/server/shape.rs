@@ -10,7 +10,7 @@
 use std::sync::Arc;
 
 use bridge_core::anthropic::events::{ApiError, Message};
-use bridge_core::api::{Dialect, Front, StreamEnd, StreamOptions};
+use bridge_core::api::{Front, StreamEnd, StreamOptions};
 
 use super::error_response::Envelope;
 use crate::engine::{Engine, EngineError, StreamSession};
@@ -47,14 +47,13 @@ impl OpenAiClient {
     /// A `front` client answered by `engine` (`options.dialect` is set to the front's).
     #[must_use]
     pub fn new(engine: Arc<dyn Engine>, front: Front, options: StreamOptions) -> Self {
-        let dialect = match front {
-            Front::Chat => Dialect::FrontOpenaiChat,
-            Front::Responses => Dialect::FrontOpenaiResponses,
-        };
         Self {
             engine,
             front,
-            options: StreamOptions { dialect, ..options },
+            options: StreamOptions {
+                dialect: front.dialect(),
+                ..options
+            },
         }
     }
 
