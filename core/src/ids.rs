@@ -6,6 +6,8 @@
 //! let mut b = IdSource::new(1);
 //! assert_eq!(a.next_id("msg_"), b.next_id("msg_"));
 //! assert!(a.next_id("toolu_").starts_with("toolu_"));
+//! let uuid = a.next_uuid();
+//! assert_eq!((uuid.len(), &uuid[14..15]), (36, "4"));
 //! ```
 
 const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
@@ -46,5 +48,19 @@ impl IdSource {
             }
         }
         out
+    }
+
+    /// A random (version 4) UUID in its usual text form, `xxxxxxxx-xxxx-4xxx-yxxx-xxxxxxxxxxxx`.
+    pub fn next_uuid(&mut self) -> String {
+        let high = (self.next_u64() & 0xFFFF_FFFF_FFFF_0FFF) | 0x0000_0000_0000_4000;
+        let low = (self.next_u64() & 0x3FFF_FFFF_FFFF_FFFF) | 0x8000_0000_0000_0000;
+        format!(
+            "{:08x}-{:04x}-{:04x}-{:04x}-{:012x}",
+            high >> 32,
+            (high >> 16) & 0xFFFF,
+            high & 0xFFFF,
+            low >> 48,
+            low & 0xFFFF_FFFF_FFFF
+        )
     }
 }

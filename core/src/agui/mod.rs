@@ -52,5 +52,6 @@ pub mod claude;
 pub mod events;
 pub mod input;
 pub mod replay;
+pub mod session;
 pub mod translate;
 pub mod verify;

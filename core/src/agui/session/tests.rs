@@ -1,0 +1,678 @@
+//! The session machine's rules, one test each, with a fixed clock and scripted Claude Code lines.
+
+use serde_json::{Value, json};
+
+use super::*;
+
+const T: &str = "thread-1";
+
+fn session() -> AguiSession {
+    AguiSession::new(T, 7, Limits::default(), None)
+}
+
+fn drain(s: &mut AguiSession) -> Vec<Output> {
+    std::iter::from_fn(|| s.poll_output()).collect()
+}
+
+/// The JSON lines written to stdin.
+fn writes(outputs: &[Output]) -> Vec<Value> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Write(line) => {
+                assert!(line.ends_with('\n') && !line[..line.len() - 1].contains('\n'));
+                Some(serde_json::from_str(line).unwrap())
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn events(outputs: &[Output]) -> Vec<&'static str> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Event(e) => Some(e.type_name()),
+            _ => None,
+        })
+        .collect()
+}
+
+fn input(run: &str, messages: Value) -> RunAgentInput {
+    serde_json::from_value(json!({"threadId": T, "runId": run, "messages": messages})).unwrap()
+}
+
+fn user(run: &str, id: &str, text: &str) -> RunAgentInput {
+    input(run, json!([{"id": id, "role": "user", "content": text}]))
+}
+
+/// A spawned session whose `initialize` was answered.
+fn ready() -> AguiSession {
+    let mut s = session();
+    s.handle_spawned(0, None);
+    let id = writes(&drain(&mut s))[0]["request_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    s.handle_line(
+        &json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+            "response": {"commands": [{"name": "compact"}], "models": [], "account": {"email": "a@b"}}}})
+        .to_string(),
+        1,
+        &NoRules,
+    );
+    assert!(drain(&mut s).is_empty());
+    assert_eq!(s.status(), Status::Ready);
+    s
+}
+
+fn line(s: &mut AguiSession, value: Value, now: u64) -> Vec<Output> {
+    s.handle_line(&value.to_string(), now, &NoRules);
+    drain(s)
+}
+
+fn result() -> Value {
+    json!({"type": "result", "subtype": "success", "is_error": false, "result": "done"})
+}
+
+fn text(t: &str) -> Value {
+    json!({"type": "assistant", "message": {"id": format!("msg_{t}"), "role": "assistant",
+        "content": [{"type": "text", "text": t}]}})
+}
+
+fn control_done(outputs: &[Output], caller: Caller) -> Option<Result<Value, String>> {
+    outputs.iter().find_map(|o| match o {
+        Output::ControlDone { caller: c, result } if *c == caller => Some(result.clone()),
+        _ => None,
+    })
+}
+
+#[test]
+fn initialize_carries_the_apps_prompt_and_hooks_and_its_answer_is_kept() {
+    let mut s = session();
+    let mut hooks = BTreeMap::new();
+    hooks.insert(
+        "PreToolUse".to_owned(),
+        vec![HookMatcher {
+            matcher: Some("Bash".into()),
+            timeout: Some(30),
+        }],
+    );
+    s.set_init_options(InitOptions {
+        system_prompt: None,
+        append_system_prompt: Some("Be brief.".into()),
+        hooks,
+    })
+    .unwrap();
+    s.handle_spawned(0, Some(9));
+    assert_eq!(s.status(), Status::Starting);
+    let out = drain(&mut s);
+    let init = &writes(&out)[0];
+    assert_eq!(init["type"], "control_request");
+    assert_eq!(
+        init["request"],
+        json!({"subtype": "initialize", "appendSystemPrompt": "Be brief.",
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"], "timeout": 30}]}})
+    );
+    let id = init["request_id"].as_str().unwrap();
+    let out = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+            "response": {"commands": [], "models": [{"value": "opus"}], "account": {}}}}),
+        5,
+    );
+    let answer = control_done(&out, 9).unwrap().unwrap();
+    assert_eq!(answer["models"][0]["value"], "opus");
+    assert_eq!(s.capabilities()["models"][0]["value"], "opus");
+    assert_eq!(s.status(), Status::Ready);
+}
+
+#[test]
+fn every_control_request_is_answered_by_its_own_id() {
+    let mut s = ready();
+    s.handle_control(1, json!({"subtype": "set_model", "model": "haiku"}), 10);
+    s.handle_control(2, json!({"subtype": "mcp_status"}), 10);
+    let sent = writes(&drain(&mut s));
+    let (a, b) = (sent[0]["request_id"].clone(), sent[1]["request_id"].clone());
+    assert_ne!(a, b);
+    // Answered out of order; an unknown id is ignored.
+    let out = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": b, "response": {"mcpServers": []}}}),
+        11,
+    );
+    assert_eq!(control_done(&out, 2), Some(Ok(json!({"mcpServers": []}))));
+    let out = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "error", "request_id": a, "error": "no such model"}}),
+        12,
+    );
+    assert_eq!(control_done(&out, 1), Some(Err("no such model".into())));
+    assert!(
+        line(
+            &mut s,
+            json!({"type": "control_response", "response": {"subtype": "success", "request_id": "req_x"}}),
+            13
+        )
+        .is_empty()
+    );
+    assert_eq!(s.poll_timeout(), None);
+}
+
+#[test]
+fn a_control_request_times_out_and_claude_code_is_told() {
+    let mut s = ready();
+    s.handle_control(1, json!({"subtype": "mcp_status"}), 100);
+    let id = writes(&drain(&mut s))[0]["request_id"].clone();
+    assert_eq!(s.poll_timeout(), Some(100 + 30_000));
+    s.handle_timeout(30_099);
+    assert!(drain(&mut s).is_empty());
+    s.handle_timeout(30_100);
+    let out = drain(&mut s);
+    let err = control_done(&out, 1).unwrap().unwrap_err();
+    assert!(
+        err.contains("did not answer") && err.contains("mcp_status"),
+        "{err}"
+    );
+    assert_eq!(
+        writes(&out),
+        vec![json!({"type": "control_cancel_request", "request_id": id})]
+    );
+    // A late answer finds nobody.
+    let late = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id}}),
+        30_200,
+    );
+    assert!(late.is_empty());
+}
+
+#[test]
+fn a_withdrawn_request_is_cancelled_and_never_answered() {
+    let mut s = ready();
+    s.handle_control(
+        4,
+        json!({"subtype": "rewind_files", "user_message_id": "x", "dry_run": true}),
+        0,
+    );
+    let id = writes(&drain(&mut s))[0]["request_id"].clone();
+    s.handle_withdraw(4, 1);
+    assert_eq!(
+        writes(&drain(&mut s)),
+        vec![json!({"type": "control_cancel_request", "request_id": id})]
+    );
+    let out = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id}}),
+        2,
+    );
+    assert!(out.is_empty());
+    s.handle_withdraw(4, 3); // twice: nothing more
+    assert!(drain(&mut s).is_empty());
+}
+
+#[test]
+fn controls_are_refused_without_a_process_and_past_the_cap() {
+    let mut s = session();
+    s.handle_control(1, json!({"subtype": "mcp_status"}), 0);
+    let err = control_done(&drain(&mut s), 1).unwrap().unwrap_err();
+    assert!(err.contains("not running"), "{err}");
+    let mut s = ready();
+    for caller in 0..32 {
+        s.handle_control(caller, json!({"subtype": "mcp_status"}), 0);
+    }
+    assert_eq!(writes(&drain(&mut s)).len(), 32);
+    s.handle_control(99, json!({"subtype": "mcp_status"}), 0);
+    let out = drain(&mut s);
+    assert!(writes(&out).is_empty());
+    assert!(
+        control_done(&out, 99)
+            .unwrap()
+            .unwrap_err()
+            .contains("already wait")
+    );
+}
+
+#[test]
+fn a_text_run_streams_and_ends_with_the_result() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "Hi"), 10).unwrap();
+    let out = drain(&mut s);
+    // The initialize answer is known: the capabilities come as a state snapshot.
+    assert_eq!(events(&out), ["RUN_STARTED", "STATE_SNAPSHOT"]);
+    let sent = writes(&out);
+    assert_eq!(sent[0]["type"], "user");
+    assert_eq!(sent[0]["uuid"].as_str().unwrap().len(), 36);
+    assert_eq!(s.status(), Status::Running);
+    assert!(matches!(
+        s.handle_run(&user("r2", "u2", "x"), 11),
+        Err(RunRefused::Busy(_))
+    ));
+    let out = line(&mut s, text("Hello"), 12);
+    assert!(events(&out).contains(&"TEXT_MESSAGE_CONTENT"));
+    let out = line(&mut s, result(), 13);
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+    assert!(matches!(out.last(), Some(Output::RunEnded)));
+    assert_eq!(s.status(), Status::Ready);
+}
+
+#[test]
+fn system_init_becomes_the_capability_snapshot_with_the_initialize_answer() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "Hi"), 10).unwrap();
+    drain(&mut s);
+    let init = json!({"type": "system", "subtype": "init", "session_id": "sess-1", "model": "m",
+        "tools": ["Bash", "mcp__frontend__card"], "slash_commands": ["compact", "hello"],
+        "permissionMode": "default", "agents": ["general-purpose"], "skills": [], "plugins": [],
+        "mcp_servers": [{"name": "frontend", "status": "connected"}]});
+    let out = line(&mut s, init, 11);
+    let snapshot = out
+        .iter()
+        .find_map(|o| match o {
+            Output::Event(AguiEvent::StateSnapshot { snapshot }) => Some(snapshot.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(snapshot["slash_commands"], json!(["compact", "hello"]));
+    assert_eq!(snapshot["account"], json!({"email": "a@b"}));
+    assert_eq!(s.claude_session_id(), Some("sess-1"));
+    line(
+        &mut s,
+        json!({"type": "system", "subtype": "status", "status": null, "permissionMode": "plan"}),
+        12,
+    );
+    assert_eq!(s.capabilities()["permissionMode"], "plan");
+    assert_eq!(s.describe()["capabilities"]["model"], "m");
+}
+
+#[test]
+fn an_interrupted_run_that_ends_by_itself_finishes_normally() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "long"), 0).unwrap();
+    drain(&mut s);
+    s.handle_control(1, json!({"subtype": "interrupt"}), 100);
+    drain(&mut s);
+    assert_eq!(s.poll_timeout(), Some(100 + 5_000));
+    let out = line(
+        &mut s,
+        json!({"type": "result", "subtype": "error_during_execution", "is_error": true}),
+        200,
+    );
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+    assert_eq!(s.status(), Status::Ready);
+}
+
+#[test]
+fn a_late_result_after_the_grace_is_never_credited_to_the_next_run() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "long"), 0).unwrap();
+    drain(&mut s);
+    s.handle_control(1, json!({"subtype": "interrupt"}), 100);
+    drain(&mut s);
+    s.handle_timeout(5_100);
+    let out = drain(&mut s);
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+    assert!(!s.is_running());
+    // The next run starts, but its message waits for the abandoned turn.
+    s.handle_run(&user("r2", "u2", "next"), 5_200).unwrap();
+    let out = drain(&mut s);
+    assert_eq!(events(&out), ["RUN_STARTED", "STATE_SNAPSHOT"]);
+    assert!(writes(&out).iter().all(|w| w["type"] != "user"));
+    // The abandoned turn's output and result are dropped.
+    assert!(events(&line(&mut s, text("stale"), 5_300)).is_empty());
+    let out = line(&mut s, result(), 5_400);
+    assert!(events(&out).is_empty(), "{out:?}");
+    let sent = writes(&out);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0]["message"]["content"][0]["text"], "next");
+    // The run ends with its own result.
+    assert!(s.is_running());
+    let out = line(&mut s, text("fresh"), 5_500);
+    assert!(events(&out).contains(&"TEXT_MESSAGE_CONTENT"));
+    let out = line(&mut s, result(), 5_600);
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+}
+
+#[test]
+fn a_turn_that_never_ends_after_the_grace_gets_the_process_killed() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "long"), 0).unwrap();
+    s.handle_control(1, json!({"subtype": "interrupt"}), 0);
+    let id = writes(&drain(&mut s)).last().unwrap()["request_id"].clone();
+    let out = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id}}),
+        1,
+    );
+    assert_eq!(control_done(&out, 1), Some(Ok(Value::Null)));
+    s.handle_timeout(5_000);
+    drain(&mut s);
+    assert_eq!(s.poll_timeout(), Some(5_000 + 30_000));
+    s.handle_timeout(35_000);
+    let out = drain(&mut s);
+    assert!(matches!(out.last(), Some(Output::Kill { .. })), "{out:?}");
+    s.handle_exited("killed", 35_001);
+    assert!(matches!(s.status(), Status::Crashed { .. }));
+}
+
+#[test]
+fn settings_and_environment_come_back_after_a_restart() {
+    let mut s = ready();
+    s.handle_control(1, json!({"subtype": "set_model", "model": "haiku"}), 0);
+    s.handle_control(
+        2,
+        json!({"subtype": "set_permission_mode", "mode": "plan"}),
+        0,
+    );
+    s.handle_control(3, json!({"subtype": "set_model", "model": "opus"}), 0);
+    s.handle_control(4, json!({"subtype": "mcp_status"}), 0);
+    s.handle_control(
+        5,
+        json!({"subtype": "update_environment_variables", "variables": {"PROJECT": "x"}}),
+        0,
+    );
+    let out = drain(&mut s);
+    assert_eq!(
+        control_done(&out, 5),
+        Some(Ok(json!({"updated": ["PROJECT"]})))
+    );
+    assert!(
+        writes(&out).contains(
+            &json!({"type": "update_environment_variables", "variables": {"PROJECT": "x"}})
+        )
+    );
+    s.handle_exited("Claude Code exited (signal 9)", 1);
+    let out = drain(&mut s);
+    for caller in 1..=4 {
+        assert_eq!(
+            control_done(&out, caller),
+            Some(Err("Claude Code exited (signal 9)".into()))
+        );
+    }
+    s.handle_spawned(2, None);
+    let sent: Vec<Value> = writes(&drain(&mut s))
+        .into_iter()
+        .map(|w| w["request"].clone())
+        .collect();
+    assert_eq!(sent[0]["subtype"], "initialize");
+    assert_eq!(
+        sent[1..],
+        [
+            json!({"subtype": "set_model", "model": "opus"}),
+            json!({"subtype": "set_permission_mode", "mode": "plan"}),
+        ]
+    );
+    assert_eq!(
+        s.environment().get("PROJECT").map(String::as_str),
+        Some("x")
+    );
+    s.handle_control(
+        6,
+        json!({"subtype": "update_environment_variables", "variables": {"A": 1}}),
+        3,
+    );
+    assert!(control_done(&drain(&mut s), 6).unwrap().is_err());
+}
+
+#[test]
+fn a_crash_fails_the_run_and_everything_waiting() {
+    let mut s = ready();
+    let tools = json!([{"name": "card", "description": "", "parameters": {}}]);
+    let mut run = user("r1", "u1", "go");
+    run.tools = serde_json::from_value(tools).unwrap();
+    s.handle_run(&run, 0).unwrap();
+    drain(&mut s);
+    line(
+        &mut s,
+        json!({"type": "control_request", "request_id": "cr1", "request": {"subtype": "can_use_tool", "tool_name": "Bash", "input": {"command": "ls"}}}),
+        1,
+    );
+    s.handle_exited("Claude Code exited (exit status: 1)", 2);
+    let out = drain(&mut s);
+    assert_eq!(events(&out).last(), Some(&"RUN_ERROR"));
+    assert!(out.contains(&Output::Withdrawn {
+        request_id: "cr1".into()
+    }));
+    assert!(
+        s.handle_approval("cr1", json!({"behavior": "deny"}))
+            .is_err()
+    );
+}
+
+#[test]
+fn tool_approvals_wait_for_the_app_unless_a_rule_or_a_frontend_tool_decides() {
+    struct DenyBash;
+    impl ApprovalPolicy for DenyBash {
+        fn auto_answer(&self, tool: &str, _input: &Value) -> Option<Value> {
+            (tool == "Bash").then(|| json!({"behavior": "deny", "message": "no"}))
+        }
+    }
+    let mut s = ready();
+    let ask = |id: &str, tool: &str| {
+        json!({"type": "control_request", "request_id": id,
+            "request": {"subtype": "can_use_tool", "tool_name": tool, "input": {"a": 1}, "tool_use_id": "toolu_1"}})
+        .to_string()
+    };
+    s.handle_line(&ask("c1", "Bash"), 0, &DenyBash);
+    let out = drain(&mut s);
+    assert_eq!(writes(&out)[0]["response"]["response"]["behavior"], "deny");
+    s.handle_line(&ask("c2", "mcp__frontend__card"), 0, &DenyBash);
+    let out = drain(&mut s);
+    assert_eq!(
+        writes(&out)[0]["response"],
+        json!({"subtype": "success", "request_id": "c2", "response": {"behavior": "allow", "updatedInput": {"a": 1}}})
+    );
+    s.handle_line(&ask("c3", "Write"), 0, &DenyBash);
+    let out = drain(&mut s);
+    assert!(writes(&out).is_empty());
+    let Some(Output::Approval(a)) = out.first() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (a.request_id.as_str(), a.tool_name.as_str()),
+        ("c3", "Write")
+    );
+    s.handle_approval("c3", json!({"behavior": "allow", "updatedInput": {"a": 2}}))
+        .unwrap();
+    assert_eq!(writes(&drain(&mut s))[0]["response"]["request_id"], "c3");
+    assert!(
+        s.handle_approval("c3", json!({})).is_err(),
+        "answered twice"
+    );
+    // Claude Code withdraws one it asked.
+    s.handle_line(&ask("c4", "Write"), 0, &DenyBash);
+    drain(&mut s);
+    let out = line(
+        &mut s,
+        json!({"type": "control_cancel_request", "request_id": "c4"}),
+        1,
+    );
+    assert!(out.contains(&Output::Withdrawn {
+        request_id: "c4".into()
+    }));
+}
+
+#[test]
+fn hook_calls_reach_the_app_with_their_event_and_its_answer_goes_back() {
+    let mut s = session();
+    let mut hooks = BTreeMap::new();
+    hooks.insert(
+        "PreToolUse".into(),
+        vec![HookMatcher {
+            matcher: Some("Bash".into()),
+            timeout: None,
+        }],
+    );
+    s.set_init_options(InitOptions {
+        hooks,
+        ..InitOptions::default()
+    })
+    .unwrap();
+    s.handle_spawned(0, None);
+    drain(&mut s);
+    let out = line(
+        &mut s,
+        json!({"type": "control_request", "request_id": "h1", "request": {"subtype": "hook_callback",
+            "callback_id": "hook_0", "input": {"hook_event_name": "PreToolUse", "tool_name": "Bash"}, "tool_use_id": "toolu_9"}}),
+        1,
+    );
+    let Some(Output::Hook(hook)) = out.first() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(hook.hook_event.as_deref(), Some("PreToolUse"));
+    assert_eq!(hook.matcher.as_deref(), Some("Bash"));
+    assert_eq!(hook.tool_use_id.as_deref(), Some("toolu_9"));
+    assert!(s.handle_hook_answer("h1", json!("no")).is_err());
+    assert!(
+        s.handle_approval("h1", json!({})).is_err(),
+        "not an approval"
+    );
+    let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "not here"}});
+    s.handle_hook_answer("h1", deny.clone()).unwrap();
+    assert_eq!(writes(&drain(&mut s))[0]["response"]["response"], deny);
+}
+
+#[test]
+fn requests_the_bridge_cannot_serve_are_refused_not_left_hanging() {
+    let mut s = ready();
+    let out = line(
+        &mut s,
+        json!({"type": "control_request", "request_id": "e1", "request": {"subtype": "elicitation", "message": "?"}}),
+        0,
+    );
+    let sent = writes(&out);
+    assert_eq!(sent[0]["response"]["subtype"], "error");
+    assert!(
+        sent[0]["response"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("elicitation")
+    );
+}
+
+#[test]
+fn frontend_tools_end_the_run_and_their_result_answers_the_mcp_call() {
+    let mut s = ready();
+    let tools: Vec<Tool> =
+        serde_json::from_value(json!([{"name": "card", "description": "Show", "parameters": {}}]))
+            .unwrap();
+    let mut first = user("r1", "u1", "show a card");
+    first.tools.clone_from(&tools);
+    s.handle_run(&first, 0).unwrap();
+    drain(&mut s);
+    let tool_use = json!({"type": "assistant", "message": {"id": "msg_1", "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_1", "name": "mcp__frontend__card", "input": {"title": "Hi"}}]}});
+    let out = line(&mut s, tool_use, 1);
+    assert!(events(&out).contains(&"TOOL_CALL_START"));
+    s.handle_frontend_call(50, "card", 2);
+    let out = drain(&mut s);
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+    assert!(s.waits_for_client());
+    // The next run carries the result: the MCP call gets it, nothing is written.
+    let mut second = input(
+        "r2",
+        json!([
+            {"id": "u1", "role": "user", "content": "show a card"},
+            {"id": "a1", "role": "assistant", "toolCalls": [{"id": "toolu_1", "type": "function",
+                "function": {"name": "card", "arguments": "{}"}}]},
+            {"id": "t1", "role": "tool", "toolCallId": "toolu_1", "content": "shown"},
+        ]),
+    );
+    second.tools = tools;
+    s.handle_run(&second, 3).unwrap();
+    let out = drain(&mut s);
+    assert!(out.contains(&Output::ToolAnswer {
+        caller: 50,
+        outcome: ToolOutcome {
+            content: "shown".into(),
+            is_error: false
+        }
+    }));
+    assert!(writes(&out).iter().all(|w| w["type"] != "user"));
+    assert!(s.is_running(), "Claude Code goes on in this run");
+    assert!(!s.waits_for_client());
+}
+
+#[test]
+fn new_frontend_tools_mid_session_are_announced() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "a"), 0).unwrap();
+    line(&mut s, result(), 1);
+    let mut next = user("r2", "u2", "b");
+    next.tools =
+        serde_json::from_value(json!([{"name": "map", "description": "", "parameters": {}}]))
+            .unwrap();
+    s.handle_run(&next, 2).unwrap();
+    assert!(drain(&mut s).contains(&Output::ToolsChanged));
+    line(&mut s, result(), 3);
+    let mut same = user("r3", "u3", "c");
+    same.tools = next.tools.clone();
+    s.handle_run(&same, 4).unwrap();
+    assert!(!drain(&mut s).contains(&Output::ToolsChanged));
+}
+
+#[test]
+fn rewind_files_is_given_the_uuid_of_the_app_message() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "msg-app-1", "edit it"), 0)
+        .unwrap();
+    let uuid = writes(&drain(&mut s))
+        .into_iter()
+        .find(|w| w["type"] == "user")
+        .unwrap()["uuid"]
+        .clone();
+    line(&mut s, result(), 1);
+    s.handle_control(
+        8,
+        json!({"subtype": "rewind_files", "user_message_id": "msg-app-1", "dry_run": true}),
+        2,
+    );
+    let sent = writes(&drain(&mut s));
+    assert_eq!(
+        sent[0]["request"],
+        json!({"subtype": "rewind_files", "user_message_id": uuid, "dry_run": true})
+    );
+    // A Claude Code uuid is passed as it is.
+    s.handle_control(
+        9,
+        json!({"subtype": "rewind_files", "user_message_id": "0000-x"}),
+        3,
+    );
+    assert_eq!(
+        writes(&drain(&mut s))[0]["request"]["user_message_id"],
+        "0000-x"
+    );
+}
+
+#[test]
+fn connect_replays_a_capped_history() {
+    let mut s = AguiSession::new(
+        T,
+        7,
+        Limits {
+            history_runs: 2,
+            ..Limits::default()
+        },
+        None,
+    );
+    s.handle_spawned(0, None);
+    for i in 0..4 {
+        s.handle_run(&user(&format!("r{i}"), &format!("u{i}"), "hi"), i)
+            .unwrap();
+        line(&mut s, result(), i);
+    }
+    let replay = s.replay();
+    crate::agui::verify::Verifier::check(&replay).unwrap();
+    assert_eq!(s.describe()["history"]["droppedRuns"], 2);
+    assert!(matches!(&replay[1], AguiEvent::Custom { name, .. } if name == "history_truncated"));
+}
+
+#[test]
+fn stopping_for_good_refuses_later_runs() {
+    let mut s = ready();
+    s.handle_stopped("the session was stopped", true, 0);
+    assert_eq!(s.status(), Status::Stopped);
+    assert!(matches!(s.check_run(), Err(RunRefused::Failed(_))));
+    s.handle_exited("late exit", 1);
+    assert_eq!(s.status(), Status::Stopped);
+}
