@@ -130,6 +130,10 @@ pub struct AguiArgs {
     /// golden transcripts in `tests/fixtures/agui` were captured).
     #[arg(long, env = "CLAUDE_BRIDGE_TRANSCRIPT_DIR")]
     pub transcript_dir: Option<PathBuf>,
+    /// Runs of a thread kept for `agent/connect` (older ones are dropped, and the replay says
+    /// so).
+    #[arg(long, env = "CLAUDE_BRIDGE_HISTORY_RUNS", default_value_t = 64, value_parser = clap::value_parser!(u64).range(1..))]
+    pub history_runs: u64,
     /// Auto-approve rules: `TOOL` or `TOOL:allow` / `TOOL:deny`, `*` ending a prefix
     /// (e.g. `Read`, `mcp__github__*:allow`, `Bash:deny`); repeat or separate with commas.
     #[arg(long, env = "CLAUDE_BRIDGE_AUTO_APPROVE", value_delimiter = ',')]

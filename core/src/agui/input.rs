@@ -427,6 +427,16 @@ pub fn to_claude_user_message(input: &RunAgentInput, options: &InputOptions) -> 
     if results.is_empty() && blocks.is_empty() {
         return None;
     }
+    if let Some(command) = slash_command(&results, &blocks) {
+        // Claude Code runs `/name args` (its own commands and `.claude/commands/*.md`) only
+        // when it is the whole message.
+        return Some(json!({
+            "type": "user",
+            "message": { "role": "user", "content": command },
+            "parent_tool_use_id": null,
+            "session_id": "default",
+        }));
+    }
     // The Messages API wants a user message's tool results before anything else.
     let mut content = results;
     if let Some(context) = context_text(&input.context) {
@@ -442,6 +452,21 @@ pub fn to_claude_user_message(input: &RunAgentInput, options: &InputOptions) -> 
         "parent_tool_use_id": null,
         "session_id": "default",
     }))
+}
+
+/// The user typed a slash command (`/compact`, `/hello world`): the turn's only content is one
+/// text starting with `/` followed by a command name.
+fn slash_command(results: &[Value], blocks: &[Value]) -> Option<String> {
+    let [block] = blocks else {
+        return None;
+    };
+    let text = block.get("text")?.as_str()?.trim();
+    let name = text.strip_prefix('/')?.split(char::is_whitespace).next()?;
+    let is_name = !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | ':' | '.'));
+    (results.is_empty() && is_name).then(|| text.to_owned())
 }
 
 fn text_block(text: &str) -> Value {
@@ -656,6 +681,30 @@ mod tests {
             value: "home".into(),
         });
         assert_eq!(to_claude_user_message(&run, &InputOptions::default()), None);
+    }
+
+    #[test]
+    fn a_slash_command_is_sent_alone_as_claude_code_runs_it() {
+        let mut run = input(json!([{"id":"1","role":"user","content":" /hello world "}]));
+        run.context.push(Context {
+            description: "page".into(),
+            value: "home".into(),
+        });
+        let line = to_claude_user_message(&run, &InputOptions::default()).unwrap();
+        assert_eq!(line["message"]["content"], "/hello world");
+        for not_a_command in ["/ nothing", "/etc/passwd is a path", "say /hello"] {
+            let run = input(json!([{"id":"1","role":"user","content": not_a_command}]));
+            let line = to_claude_user_message(&run, &InputOptions::default()).unwrap();
+            assert!(line["message"]["content"].is_array(), "{not_a_command}");
+        }
+        // With a tool result it is not a command turn.
+        let run = input(json!([
+            {"id":"a","role":"assistant","content":"","toolCalls":[{"id":"c1","type":"function","function":{"name":"x","arguments":"{}"}}]},
+            {"id":"t","role":"tool","toolCallId":"c1","content":"ok"},
+            {"id":"u","role":"user","content":"/compact"},
+        ]));
+        let line = to_claude_user_message(&run, &InputOptions::default()).unwrap();
+        assert!(line["message"]["content"].is_array());
     }
 
     #[test]

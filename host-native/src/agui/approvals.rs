@@ -30,6 +30,17 @@ pub struct PendingApproval {
     pub description: Option<String>,
 }
 
+/// A hook call the app registered, waiting for its answer (`POST /hooks/{requestId}`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PendingHook {
+    /// The AG-UI thread (Claude Code session) it belongs to.
+    pub thread_id: String,
+    /// What Claude Code asked.
+    #[serde(flatten)]
+    pub request: bridge_core::agui::session::HookRequest,
+}
+
 /// What an auto-approve rule does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -87,6 +98,7 @@ impl Rule {
 #[derive(Debug, Default)]
 pub struct Approvals {
     pending: Mutex<BTreeMap<String, PendingApproval>>,
+    hooks: Mutex<BTreeMap<String, PendingHook>>,
     rules: Mutex<Vec<Rule>>,
 }
 
@@ -96,6 +108,7 @@ impl Approvals {
     pub fn new(rules: Vec<Rule>) -> Self {
         Self {
             pending: Mutex::new(BTreeMap::new()),
+            hooks: Mutex::new(BTreeMap::new()),
             rules: Mutex::new(rules),
         }
     }
@@ -148,10 +161,34 @@ impl Approvals {
         self.pending.lock().ok()?.remove(request_id)
     }
 
+    /// A hook call now waits for the app.
+    pub fn add_hook(&self, hook: PendingHook) {
+        if let Ok(mut hooks) = self.hooks.lock() {
+            hooks.insert(hook.request.request_id.clone(), hook);
+        }
+    }
+
+    /// Every waiting hook call.
+    #[must_use]
+    pub fn hooks(&self) -> Vec<PendingHook> {
+        self.hooks
+            .lock()
+            .map(|h| h.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Take a waiting hook call to answer it.
+    pub fn take_hook(&self, request_id: &str) -> Option<PendingHook> {
+        self.hooks.lock().ok()?.remove(request_id)
+    }
+
     /// Forget a thread's waiting calls (its Claude Code exited).
     pub fn forget_thread(&self, thread_id: &str) {
         if let Ok(mut pending) = self.pending.lock() {
             pending.retain(|_, a| a.thread_id != thread_id);
+        }
+        if let Ok(mut hooks) = self.hooks.lock() {
+            hooks.retain(|_, h| h.thread_id != thread_id);
         }
     }
 }

@@ -10,11 +10,16 @@
 //! | `POST /agent/{agentId}/connect` | the thread's earlier events again (SSE; none for an unknown thread) |
 //! | `POST /agent/{agentId}/stop/{threadId}` | interrupt the thread's run |
 //! | `GET /sessions` | the Claude Code sessions and their status |
-//! | `POST /sessions/{threadId}/control` | a control request (`set_model`, `set_permission_mode`, `set_max_thinking_tokens`, `mcp_status`, `mcp_toggle`, `interrupt`) and Claude Code's answer |
+//! | `GET /sessions/{threadId}` | one session: status, capabilities (`system/init` + the `initialize` answer), settings, history kept |
+//! | `POST /sessions/{threadId}/initialize` | `{"systemPrompt"?, "appendSystemPrompt"?, "hooks"?: {"PreToolUse": [{"matcher": "Bash", "timeout"?: 30}]}}`: (re)start Claude Code with them; Claude Code's `initialize` answer (commands, models, account, …) |
+//! | `POST /sessions/{threadId}/control` | a control request (see [`CONTROLS`]) and Claude Code's answer |
 //! | `GET /approvals` | tool calls waiting for approval |
 //! | `POST /approvals/{requestId}` | `{"behavior":"allow","updatedInput":{…}}` or `{"behavior":"deny","message":"…"}` |
 //! | `GET`, `POST /approvals/rules` | auto-approve rules (`{"tool":"Read","behavior":"allow"}`) |
+//! | `GET /hooks` | hook calls waiting for the app |
+//! | `POST /hooks/{requestId}` | the hook's answer, in Claude Code's hook-output shape (`{"decision":"block","reason":"…"}`, `{"hookSpecificOutput":{…}}`, `{"continue":true}`) |
 //! | `POST /mcp/{threadId}` | the frontend tools' MCP server (Streamable HTTP) |
+//! | `GET /mcp/{threadId}` | its notification stream (`notifications/tools/list_changed` when the client's tools change) |
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -22,6 +27,7 @@ use std::sync::Arc;
 
 use bridge_core::agui::events::encode_sse;
 use bridge_core::agui::input::RunAgentInput;
+use bridge_core::agui::session::InitOptions;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 
@@ -32,19 +38,25 @@ use tracing::{info, warn};
 
 use super::approvals::{self, Rule};
 use super::mcp::{self, McpReply};
-use super::session::RunRefused;
+use super::session::{InitRefused, RunRefused};
 use super::supervisor::Supervisor;
 use crate::server::body::ResponseBody;
 use crate::server::{cors, json_response, sse_response, status_only};
 
 /// Control requests the management API passes on.
-const CONTROLS: [&str; 6] = [
+pub const CONTROLS: [&str; 12] = [
     "set_model",
     "set_permission_mode",
     "set_max_thinking_tokens",
+    "interrupt",
+    "rewind_files",
     "mcp_status",
     "mcp_toggle",
-    "interrupt",
+    "mcp_set_servers",
+    "mcp_reconnect",
+    "update_environment_variables",
+    "get_context_usage",
+    "stop_task",
 ];
 
 /// The AG-UI server's state.
@@ -170,7 +182,7 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
             Err(e) => error(StatusCode::BAD_REQUEST, &e),
         },
         (&Method::POST, ["agent", _, "connect"]) => match parse_input(&body) {
-            Ok(input) => connect(state, &input.thread_id),
+            Ok(input) => connect(state, &input.thread_id).await,
             Err(e) => error(StatusCode::BAD_REQUEST, &e),
         },
         (&Method::POST, ["agent", _, "stop", thread]) => stop(state, thread).await,
@@ -178,7 +190,16 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
             StatusCode::OK,
             json!({"sessions": state.supervisor.list()}).to_string(),
         ),
+        (&Method::GET, ["sessions", thread]) => describe(state, thread).await,
+        (&Method::POST, ["sessions", thread, "initialize"]) => {
+            initialize(state, thread, &body).await
+        }
         (&Method::POST, ["sessions", thread, "control"]) => control(state, thread, &body).await,
+        (&Method::GET, ["hooks"]) => json_response(
+            StatusCode::OK,
+            json!({"pending": state.supervisor.approvals().hooks()}).to_string(),
+        ),
+        (&Method::POST, ["hooks", request_id]) => answer_hook(state, request_id, &body).await,
         (&Method::GET, ["approvals"]) => json_response(
             StatusCode::OK,
             json!({"pending": state.supervisor.approvals().list()}).to_string(),
@@ -188,14 +209,20 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
             json!({"rules": state.supervisor.approvals().rules()}).to_string(),
         ),
         (&Method::POST, ["approvals", "rules"]) => add_rule(state, &body),
-        (&Method::POST, ["approvals", request_id]) => decide(state, request_id, &body),
+        (&Method::POST, ["approvals", request_id]) => decide(state, request_id, &body).await,
         (&Method::POST, ["mcp", thread]) => {
             match mcp::handle(&state.supervisor, thread, &body).await {
                 McpReply::Message(message) => json_response(StatusCode::OK, message.to_string()),
                 McpReply::Accepted => status_only(StatusCode::ACCEPTED),
             }
         }
-        (&Method::GET, ["mcp", _]) => status_only(StatusCode::METHOD_NOT_ALLOWED),
+        (&Method::GET, ["mcp", thread]) => match state.supervisor.get(thread) {
+            Some(session) => with_sse_headers(sse_response(mcp::notifications(&session))),
+            None => error(
+                StatusCode::NOT_FOUND,
+                &format!("no session for thread {thread}"),
+            ),
+        },
         (&Method::DELETE, ["mcp", _]) => status_only(StatusCode::OK),
         _ => error(
             StatusCode::NOT_FOUND,
@@ -284,7 +311,7 @@ async fn single_endpoint(state: &AguiState, body: &[u8]) -> Response<ResponseBod
             Err(e) => error(StatusCode::BAD_REQUEST, &e),
         },
         "agent/connect" => match input() {
-            Ok(input) => connect(state, &input.thread_id),
+            Ok(input) => connect(state, &input.thread_id).await,
             Err(e) => error(StatusCode::BAD_REQUEST, &e),
         },
         "agent/stop" => match params.get("threadId").and_then(Value::as_str) {
@@ -326,7 +353,7 @@ async fn run(state: &AguiState, input: RunAgentInput) -> Response<ResponseBody> 
 }
 
 fn stream(
-    mut events: mpsc::UnboundedReceiver<bridge_core::agui::events::AguiEvent>,
+    mut events: mpsc::Receiver<bridge_core::agui::events::AguiEvent>,
 ) -> Response<ResponseBody> {
     let (tx, rx) = mpsc::channel::<Bytes>(64);
     tokio::spawn(async move {
@@ -348,12 +375,11 @@ fn with_sse_headers(mut response: Response<ResponseBody>) -> Response<ResponseBo
 }
 
 /// Replay the thread's events (nothing for an unknown thread).
-fn connect(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
-    let history = state
-        .supervisor
-        .get(thread_id)
-        .map(|s| bridge_core::agui::replay::replayable(&s.history()))
-        .unwrap_or_default();
+async fn connect(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
+    let history = match state.supervisor.get(thread_id) {
+        Some(session) => session.replay().await,
+        None => Vec::new(),
+    };
     let text: String = history.iter().map(encode_sse).collect();
     let (tx, rx) = mpsc::channel::<Bytes>(1);
     if !text.is_empty() {
@@ -408,7 +434,7 @@ async fn control(state: &AguiState, thread_id: &str, body: &[u8]) -> Response<Re
     }
 }
 
-fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<ResponseBody> {
+async fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<ResponseBody> {
     let Ok(body) = serde_json::from_slice::<Value>(body) else {
         return error(StatusCode::BAD_REQUEST, "the body must be JSON");
     };
@@ -427,12 +453,90 @@ fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<Response
     let Some(session) = state.supervisor.get(&pending.thread_id) else {
         return error(StatusCode::GONE, "the session of this tool call ended");
     };
-    match session.answer(request_id, answer) {
+    match session.answer(request_id, answer, false).await {
         Ok(()) => json_response(
             StatusCode::OK,
             json!({"answered": request_id, "toolName": pending.tool_name, "behavior": body["behavior"]}).to_string(),
         ),
         Err(e) => error(StatusCode::GONE, &e),
+    }
+}
+
+async fn answer_hook(state: &AguiState, request_id: &str, body: &[u8]) -> Response<ResponseBody> {
+    let Ok(answer) = serde_json::from_slice::<Value>(body) else {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "the body must be JSON: the hook's output",
+        );
+    };
+    if !answer.is_object() {
+        return error(
+            StatusCode::BAD_REQUEST,
+            "a hook answer is a JSON object in Claude Code's hook-output shape, e.g. {\"decision\":\"block\",\"reason\":\"…\"} or {\"continue\":true}",
+        );
+    }
+    let Some(pending) = state.supervisor.approvals().take_hook(request_id) else {
+        return error(
+            StatusCode::NOT_FOUND,
+            &format!("no hook call waits under {request_id} (GET /hooks lists them)"),
+        );
+    };
+    let Some(session) = state.supervisor.get(&pending.thread_id) else {
+        return error(StatusCode::GONE, "the session of this hook call ended");
+    };
+    match session.answer(request_id, answer, true).await {
+        Ok(()) => json_response(
+            StatusCode::OK,
+            json!({"answered": request_id, "hookEvent": pending.request.hook_event}).to_string(),
+        ),
+        Err(e) => error(StatusCode::GONE, &e),
+    }
+}
+
+async fn describe(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
+    let described = match state.supervisor.get(thread_id) {
+        Some(session) => session.describe().await,
+        None => None,
+    };
+    match described {
+        Some(described) => json_response(StatusCode::OK, described.to_string()),
+        None => error(
+            StatusCode::NOT_FOUND,
+            &format!("no session for thread {thread_id}"),
+        ),
+    }
+}
+
+/// Set what Claude Code starts with and (re)start it; the session is created if needed.
+async fn initialize(state: &AguiState, thread_id: &str, body: &[u8]) -> Response<ResponseBody> {
+    let options = match serde_json::from_slice::<InitOptions>(body) {
+        Ok(options) => options,
+        Err(e) => {
+            return error(
+                StatusCode::BAD_REQUEST,
+                &format!(
+                    "the body must be {{\"systemPrompt\"?, \"appendSystemPrompt\"?, \"hooks\"?: {{\"PreToolUse\": [{{\"matcher\": \"Bash\", \"timeout\": 30}}]}}}}: {e}"
+                ),
+            );
+        }
+    };
+    let session = match state.supervisor.session(thread_id) {
+        Ok((session, evicted)) => {
+            for old in evicted {
+                tokio::spawn(async move { old.stop().await });
+            }
+            session
+        }
+        Err(busy) => return error(StatusCode::TOO_MANY_REQUESTS, &busy.to_string()),
+    };
+    match session.initialize(options).await {
+        Ok(answer) => json_response(
+            StatusCode::OK,
+            json!({"threadId": thread_id, "initialize": answer}).to_string(),
+        ),
+        Err(InitRefused::Busy(e)) => error(StatusCode::CONFLICT, &e),
+        Err(InitRefused::Invalid(e)) => error(StatusCode::BAD_REQUEST, &e),
+        Err(InitRefused::Failed(e)) => error(StatusCode::BAD_GATEWAY, &e),
     }
 }
 

@@ -3,9 +3,16 @@
 //! its latest run (`tools/list`) and calls them (`tools/call`). A call ends the running AG-UI run
 //! (the client sees the tool call and runs the tool) and is answered with the result the client
 //! sends in its next run.
+//!
+//! Tools the client registers later reach the running Claude Code without a new process: the
+//! server says `tools.listChanged`, Claude Code keeps a `GET` stream open ([`notifications`]),
+//! and a `notifications/tools/list_changed` on it makes Claude Code list the tools again.
 
+use bytes::Bytes;
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
+use super::session::Session;
 use super::supervisor::Supervisor;
 
 /// Protocol versions this server speaks, newest first.
@@ -65,7 +72,7 @@ pub async fn handle(supervisor: &Supervisor, thread_id: &str, body: &[u8]) -> Mc
                 &id,
                 json!({
                     "protocolVersion": version,
-                    "capabilities": {"tools": {"listChanged": false}},
+                    "capabilities": {"tools": {"listChanged": true}},
                     "serverInfo": {"name": "claude-bridge-frontend", "version": env!("CARGO_PKG_VERSION")},
                     "instructions": "Tools of the web app the user is working in; the app runs them and returns their results.",
                 }),
@@ -73,10 +80,11 @@ pub async fn handle(supervisor: &Supervisor, thread_id: &str, body: &[u8]) -> Mc
         }
         "ping" => result(&id, json!({})),
         "tools/list" => {
-            let tools: Vec<Value> = supervisor
-                .get(thread_id)
-                .map(|s| s.frontend_tools())
-                .unwrap_or_default()
+            let tools = match supervisor.get(thread_id) {
+                Some(session) => session.frontend_tools().await,
+                None => Vec::new(),
+            };
+            let tools: Vec<Value> = tools
                 .iter()
                 .map(|t| {
                     let schema = if t.parameters.is_object() {
@@ -96,7 +104,12 @@ pub async fn handle(supervisor: &Supervisor, thread_id: &str, body: &[u8]) -> Mc
             let Some(session) = supervisor.get(thread_id) else {
                 return error(&id, -32602, &format!("no session for thread {thread_id}"));
             };
-            if !session.frontend_tools().iter().any(|t| t.name == name) {
+            if !session
+                .frontend_tools()
+                .await
+                .iter()
+                .any(|t| t.name == name)
+            {
                 return error(&id, -32602, &format!("Unknown tool: {name}"));
             }
             match session.frontend_call(name).await {
@@ -112,4 +125,29 @@ pub async fn handle(supervisor: &Supervisor, thread_id: &str, body: &[u8]) -> Mc
         }
         other => error(&id, -32601, &format!("Method not found: {other}")),
     }
+}
+
+/// The `GET` stream of a thread's MCP server: one `notifications/tools/list_changed` each time
+/// the client's tools change, for as long as the session and the connection live.
+pub fn notifications(session: &Session) -> mpsc::Receiver<Bytes> {
+    let mut changes = session.tools_changed();
+    changes.mark_unchanged();
+    let (tx, rx) = mpsc::channel(4);
+    tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { break },
+                () = tx.closed() => break,
+            }
+            let event = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+            if tx
+                .send(Bytes::from(format!("event: message\ndata: {event}\n\n")))
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    });
+    rx
 }

@@ -77,6 +77,7 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         mcp_base: format!("http://{local}"),
         control_timeout: Duration::from_secs(agent.control_timeout.max(1)),
         transcript_dir: agent.transcript_dir.clone(),
+        history_runs: usize::try_from(agent.history_runs).unwrap_or(usize::MAX),
     };
     let state = Arc::new(http::AguiState {
         supervisor: Supervisor::new(config, Arc::new(Approvals::new(rules)), agent.max_sessions),

@@ -300,6 +300,8 @@ struct PendingControl {
     caller: Option<Caller>,
     subtype: String,
     deadline: u64,
+    /// `update_environment_variables`: the names asked for.
+    names: Vec<String>,
 }
 
 /// What Claude Code asked and the app must answer.
@@ -353,6 +355,10 @@ pub struct AguiSession {
     tools: Vec<Tool>,
     settings: BTreeMap<String, Value>,
     environment: BTreeMap<String, String>,
+    /// Variables Claude Code cannot take while running: the process restarts before the next run.
+    restart_wanted: bool,
+    /// The `frontend` MCP server's config (kept in every `mcp_set_servers`).
+    frontend_server: Option<Value>,
     init: InitOptions,
     /// callback id → (hook event, matcher).
     hook_ids: BTreeMap<String, (String, Option<String>)>,
@@ -389,6 +395,8 @@ impl AguiSession {
             tools: Vec::new(),
             settings: BTreeMap::new(),
             environment: BTreeMap::new(),
+            restart_wanted: false,
+            frontend_server: None,
             init: InitOptions::default(),
             hook_ids: BTreeMap::new(),
             claude_session: resume,
@@ -445,6 +453,19 @@ impl AguiSession {
     #[must_use]
     pub fn is_running(&self) -> bool {
         self.run.is_some()
+    }
+
+    /// Whether the process should restart (resuming) before the next run: the app set
+    /// environment variables Claude Code only reads at start.
+    #[must_use]
+    pub fn needs_restart(&self) -> bool {
+        self.restart_wanted && self.is_alive() && self.run.is_none()
+    }
+
+    /// The config of the host's `frontend` MCP server (as in `--mcp-config`): an app's
+    /// `mcp_set_servers` replaces Claude Code's whole set, so this one is added to each.
+    pub fn set_frontend_server(&mut self, config: Value) {
+        self.frontend_server = Some(config);
     }
 
     /// Claude Code's session id (from `system/init`, or the one to resume).
@@ -527,6 +548,7 @@ impl AguiSession {
     /// remembered settings go first.
     pub fn handle_spawned(&mut self, now: u64, caller: Option<Caller>) {
         self.process = Process::Alive { ready: false };
+        self.restart_wanted = false;
         self.turn = Turn::Closed;
         self.held = None;
         let initialize = self.initialize_request();
@@ -554,6 +576,7 @@ impl AguiSession {
     /// with new options (the next run or `initialize` respawns it).
     pub fn handle_stopped(&mut self, reason: &str, for_good: bool, _now: u64) {
         self.lost(reason);
+        self.restart_wanted = false;
         self.process = if for_good {
             Process::Stopped
         } else {
@@ -910,6 +933,12 @@ impl AguiSession {
         } else {
             Ok(response.get("response").cloned().unwrap_or(Value::Null))
         };
+        let result = match (pending.subtype.as_str(), result) {
+            ("update_environment_variables", Ok(answer)) => {
+                Ok(self.environment_answer(&pending.names, &answer))
+            }
+            (_, result) => result,
+        };
         if pending.subtype == "initialize" {
             if let Ok(Value::Object(answer)) = &result {
                 self.initialized = Some(answer.clone());
@@ -958,8 +987,16 @@ impl AguiSession {
             .to_owned();
         match subtype.as_str() {
             "update_environment_variables" => {
-                let result = self.update_environment(&request);
-                self.outputs.push_back(done(result));
+                if let Err(e) = self.update_environment(caller, &request, now) {
+                    self.outputs.push_back(done(Err(e)));
+                }
+                return;
+            }
+            "mcp_set_servers" => {
+                match self.with_frontend_server(request) {
+                    Ok(request) => self.send_checked(caller, request, now),
+                    Err(e) => self.outputs.push_back(done(Err(e))),
+                }
                 return;
             }
             "rewind_files" => {
@@ -999,9 +1036,16 @@ impl AguiSession {
         self.send_control(Some(caller), request, now);
     }
 
-    /// `{"subtype":"update_environment_variables","variables":{NAME: value}}`: the running
-    /// process is told (a stdin message, not a control request) and a restarted one gets them.
-    fn update_environment(&mut self, request: &Value) -> Result<Value, String> {
+    /// `{"subtype":"update_environment_variables","variables":{NAME: value}}`. Claude Code
+    /// takes a few variables while running (its auth tokens: the `applied` list of its answer);
+    /// every variable is kept for the process environment, so when some were not applied the
+    /// process restarts (resuming the conversation) before the next run.
+    fn update_environment(
+        &mut self,
+        caller: Caller,
+        request: &Value,
+        now: u64,
+    ) -> Result<(), String> {
         let Some(variables) = request.get("variables").and_then(Value::as_object) else {
             return Err(String::from(
                 "`variables` must be an object of NAME: \"value\" strings",
@@ -1020,11 +1064,73 @@ impl AguiSession {
             }
             set.insert(name.clone(), value.to_owned());
         }
-        let line = json!({"type": "update_environment_variables", "variables": set});
+        if self.controls.len() >= self.limits.max_pending_controls {
+            return Err(String::from(
+                "too many control requests wait for Claude Code",
+            ));
+        }
+        self.next_request += 1;
+        let id = format!("req_{}_{}", self.next_request, self.seed % 100_000);
+        let line =
+            json!({"type": "update_environment_variables", "variables": set, "request_id": id});
         self.outputs.push_back(Output::Write(line_of(&line)));
         let names: Vec<String> = set.keys().cloned().collect();
         self.environment.extend(set);
-        Ok(json!({"updated": names}))
+        self.controls.insert(
+            id,
+            PendingControl {
+                caller: Some(caller),
+                subtype: String::from("update_environment_variables"),
+                deadline: now + self.limits.control_timeout_ms,
+                names,
+            },
+        );
+        Ok(())
+    }
+
+    /// Claude Code's answer to `update_environment_variables`: what it did not apply waits for
+    /// a restart.
+    fn environment_answer(&mut self, names: &[String], answer: &Value) -> Value {
+        let applied: Vec<&str> = answer
+            .get("applied")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let later: Vec<&String> = names
+            .iter()
+            .filter(|n| !applied.contains(&n.as_str()))
+            .collect();
+        if !later.is_empty() {
+            self.restart_wanted = true;
+        }
+        json!({
+            "applied": applied,
+            "atNextRun": later,
+            "message": if later.is_empty() {
+                "Claude Code applied every variable"
+            } else {
+                "Claude Code reads these only when it starts: it restarts before the next run, resuming the conversation"
+            },
+        })
+    }
+
+    /// `mcp_set_servers` replaces every server Claude Code was given, `--mcp-config`'s
+    /// included: the bridge's `frontend` server is added to the set.
+    fn with_frontend_server(&self, mut request: Value) -> Result<Value, String> {
+        let Some(servers) = request.get_mut("servers").and_then(Value::as_object_mut) else {
+            return Err(String::from(
+                "`servers` must be an object of name: MCP server config ({\"type\":\"http\",\"url\":…} or {\"command\":…})",
+            ));
+        };
+        if servers.contains_key(FRONTEND_SERVER) {
+            return Err(format!(
+                "the MCP server name `{FRONTEND_SERVER}` is the bridge's (the app's own tools); choose another name"
+            ));
+        }
+        if let Some(config) = &self.frontend_server {
+            servers.insert(FRONTEND_SERVER.to_owned(), config.clone());
+        }
+        Ok(request)
     }
 
     /// The caller of a control request went away: Claude Code is told
@@ -1186,6 +1292,7 @@ impl AguiSession {
                 caller,
                 subtype,
                 deadline: now + self.limits.control_timeout_ms,
+                names: Vec::new(),
             },
         );
     }

@@ -356,7 +356,7 @@ fn a_turn_that_never_ends_after_the_grace_gets_the_process_killed() {
 }
 
 #[test]
-fn settings_and_environment_come_back_after_a_restart() {
+fn settings_come_back_after_a_restart() {
     let mut s = ready();
     s.handle_control(1, json!({"subtype": "set_model", "model": "haiku"}), 0);
     s.handle_control(
@@ -366,21 +366,7 @@ fn settings_and_environment_come_back_after_a_restart() {
     );
     s.handle_control(3, json!({"subtype": "set_model", "model": "opus"}), 0);
     s.handle_control(4, json!({"subtype": "mcp_status"}), 0);
-    s.handle_control(
-        5,
-        json!({"subtype": "update_environment_variables", "variables": {"PROJECT": "x"}}),
-        0,
-    );
-    let out = drain(&mut s);
-    assert_eq!(
-        control_done(&out, 5),
-        Some(Ok(json!({"updated": ["PROJECT"]})))
-    );
-    assert!(
-        writes(&out).contains(
-            &json!({"type": "update_environment_variables", "variables": {"PROJECT": "x"}})
-        )
-    );
+    drain(&mut s);
     s.handle_exited("Claude Code exited (signal 9)", 1);
     let out = drain(&mut s);
     for caller in 1..=4 {
@@ -402,16 +388,85 @@ fn settings_and_environment_come_back_after_a_restart() {
             json!({"subtype": "set_permission_mode", "mode": "plan"}),
         ]
     );
+}
+
+#[test]
+fn environment_variables_claude_code_cannot_take_live_restart_it_before_the_next_run() {
+    let mut s = ready();
+    s.handle_control(
+        5,
+        json!({"subtype": "update_environment_variables",
+            "variables": {"PROJECT": "x", "CLAUDE_CODE_OAUTH_TOKEN": "t"}}),
+        0,
+    );
+    let sent = writes(&drain(&mut s));
+    assert_eq!(sent[0]["type"], "update_environment_variables");
+    assert_eq!(
+        sent[0]["variables"],
+        json!({"PROJECT": "x", "CLAUDE_CODE_OAUTH_TOKEN": "t"})
+    );
+    let id = sent[0]["request_id"].clone();
+    assert!(!s.needs_restart());
+    let out = line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id,
+            "response": {"applied": ["CLAUDE_CODE_OAUTH_TOKEN"]}}}),
+        1,
+    );
+    let answer = control_done(&out, 5).unwrap().unwrap();
+    assert_eq!(answer["applied"], json!(["CLAUDE_CODE_OAUTH_TOKEN"]));
+    assert_eq!(answer["atNextRun"], json!(["PROJECT"]));
+    assert!(s.needs_restart());
     assert_eq!(
         s.environment().get("PROJECT").map(String::as_str),
         Some("x")
     );
+    // The host restarts it: the variables stay, the wish is met.
+    s.handle_stopped("restart for the environment", false, 2);
+    assert!(!s.needs_restart());
+    s.handle_spawned(3, None);
+    assert_eq!(s.environment().len(), 2);
+    drain(&mut s);
     s.handle_control(
         6,
         json!({"subtype": "update_environment_variables", "variables": {"A": 1}}),
         3,
     );
-    assert!(control_done(&drain(&mut s), 6).unwrap().is_err());
+    assert!(
+        control_done(&drain(&mut s), 6)
+            .unwrap()
+            .unwrap_err()
+            .contains("string")
+    );
+}
+
+#[test]
+fn the_apps_mcp_servers_keep_the_frontend_server() {
+    let mut s = ready();
+    let frontend = json!({"type": "http", "url": "http://127.0.0.1:1/mcp/thread-1"});
+    s.set_frontend_server(frontend.clone());
+    s.handle_control(
+        1,
+        json!({"subtype": "mcp_set_servers", "servers": {"docs": {"type": "http", "url": "http://x/mcp"}}}),
+        0,
+    );
+    let sent = writes(&drain(&mut s));
+    assert_eq!(sent[0]["request"]["servers"]["frontend"], frontend);
+    assert_eq!(sent[0]["request"]["servers"]["docs"]["url"], "http://x/mcp");
+    // It is replayed to a restarted process, frontend included.
+    s.handle_exited("gone", 1);
+    drain(&mut s);
+    s.handle_spawned(2, None);
+    let sent = writes(&drain(&mut s));
+    assert_eq!(sent[1]["request"]["subtype"], "mcp_set_servers");
+    assert_eq!(sent[1]["request"]["servers"]["frontend"], frontend);
+    for bad in [
+        json!({"subtype": "mcp_set_servers"}),
+        json!({"subtype": "mcp_set_servers", "servers": {"frontend": {}}}),
+    ] {
+        s.handle_control(2, bad, 3);
+        assert!(control_done(&drain(&mut s), 2).unwrap().is_err());
+    }
 }
 
 #[test]
