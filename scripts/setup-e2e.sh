@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Install the real clients the end-to-end tests drive (tests/tests/e2e_*.rs):
 #   - tests/e2e/node_modules: @anthropic-ai/claude-code (native CLI), @anthropic-ai/sdk, the @noble
-#     crypto libraries, @ag-ui/client, openai and @openai/codex (pinned in package.json)
+#     crypto libraries, @ag-ui/client, @modelcontextprotocol/sdk, openai and @openai/codex (pinned in package.json)
 #   - tests/evm/node_modules: hardhat (the local EVM node) and solc (pinned in package.json)
 #   - tests/e2e/.venv: Python venv with the `anthropic` and `openai` SDKs (pinned in requirements.txt)
 # Idempotent and quiet; a no-op taking well under a second when everything is in place.
@@ -24,6 +24,7 @@ npm_ok() {
     [[ -f node_modules/@anthropic-ai/sdk/package.json ]] &&
     [[ -f node_modules/@noble/secp256k1/package.json ]] &&
     [[ -f node_modules/@ag-ui/client/package.json ]] &&
+    [[ -f node_modules/@modelcontextprotocol/sdk/package.json ]] &&
     [[ -f node_modules/openai/package.json ]] &&
     [[ -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ]] &&
     ls node_modules/@anthropic-ai/claude-code-linux-*/claude >/dev/null 2>&1

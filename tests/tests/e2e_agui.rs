@@ -40,6 +40,7 @@ async fn upstream() -> Upstream {
             .map(|m| m["content"].to_string())
             .find(|t| t.contains("SCENARIO:"))
             .unwrap_or_default();
+        let answered = fresh_tool_result(req);
         if !req.is_chat() || req.tools().is_empty() {
             background_response()
         } else if text.contains("SCENARIO:text") {
@@ -65,6 +66,44 @@ async fn upstream() -> Upstream {
                 stream = stream.text(&format!("part{i} ")).pause(Duration::from_millis(200));
             }
             stream.finish("stop").build()
+        } else if text.contains("SCENARIO:edit") {
+            if answered {
+                text_stream(&["Written."])
+            } else {
+                let path = text
+                    .split("PATH=")
+                    .nth(1)
+                    .and_then(|rest| rest.split([' ', '"', '\\']).next())
+                    .unwrap_or_default();
+                let args = json!({"file_path": path, "content": "written by the model\n"}).to_string();
+                tool_call_stream("call_write", "Write", &[&args])
+            }
+        } else if text.contains("SCENARIO:mcp") {
+            if answered {
+                let result: String = req
+                    .tool_messages()
+                    .iter()
+                    .map(|m| m["content"].to_string())
+                    .collect();
+                text_stream(&["Found: ", &result])
+            } else {
+                let args = json!({"topic": "bridges"}).to_string();
+                tool_call_stream("call_fact", "mcp__docs__lookup_fact", &[&args])
+            }
+        } else if text.contains("SCENARIO:newtool") {
+            if answered {
+                text_stream(&["Picked."])
+            } else {
+                tool_call_stream("call_pick", "mcp__frontend__pick_color", &["{}"])
+            }
+        } else if text.contains("SCENARIO:hookbash") {
+            if answered {
+                text_stream(&["Understood."])
+            } else {
+                let args = json!({"command": "echo hooked > hooked.txt", "description": "Write a file"})
+                    .to_string();
+                tool_call_stream("call_hook", "Bash", &[&args])
+            }
         } else if text.contains("SCENARIO:frontend") {
             if req.has_tool_result() {
                 text_stream(&["Card ", "shown."])
@@ -88,6 +127,17 @@ async fn upstream() -> Upstream {
     })
     .await
     .unwrap()
+}
+
+/// Whether a tool result came after the latest user message that names a scenario (a thread may
+/// run several scenarios, each with its own tool call).
+fn fresh_tool_result(req: &RecordedRequest) -> bool {
+    let messages = req.messages();
+    let start = messages
+        .iter()
+        .rposition(|m| m["role"] == "user" && m["content"].to_string().contains("SCENARIO:"))
+        .unwrap_or(0);
+    messages[start..].iter().any(|m| m["role"] == "tool")
 }
 
 struct World {
@@ -775,4 +825,449 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
         .count();
     assert_eq!(runs, 4, "{}", r.text());
     assert!(r.text().contains(r#""name":"run_error""#), "{}", r.text());
+}
+
+/// Run `tests/e2e/agui_app.mjs` (a scripted web app) against the world's bridge: what each step saw.
+async fn app(world: &World, thread: &str, steps: Value) -> Vec<Value> {
+    let spec = json!({"base": world.bridge.base_url(), "threadId": thread, "steps": steps});
+    let mut cmd = Command::new("node");
+    cmd.arg(e2e_dir().join("agui_app.mjs"))
+        .arg(spec.to_string())
+        .current_dir(e2e_dir());
+    let output = run(cmd, CLIENT_TIMEOUT, "the AG-UI app").await.unwrap();
+    let out: Value = serde_json::from_str(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the AG-UI app printed no result ({e}):\n{}\n{}\n--- bridge log:\n{}",
+            output.stdout,
+            output.stderr,
+            world.bridge.log()
+        )
+    });
+    assert!(
+        out["error"].is_null(),
+        "{}\n--- bridge log:\n{}",
+        out["error"],
+        world.bridge.log()
+    );
+    out["steps"].as_array().unwrap().clone()
+}
+
+/// The events of a run step's runs, each run checked by the core's AG-UI verifier.
+fn run_events(step: &Value, ctx: &str) -> Vec<Vec<Value>> {
+    step["runs"]
+        .as_array()
+        .unwrap_or_else(|| panic!("not a run step: {step}\n{ctx}"))
+        .iter()
+        .map(|run| {
+            assert!(
+                run["error"].is_null(),
+                "run failed: {}\n{ctx}",
+                run["error"]
+            );
+            let events: Vec<Value> = run["events"].as_array().unwrap().clone();
+            let typed: Vec<AguiEvent> = events
+                .iter()
+                .map(|e| serde_json::from_value(e.clone()).unwrap())
+                .collect();
+            Verifier::check(&typed).unwrap_or_else(|v| panic!("{v:?}\n{ctx}"));
+            events
+        })
+        .collect()
+}
+
+fn run_text(events: &[Value]) -> String {
+    events
+        .iter()
+        .filter(|e| e["type"] == "TEXT_MESSAGE_CONTENT")
+        .map(|e| e["delta"].as_str().unwrap_or_default())
+        .collect()
+}
+
+fn app_context(world: &World, steps: &[Value]) -> String {
+    format!(
+        "app saw: {}\n--- upstream saw:\n{}\n--- bridge log:\n{}",
+        serde_json::to_string_pretty(steps).unwrap_or_default(),
+        world.upstream.dump(),
+        world.bridge.log()
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn initialize_an_app_hook_a_slash_command_and_the_capabilities() {
+    let world = world("agui-init").await;
+    let commands = world.cwd.path().join(".claude/commands");
+    std::fs::create_dir_all(&commands).unwrap();
+    std::fs::write(
+        commands.join("greet.md"),
+        "---\ndescription: Greets someone\n---\nSCENARIO:text Greet $ARGUMENTS warmly.\n",
+    )
+    .unwrap();
+    let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        "permissionDecision": "deny", "permissionDecisionReason": "the app allows no shell here"}});
+    let steps = app(
+        &world,
+        "thread-init",
+        json!([
+            {"op": "initialize", "body": {"appendSystemPrompt": "APP-PROMPT-MARK-51",
+                "hooks": {"PreToolUse": [{"matcher": "Bash", "timeout": 60}]}}},
+            {"op": "run", "prompt": "/greet world"},
+            {"op": "run", "prompt": "SCENARIO:hookbash make a file", "hookAnswer": deny},
+            {"op": "get", "path": "/sessions/{threadId}"},
+            {"op": "initialize", "body": {"hooks": {"": []}}},
+            {"op": "initialize", "body": {"systemPrompt": 7}},
+        ]),
+    )
+    .await;
+    let ctx = app_context(&world, &steps);
+
+    // initialize answered with Claude Code's commands, models and account.
+    assert_eq!(steps[0]["status"], 200, "{ctx}");
+    let answer = &steps[0]["body"]["initialize"];
+    assert!(
+        answer["commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c["name"] == "greet"),
+        "{ctx}"
+    );
+    assert!(
+        answer["models"].is_array() && answer["account"].is_object(),
+        "{ctx}"
+    );
+
+    // The slash command ran: Claude Code expanded it, the model answered.
+    let greet = &run_events(&steps[1], &ctx)[0];
+    assert_eq!(run_text(greet), "Hello from the bridge.", "{ctx}");
+    let requests = world.upstream.model_requests();
+    let expanded = requests
+        .iter()
+        .find(|r| r.all_text().contains("Greet world warmly"))
+        .unwrap_or_else(|| panic!("the command was not expanded\n{ctx}"));
+    assert!(
+        expanded
+            .all_text()
+            .contains("<command-name>/greet</command-name>"),
+        "{ctx}"
+    );
+    // The app's system prompt reached the model.
+    assert!(
+        expanded.messages()[0]["content"]
+            .to_string()
+            .contains("APP-PROMPT-MARK-51"),
+        "{ctx}"
+    );
+    // The capabilities are the state: system/init's and the initialize answer's.
+    let snapshot = greet
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "STATE_SNAPSHOT")
+        .unwrap_or_else(|| panic!("no STATE_SNAPSHOT\n{ctx}"));
+    let state = &snapshot["snapshot"];
+    assert!(
+        state["slash_commands"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "greet"),
+        "{ctx}"
+    );
+    assert!(
+        state["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "Bash"),
+        "{ctx}"
+    );
+    for key in [
+        "commands",
+        "models",
+        "account",
+        "agents",
+        "skills",
+        "plugins",
+        "mcp_servers",
+        "model",
+        "permissionMode",
+    ] {
+        assert!(!state[key].is_null(), "{key} missing from the state\n{ctx}");
+    }
+
+    // The app's hook denied the Bash call; the model saw why; nothing ran.
+    let hooked = &steps[2]["runs"][0];
+    let hooks = hooked["hooks"].as_array().unwrap();
+    assert_eq!(hooks.len(), 1, "{ctx}");
+    assert_eq!(hooks[0]["status"], 200, "{ctx}");
+    assert_eq!(hooks[0]["listed"]["hookEvent"], "PreToolUse", "{ctx}");
+    assert_eq!(hooks[0]["listed"]["input"]["tool_name"], "Bash", "{ctx}");
+    assert!(hooked["approvals"].as_array().unwrap().is_empty(), "{ctx}");
+    assert_eq!(
+        run_text(&run_events(&steps[2], &ctx)[0]),
+        "Understood.",
+        "{ctx}"
+    );
+    assert!(!world.cwd.path().join("hooked.txt").exists(), "{ctx}");
+    let seen = world
+        .upstream
+        .model_requests()
+        .iter()
+        .flat_map(|r| {
+            r.tool_messages()
+                .into_iter()
+                .map(|m| m["content"].to_string())
+                .collect::<Vec<_>>()
+        })
+        .find(|c| c.contains("the app allows no shell here"));
+    assert!(
+        seen.is_some_and(|c| c.contains("PreToolUse:Bash hook")),
+        "the model did not see the hook's reason\n{ctx}"
+    );
+
+    // GET /sessions/{threadId}.
+    let session = &steps[3]["body"];
+    assert_eq!(steps[3]["status"], 200, "{ctx}");
+    assert_eq!(session["status"]["state"], "ready", "{ctx}");
+    assert_eq!(
+        session["initialize"]["appendSystemPrompt"], "APP-PROMPT-MARK-51",
+        "{ctx}"
+    );
+    assert!(
+        session["capabilities"]["slash_commands"].is_array(),
+        "{ctx}"
+    );
+    assert!(session["pid"].is_u64(), "{ctx}");
+    assert_eq!(session["history"]["runs"], 2, "{ctx}");
+    // Bad options are refused with what to fix.
+    assert_eq!(steps[4]["status"], 400, "{ctx}");
+    assert!(
+        steps[4]["body"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("hook event"),
+        "{ctx}"
+    );
+    assert_eq!(steps[5]["status"], 400, "{ctx}");
+    assert!(
+        steps[5]["body"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("systemPrompt"),
+        "{ctx}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_is_undone_with_rewind_files() {
+    let world = world("agui-rewind").await;
+    let path = world.cwd.path().join("rewind-me.txt");
+    let steps = app(
+        &world,
+        "thread-rewind",
+        json!([
+            {"op": "run", "messageId": "edit-msg", "approval": "allow",
+             "prompt": format!("SCENARIO:edit PATH={} please", path.display())},
+            {"op": "control", "body": {"subtype": "rewind_files", "user_message_id": "edit-msg", "dry_run": true}},
+            {"op": "get", "path": "/sessions/{threadId}"},
+            {"op": "control", "body": {"subtype": "rewind_files", "user_message_id": "edit-msg"}},
+            {"op": "control", "body": {"subtype": "rewind_files", "user_message_id": "no-such-message", "dry_run": true}},
+        ]),
+    )
+    .await;
+    let ctx = app_context(&world, &steps);
+    assert_eq!(
+        run_text(&run_events(&steps[0], &ctx)[0]),
+        "Written.",
+        "{ctx}"
+    );
+    assert_eq!(
+        steps[0]["runs"][0]["approvals"][0]["toolName"], "Write",
+        "{ctx}"
+    );
+    // The dry run lists the file and leaves it.
+    assert_eq!(steps[1]["status"], 200, "{ctx}");
+    let dry = &steps[1]["body"]["response"];
+    assert_eq!(dry["canRewind"], true, "{ctx}");
+    assert!(
+        dry["filesChanged"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| f.as_str().unwrap().ends_with("rewind-me.txt")),
+        "{ctx}"
+    );
+    assert!(steps[2]["body"]["pid"].is_u64(), "{ctx}");
+    // The rewind removed what the edit made.
+    assert_eq!(steps[3]["status"], 200, "{ctx}");
+    assert_eq!(steps[3]["body"]["response"]["canRewind"], true, "{ctx}");
+    assert!(!path.exists(), "the file is still there\n{ctx}");
+    // A message with no checkpoint cannot be rewound, and says so.
+    assert_eq!(steps[4]["body"]["response"]["canRewind"], false, "{ctx}");
+    assert!(steps[4]["body"]["response"]["error"].is_string(), "{ctx}");
+}
+
+/// The official MCP SDK's server (`tests/e2e/mcp_server.mjs`): its URL and the tool calls it logged.
+struct DocsServer {
+    url: String,
+    calls: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+    _child: tokio::process::Child,
+}
+
+async fn docs_server() -> DocsServer {
+    use tokio::io::AsyncBufReadExt;
+    let mut child = Command::new("node")
+        .arg(e2e_dir().join("mcp_server.mjs"))
+        .current_dir(e2e_dir())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let port = serde_json::from_str::<Value>(&first).unwrap()["port"]
+        .as_u64()
+        .unwrap();
+    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = std::sync::Arc::clone(&calls);
+    tokio::spawn(async move {
+        while let Ok(Some(line)) = lines.next_line().await {
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                sink.lock().unwrap().push(v);
+            }
+        }
+    });
+    DocsServer {
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        calls,
+        _child: child,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_servers_and_frontend_tools_change_without_a_new_process() {
+    let world = world("agui-mcp").await;
+    let docs = docs_server().await;
+    let pick = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {}}}]);
+    let steps = app(
+        &world,
+        "thread-mcp",
+        json!([
+            {"op": "run", "prompt": "SCENARIO:text hello"},
+            {"op": "get", "path": "/sessions/{threadId}"},
+            {"op": "control", "body": {"subtype": "mcp_set_servers", "servers": {"docs": {"type": "http", "url": docs.url}}}},
+            {"op": "run", "prompt": "SCENARIO:mcp look it up", "approval": "allow"},
+            {"op": "run", "prompt": "SCENARIO:newtool pick one", "tools": pick, "frontendResults": {"pick_color": "teal"}},
+            {"op": "control", "body": {"subtype": "mcp_status"}},
+            {"op": "control", "body": {"subtype": "mcp_reconnect", "serverName": "frontend"}},
+            {"op": "control", "body": {"subtype": "mcp_set_servers", "servers": {"frontend": {"type": "http", "url": "http://x"}}}},
+            {"op": "control", "body": {"subtype": "no_such_control"}},
+            {"op": "get", "path": "/sessions/{threadId}"},
+        ]),
+    )
+    .await;
+    let ctx = app_context(&world, &steps);
+    let pid = steps[1]["body"]["pid"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("{ctx}"));
+
+    // The server added at run time: connected, its tool approved, called, its answer seen.
+    assert_eq!(steps[2]["status"], 200, "{ctx}");
+    let added = &steps[2]["body"]["response"];
+    assert!(
+        added["added"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s == "docs"),
+        "{ctx}"
+    );
+    assert_eq!(added["errors"], json!({}), "{ctx}");
+    assert_eq!(
+        steps[3]["runs"][0]["approvals"][0]["toolName"], "mcp__docs__lookup_fact",
+        "{ctx}"
+    );
+    assert_eq!(
+        *docs.calls.lock().unwrap(),
+        vec![json!({"called": "lookup_fact", "arguments": {"topic": "bridges"}})],
+        "{ctx}"
+    );
+    assert!(
+        run_text(&run_events(&steps[3], &ctx)[0]).contains("FACT-7731"),
+        "{ctx}"
+    );
+
+    // A frontend tool registered now is called by the same process.
+    let runs = run_events(&steps[4], &ctx);
+    assert_eq!(
+        runs.len(),
+        2,
+        "the tool call ends a run, its result starts the next\n{ctx}"
+    );
+    assert!(
+        runs[0]
+            .iter()
+            .any(|e| e["type"] == "TOOL_CALL_START" && e["toolCallName"] == "pick_color"),
+        "{ctx}"
+    );
+    assert_eq!(run_text(&runs[1]), "Picked.", "{ctx}");
+    // Claude Code listed the tools again when told (`notifications/tools/list_changed`), before
+    // the run's message went.
+    assert!(
+        !world
+            .bridge
+            .log()
+            .contains("did not list the changed frontend tools in time"),
+        "{ctx}"
+    );
+    let picked = world.upstream.model_requests().iter().any(|r| {
+        r.tool_messages()
+            .iter()
+            .any(|m| m["content"].to_string().contains("teal"))
+    });
+    assert!(picked, "the client's result did not reach the model\n{ctx}");
+
+    // Both servers are up; the frontend server is the bridge's own name.
+    let servers = steps[5]["body"]["response"]["mcpServers"]
+        .as_array()
+        .unwrap();
+    for name in ["frontend", "docs"] {
+        assert!(
+            servers
+                .iter()
+                .any(|s| s["name"] == name && s["status"] == "connected"),
+            "{name}\n{ctx}"
+        );
+    }
+    assert_eq!(steps[6]["status"], 200, "{ctx}");
+    assert_eq!(steps[7]["status"], 502, "{ctx}");
+    assert!(
+        steps[7]["body"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the bridge's"),
+        "{ctx}"
+    );
+    assert_eq!(steps[8]["status"], 400, "{ctx}");
+    assert!(
+        steps[8]["body"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("rewind_files"),
+        "{ctx}"
+    );
+    // Never a new process.
+    assert_eq!(steps[9]["body"]["pid"].as_u64(), Some(pid), "{ctx}");
+    assert_eq!(
+        world
+            .bridge
+            .log()
+            .matches("Claude Code session started")
+            .count(),
+        1,
+        "{ctx}"
+    );
 }

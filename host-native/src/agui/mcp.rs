@@ -81,7 +81,7 @@ pub async fn handle(supervisor: &Supervisor, thread_id: &str, body: &[u8]) -> Mc
         "ping" => result(&id, json!({})),
         "tools/list" => {
             let tools = match supervisor.get(thread_id) {
-                Some(session) => session.frontend_tools().await,
+                Some(session) => session.frontend_tools(true).await,
                 None => Vec::new(),
             };
             let tools: Vec<Value> = tools
@@ -105,7 +105,7 @@ pub async fn handle(supervisor: &Supervisor, thread_id: &str, body: &[u8]) -> Mc
                 return error(&id, -32602, &format!("no session for thread {thread_id}"));
             };
             if !session
-                .frontend_tools()
+                .frontend_tools(false)
                 .await
                 .iter()
                 .any(|t| t.name == name)

@@ -85,7 +85,11 @@ enum SessionCommand {
     },
     Describe(oneshot::Sender<Value>),
     Replay(oneshot::Sender<Vec<AguiEvent>>),
-    Tools(oneshot::Sender<Vec<Tool>>),
+    Tools {
+        reply: oneshot::Sender<Vec<Tool>>,
+        /// Claude Code's MCP client asked (`tools/list`).
+        listed: bool,
+    },
     Stop {
         done: oneshot::Sender<()>,
     },
@@ -349,10 +353,15 @@ impl Session {
         answer.await.unwrap_or_default()
     }
 
-    /// The frontend tools the client registered in its latest run.
-    pub async fn frontend_tools(&self) -> Vec<Tool> {
+    /// The frontend tools the client registered in its latest run; `listed`: Claude Code's MCP
+    /// client asked for them (`tools/list`), so a run waiting for that may go on.
+    pub async fn frontend_tools(&self, listed: bool) -> Vec<Tool> {
         let (reply, answer) = oneshot::channel();
-        if self.send(SessionCommand::Tools(reply)).await.is_err() {
+        if self
+            .send(SessionCommand::Tools { reply, listed })
+            .await
+            .is_err()
+        {
             return Vec::new();
         }
         answer.await.unwrap_or_default()
@@ -518,7 +527,10 @@ impl Actor {
             SessionCommand::Replay(reply) => {
                 let _ = reply.send(self.machine.replay());
             }
-            SessionCommand::Tools(reply) => {
+            SessionCommand::Tools { reply, listed } => {
+                if listed {
+                    self.machine.handle_tools_listed(now);
+                }
                 let _ = reply.send(self.machine.frontend_tools().to_vec());
             }
             SessionCommand::Stop { .. } => {}
@@ -706,6 +718,11 @@ impl Actor {
                 }
                 Output::ToolsChanged => {
                     self.shared.tools_changed.send_modify(|n| *n += 1);
+                    if self.shared.tools_changed.receiver_count() == 0 {
+                        // No notification stream is open: nobody will list them now.
+                        let now = self.now();
+                        self.machine.handle_tools_listed(now);
+                    }
                 }
                 Output::Kill { reason } => {
                     warn!(thread = %self.thread_id, %reason, "killing Claude Code");

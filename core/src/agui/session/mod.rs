@@ -97,6 +97,9 @@ pub struct Limits {
     pub interrupt_grace_ms: u64,
     /// How long an abandoned turn may take to print its `result` before the process is killed.
     pub stale_turn_ms: u64,
+    /// How long a run's message waits for Claude Code to list the frontend tools again after
+    /// they changed (so the turn can call the new ones).
+    pub tools_sync_ms: u64,
     /// Control requests that may wait at once.
     pub max_pending_controls: usize,
     /// Runs kept for `agent/connect`.
@@ -111,6 +114,7 @@ impl Default for Limits {
             control_timeout_ms: 30_000,
             interrupt_grace_ms: 5_000,
             stale_turn_ms: 30_000,
+            tools_sync_ms: 3_000,
             max_pending_controls: 32,
             history_runs: 64,
             history_events: 20_000,
@@ -342,8 +346,11 @@ pub struct AguiSession {
     limits: Limits,
     process: Process,
     turn: Turn,
-    /// The next run's user line, written once the abandoned turn ends.
+    /// The next run's user line, written once the abandoned turn ended and Claude Code listed
+    /// the changed frontend tools.
     held: Option<String>,
+    /// Claude Code was told the frontend tools changed and has not listed them yet (deadline).
+    tools_sync: Option<u64>,
     /// The running run, with its interrupt deadline.
     run: Option<Option<u64>>,
     /// One translator for the thread: it remembers which blocks were streamed across runs.
@@ -386,6 +393,7 @@ impl AguiSession {
             process: Process::NotStarted,
             turn: Turn::Closed,
             held: None,
+            tools_sync: None,
             run: None,
             translator: None,
             controls: BTreeMap::new(),
@@ -425,7 +433,11 @@ impl AguiSession {
             Turn::Abandoned { until } => Some(until),
             _ => None,
         };
-        controls.chain(interrupt).chain(stale).min()
+        controls
+            .chain(interrupt)
+            .chain(stale)
+            .chain(self.tools_sync)
+            .min()
     }
 
     /// The session's status.
@@ -669,6 +681,7 @@ impl AguiSession {
             self.tools.clone_from(&input.tools);
             if had {
                 self.outputs.push_back(Output::ToolsChanged);
+                self.tools_sync = Some(now + self.limits.tools_sync_ms);
             }
         }
         // Results for frontend tool calls Claude Code waits on answer those calls.
@@ -720,17 +733,14 @@ impl AguiSession {
         self.apply_forwarded_props(&input.forwarded_props, now);
         match message {
             Some(line) => {
-                let text = line_of(&line);
                 if matches!(self.turn, Turn::Abandoned { .. }) {
                     self.log(
                         LogLevel::Info,
                         "the run's message waits for the interrupted turn to end",
                     );
-                    self.held = Some(text);
-                } else {
-                    self.turn = Turn::Open;
-                    self.outputs.push_back(Output::Write(text));
                 }
+                self.held = Some(line_of(&line));
+                self.release_held();
             }
             // Nothing new for Claude Code: the run ends at once.
             None if answered == 0 => self.translate(ClaudeToAgui::suspend),
@@ -823,10 +833,7 @@ impl AguiSession {
                         LogLevel::Info,
                         "the interrupted turn ended; its result is not credited to any run",
                     );
-                    if let Some(held) = self.held.take() {
-                        self.turn = Turn::Open;
-                        self.outputs.push_back(Output::Write(held));
-                    }
+                    self.release_held();
                     return;
                 }
                 self.turn = Turn::Closed;
@@ -965,6 +972,25 @@ impl AguiSession {
                     );
                 }
             }
+        }
+    }
+
+    /// Write the held user line once nothing holds it any more.
+    fn release_held(&mut self) {
+        if matches!(self.turn, Turn::Abandoned { .. }) || self.tools_sync.is_some() {
+            return;
+        }
+        if let Some(line) = self.held.take() {
+            self.turn = Turn::Open;
+            self.outputs.push_back(Output::Write(line));
+        }
+    }
+
+    /// Claude Code listed the frontend tools (`tools/list` on the MCP server), or nobody is
+    /// connected to be told they changed: the run's message may go.
+    pub fn handle_tools_listed(&mut self, _now: u64) {
+        if self.tools_sync.take().is_some() {
+            self.release_held();
         }
     }
 
@@ -1258,6 +1284,16 @@ impl AguiSession {
                 };
             }
         }
+        if let Some(at) = self.tools_sync
+            && at <= now
+        {
+            self.tools_sync = None;
+            self.log(
+                LogLevel::Warn,
+                "Claude Code did not list the changed frontend tools in time; the run goes on",
+            );
+            self.release_held();
+        }
         if let Turn::Abandoned { until } = self.turn
             && until <= now
         {
@@ -1380,6 +1416,7 @@ impl AguiSession {
         }
         self.turn = Turn::Closed;
         self.held = None;
+        self.tools_sync = None;
     }
 }
 

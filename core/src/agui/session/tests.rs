@@ -658,12 +658,36 @@ fn new_frontend_tools_mid_session_are_announced() {
         serde_json::from_value(json!([{"name": "map", "description": "", "parameters": {}}]))
             .unwrap();
     s.handle_run(&next, 2).unwrap();
-    assert!(drain(&mut s).contains(&Output::ToolsChanged));
+    let out = drain(&mut s);
+    assert!(out.contains(&Output::ToolsChanged));
+    // The message waits until Claude Code listed the tools again.
+    assert!(writes(&out).iter().all(|w| w["type"] != "user"));
+    assert_eq!(s.poll_timeout(), Some(2 + 3_000));
+    s.handle_tools_listed(2);
+    assert_eq!(writes(&drain(&mut s))[0]["type"], "user");
     line(&mut s, result(), 3);
     let mut same = user("r3", "u3", "c");
     same.tools = next.tools.clone();
     s.handle_run(&same, 4).unwrap();
-    assert!(!drain(&mut s).contains(&Output::ToolsChanged));
+    let out = drain(&mut s);
+    assert!(!out.contains(&Output::ToolsChanged));
+    assert_eq!(writes(&out)[0]["type"], "user");
+    line(&mut s, result(), 5);
+    // Nobody lists them in time: the message goes anyway.
+    let mut fewer = user("r4", "u4", "d");
+    fewer.tools.clear();
+    s.handle_run(&fewer, 10).unwrap();
+    assert!(writes(&drain(&mut s)).is_empty());
+    s.handle_timeout(10 + 3_000);
+    let out = drain(&mut s);
+    assert_eq!(writes(&out)[0]["type"], "user");
+    assert!(out.iter().any(|o| matches!(
+        o,
+        Output::Log {
+            level: LogLevel::Warn,
+            ..
+        }
+    )));
 }
 
 #[test]
