@@ -96,6 +96,14 @@ async fn upstream() -> Upstream {
             } else {
                 tool_call_stream("call_pick", "mcp__frontend__pick_color", &["{}"])
             }
+        } else if text.contains("SCENARIO:envbash") {
+            if answered {
+                text_stream(&["Saved."])
+            } else {
+                let args = json!({"command": "echo \"mark=$AGUI_MARK\" > env.txt", "description": "Save a variable"})
+                    .to_string();
+                tool_call_stream("call_env", "Bash", &[&args])
+            }
         } else if text.contains("SCENARIO:hookbash") {
             if answered {
                 text_stream(&["Understood."])
@@ -1071,6 +1079,9 @@ async fn an_edit_is_undone_with_rewind_files() {
             {"op": "get", "path": "/sessions/{threadId}"},
             {"op": "control", "body": {"subtype": "rewind_files", "user_message_id": "edit-msg"}},
             {"op": "control", "body": {"subtype": "rewind_files", "user_message_id": "no-such-message", "dry_run": true}},
+            {"op": "control", "body": {"subtype": "update_environment_variables", "variables": {"AGUI_MARK": "m-2981"}}},
+            {"op": "run", "prompt": "SCENARIO:envbash save it", "approval": "allow"},
+            {"op": "get", "path": "/sessions/{threadId}"},
         ]),
     )
     .await;
@@ -1104,6 +1115,33 @@ async fn an_edit_is_undone_with_rewind_files() {
     // A message with no checkpoint cannot be rewound, and says so.
     assert_eq!(steps[4]["body"]["response"]["canRewind"], false, "{ctx}");
     assert!(steps[4]["body"]["response"]["error"].is_string(), "{ctx}");
+
+    // An environment variable Claude Code cannot take live: its tools see it from the next run,
+    // in a restarted process that resumed the conversation.
+    assert_eq!(steps[5]["status"], 200, "{ctx}");
+    assert_eq!(
+        steps[5]["body"]["response"]["atNextRun"],
+        json!(["AGUI_MARK"]),
+        "{ctx}"
+    );
+    assert_eq!(run_text(&run_events(&steps[6], &ctx)[0]), "Saved.", "{ctx}");
+    let saved = std::fs::read_to_string(world.cwd.path().join("env.txt")).unwrap_or_default();
+    assert_eq!(saved.trim(), "mark=m-2981", "{ctx}");
+    let pid = steps[7]["body"]["pid"].as_u64();
+    assert!(
+        pid.is_some() && pid != steps[2]["body"]["pid"].as_u64(),
+        "{ctx}"
+    );
+    assert_eq!(
+        steps[7]["body"]["environment"],
+        json!(["AGUI_MARK"]),
+        "{ctx}"
+    );
+    let resumed = world.bridge.log();
+    assert!(resumed.contains("resume=Some("), "{ctx}");
+    // The resumed conversation still holds the first turn.
+    let last = world.upstream.model_requests().pop().unwrap();
+    assert!(last.all_text().contains("SCENARIO:edit"), "{ctx}");
 }
 
 /// The official MCP SDK's server (`tests/e2e/mcp_server.mjs`): its URL and the tool calls it logged.
