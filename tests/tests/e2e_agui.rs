@@ -269,14 +269,22 @@ fn verified(seen: &Seen, context: &str) {
 async fn client(world: &World, spec: Value) -> Seen {
     let mut spec = spec;
     spec["base"] = json!(world.bridge.base_url());
+    Seen {
+        out: node_script(world, "agui_client.mjs", &spec).await,
+    }
+}
+
+/// Run one of `tests/e2e`'s AG-UI scripts with `spec`: the JSON object it printed (it must say no
+/// `error`).
+async fn node_script(world: &World, script: &str, spec: &Value) -> Value {
     let mut cmd = Command::new("node");
-    cmd.arg(e2e_dir().join("agui_client.mjs"))
+    cmd.arg(e2e_dir().join(script))
         .arg(spec.to_string())
         .current_dir(e2e_dir());
-    let output = run(cmd, CLIENT_TIMEOUT, "the AG-UI client").await.unwrap();
+    let output = run(cmd, CLIENT_TIMEOUT, script).await.unwrap();
     let out: Value = serde_json::from_str(&output.stdout).unwrap_or_else(|e| {
         panic!(
-            "the AG-UI client printed no result ({e}):\n{}\n{}\n--- bridge log:\n{}",
+            "{script} printed no result ({e}):\n{}\n{}\n--- bridge log:\n{}",
             output.stdout,
             output.stderr,
             world.bridge.log()
@@ -288,7 +296,7 @@ async fn client(world: &World, spec: Value) -> Seen {
         out["error"],
         world.bridge.log()
     );
-    Seen { out }
+    out
 }
 
 fn context(world: &World, seen: &Seen) -> String {
@@ -838,25 +846,7 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
 /// Run `tests/e2e/agui_app.mjs` (a scripted web app) against the world's bridge: what each step saw.
 async fn app(world: &World, thread: &str, steps: Value) -> Vec<Value> {
     let spec = json!({"base": world.bridge.base_url(), "threadId": thread, "steps": steps});
-    let mut cmd = Command::new("node");
-    cmd.arg(e2e_dir().join("agui_app.mjs"))
-        .arg(spec.to_string())
-        .current_dir(e2e_dir());
-    let output = run(cmd, CLIENT_TIMEOUT, "the AG-UI app").await.unwrap();
-    let out: Value = serde_json::from_str(&output.stdout).unwrap_or_else(|e| {
-        panic!(
-            "the AG-UI app printed no result ({e}):\n{}\n{}\n--- bridge log:\n{}",
-            output.stdout,
-            output.stderr,
-            world.bridge.log()
-        )
-    });
-    assert!(
-        out["error"].is_null(),
-        "{}\n--- bridge log:\n{}",
-        out["error"],
-        world.bridge.log()
-    );
+    let out = node_script(world, "agui_app.mjs", &spec).await;
     out["steps"].as_array().unwrap().clone()
 }
 

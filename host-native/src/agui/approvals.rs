@@ -12,22 +12,15 @@ use std::sync::Mutex;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-/// A tool call waiting for an answer.
+/// A tool call waiting for an answer (`GET /approvals`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct PendingApproval {
-    /// Claude Code's control request id (the id to answer).
-    pub request_id: String,
     /// The AG-UI thread (Claude Code session) it belongs to.
     pub thread_id: String,
-    /// The tool (`Bash`, `Write`, `mcp__server__tool`, …).
-    pub tool_name: String,
-    /// The tool call's id in the conversation.
-    pub tool_use_id: Option<String>,
-    /// What the tool would run with.
-    pub input: Value,
-    /// Claude Code's description of the call, when it gave one.
-    pub description: Option<String>,
+    /// What Claude Code asked.
+    #[serde(flatten)]
+    pub request: bridge_core::agui::session::ApprovalRequest,
 }
 
 /// A hook call the app registered, waiting for its answer (`POST /hooks/{requestId}`).
@@ -143,7 +136,7 @@ impl Approvals {
     /// A call now waits for an answer.
     pub fn add(&self, approval: PendingApproval) {
         if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(approval.request_id.clone(), approval);
+            pending.insert(approval.request.request_id.clone(), approval);
         }
     }
 
@@ -278,12 +271,14 @@ mod tests {
     fn pending_calls_are_listed_taken_and_forgotten() {
         let approvals = Approvals::default();
         let call = |id: &str, thread: &str| PendingApproval {
-            request_id: id.into(),
             thread_id: thread.into(),
-            tool_name: "Bash".into(),
-            tool_use_id: None,
-            input: json!({}),
-            description: None,
+            request: bridge_core::agui::session::ApprovalRequest {
+                request_id: id.into(),
+                tool_name: "Bash".into(),
+                tool_use_id: None,
+                input: json!({}),
+                description: None,
+            },
         };
         approvals.add(call("a", "t1"));
         approvals.add(call("b", "t2"));

@@ -456,7 +456,7 @@ async fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<Re
     match session.answer(request_id, answer, false).await {
         Ok(()) => json_response(
             StatusCode::OK,
-            json!({"answered": request_id, "toolName": pending.tool_name, "behavior": body["behavior"]}).to_string(),
+            json!({"answered": request_id, "toolName": pending.request.tool_name, "behavior": body["behavior"]}).to_string(),
         ),
         Err(e) => error(StatusCode::GONE, &e),
     }

@@ -673,6 +673,9 @@ impl Actor {
     /// Carry out what the machine decided.
     async fn carry_out(&mut self) {
         while let Some(output) = self.machine.poll_output() {
+            let Some(output) = self.answer(output) else {
+                continue;
+            };
             match output {
                 Output::Write(line) => {
                     if let Err(e) = self.write(&line).await {
@@ -682,27 +685,11 @@ impl Actor {
                         self.machine.handle_exited(&e, now);
                     }
                 }
-                Output::Event(event) => self.forward(event),
-                Output::RunEnded => self.run_events = None,
-                Output::ControlDone { caller, result } => {
-                    if let Some(reply) = self.controls.remove(&caller) {
-                        let _ = reply.send(result);
-                    }
-                }
-                Output::ToolAnswer { caller, outcome } => {
-                    if let Some(reply) = self.tool_calls.remove(&caller) {
-                        let _ = reply.send(outcome);
-                    }
-                }
                 Output::Approval(request) => {
                     info!(thread = %self.thread_id, tool = %request.tool_name, request_id = %request.request_id, "tool call waits for approval");
                     self.approvals.add(PendingApproval {
-                        request_id: request.request_id,
                         thread_id: self.thread_id.clone(),
-                        tool_name: request.tool_name,
-                        tool_use_id: request.tool_use_id,
-                        input: request.input,
-                        description: request.description,
+                        request,
                     });
                 }
                 Output::Hook(request) => {
@@ -734,6 +721,10 @@ impl Actor {
                     LogLevel::Info => info!(thread = %self.thread_id, "{message}"),
                     LogLevel::Warn => warn!(thread = %self.thread_id, "{message}"),
                 },
+                Output::Event(_)
+                | Output::RunEnded
+                | Output::ControlDone { .. }
+                | Output::ToolAnswer { .. } => {} // carried out by `answer`
             }
         }
         self.sync_shared();
@@ -845,23 +836,31 @@ impl Actor {
     /// The last outputs of a session that ends: nothing is written any more.
     fn carry_out_final(&mut self) {
         while let Some(output) = self.machine.poll_output() {
-            match output {
-                Output::Event(event) => self.forward(event),
-                Output::ControlDone { caller, result } => {
-                    if let Some(reply) = self.controls.remove(&caller) {
-                        let _ = reply.send(result);
-                    }
-                }
-                Output::ToolAnswer { caller, outcome } => {
-                    if let Some(reply) = self.tool_calls.remove(&caller) {
-                        let _ = reply.send(outcome);
-                    }
-                }
-                _ => {}
-            }
+            self.answer(output);
         }
         self.approvals.forget_thread(&self.thread_id);
         self.sync_shared();
+    }
+
+    /// Carry out an output that only answers someone waiting (the run's client, a control
+    /// request's caller, an MCP call); returns any other output.
+    fn answer(&mut self, output: Output) -> Option<Output> {
+        match output {
+            Output::Event(event) => self.forward(event),
+            Output::RunEnded => self.run_events = None,
+            Output::ControlDone { caller, result } => {
+                if let Some(reply) = self.controls.remove(&caller) {
+                    let _ = reply.send(result);
+                }
+            }
+            Output::ToolAnswer { caller, outcome } => {
+                if let Some(reply) = self.tool_calls.remove(&caller) {
+                    let _ = reply.send(outcome);
+                }
+            }
+            other => return Some(other),
+        }
+        None
     }
 
     fn forget_process(&mut self) {
