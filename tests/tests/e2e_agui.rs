@@ -1271,7 +1271,7 @@ async fn mcp_servers_and_frontend_tools_change_without_a_new_process() {
         );
     }
     assert_eq!(steps[6]["status"], 200, "{ctx}");
-    assert_eq!(steps[7]["status"], 502, "{ctx}");
+    assert_eq!(steps[7]["status"], 400, "{ctx}");
     assert!(
         steps[7]["body"]["message"]
             .as_str()

@@ -27,7 +27,7 @@ use std::sync::Arc;
 
 use bridge_core::agui::events::encode_sse;
 use bridge_core::agui::input::RunAgentInput;
-use bridge_core::agui::session::InitOptions;
+use bridge_core::agui::session::{ControlError, InitOptions};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 
@@ -403,7 +403,7 @@ async fn stop(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
         ),
         Err(e) => {
             warn!(thread = thread_id, error = %e, "interrupt failed");
-            error(StatusCode::CONFLICT, &e)
+            control_error(&e)
         }
     }
 }
@@ -430,8 +430,26 @@ async fn control(state: &AguiState, thread_id: &str, body: &[u8]) -> Response<Re
     };
     match session.control(request).await {
         Ok(response) => json_response(StatusCode::OK, json!({"response": response}).to_string()),
-        Err(e) => error(StatusCode::BAD_GATEWAY, &e),
+        Err(e) => control_error(&e),
     }
+}
+
+/// A control request's failure, with the status that says whose it was.
+fn control_error(e: &ControlError) -> Response<ResponseBody> {
+    let status = match e {
+        ControlError::Invalid(_) => StatusCode::BAD_REQUEST,
+        ControlError::NotRunning(_) => StatusCode::CONFLICT,
+        ControlError::Busy(_) => StatusCode::TOO_MANY_REQUESTS,
+        ControlError::Refused(_) | ControlError::Lost(_) => StatusCode::BAD_GATEWAY,
+        ControlError::Timeout(_) => StatusCode::GATEWAY_TIMEOUT,
+    };
+    let mut response = error(status, &e.to_string());
+    if status == StatusCode::TOO_MANY_REQUESTS {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+    }
+    response
 }
 
 async fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<ResponseBody> {
@@ -527,7 +545,13 @@ async fn initialize(state: &AguiState, thread_id: &str, body: &[u8]) -> Response
             }
             session
         }
-        Err(busy) => return error(StatusCode::TOO_MANY_REQUESTS, &busy.to_string()),
+        Err(busy) => {
+            let mut response = error(StatusCode::TOO_MANY_REQUESTS, &busy.to_string());
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return response;
+        }
     };
     match session.initialize(options).await {
         Ok(answer) => json_response(

@@ -19,8 +19,8 @@ use bridge_core::agui::claude::LineBuffer;
 use bridge_core::agui::events::AguiEvent;
 use bridge_core::agui::input::{RunAgentInput, Tool};
 use bridge_core::agui::session::{
-    AguiSession, ApprovalPolicy, Caller, FRONTEND_SERVER, InitOptions, Limits, LogLevel, Output,
-    ToolOutcome,
+    AguiSession, ApprovalPolicy, Caller, ControlError, FRONTEND_SERVER, InitOptions, Limits,
+    LogLevel, Output, ToolOutcome,
 };
 pub use bridge_core::agui::session::{RunRefused, Status};
 use serde_json::{Value, json};
@@ -66,9 +66,10 @@ enum SessionCommand {
     Control {
         caller: Caller,
         request: Value,
-        reply: oneshot::Sender<Result<Value, String>>,
+        reply: oneshot::Sender<Result<Value, ControlError>>,
     },
     Withdraw(Caller),
+    FrontendGone(Caller),
     Initialize {
         options: Box<InitOptions>,
         reply: oneshot::Sender<Result<Value, InitRefused>>,
@@ -80,6 +81,7 @@ enum SessionCommand {
         reply: oneshot::Sender<Result<(), String>>,
     },
     FrontendCall {
+        caller: Caller,
         name: String,
         reply: oneshot::Sender<ToolOutcome>,
     },
@@ -136,19 +138,24 @@ impl std::fmt::Debug for SessionCommand {
     }
 }
 
-/// Sends `Withdraw` when a control request's caller goes away before the answer.
-struct WithdrawOnDrop {
-    caller: Caller,
+/// Tells the actor when a caller goes away before its answer (`Withdraw` for a control
+/// request, `FrontendGone` for an MCP call). A lost notice is covered by the control timeout /
+/// the next run.
+struct GoneOnDrop {
+    notice: Option<SessionCommand>,
     commands: mpsc::Sender<SessionCommand>,
-    armed: bool,
 }
 
-impl Drop for WithdrawOnDrop {
+impl GoneOnDrop {
+    fn disarm(&mut self) {
+        self.notice = None;
+    }
+}
+
+impl Drop for GoneOnDrop {
     fn drop(&mut self) {
-        if self.armed {
-            let _ = self
-                .commands
-                .try_send(SessionCommand::Withdraw(self.caller));
+        if let Some(notice) = self.notice.take() {
+            let _ = self.commands.try_send(notice);
         }
     }
 }
@@ -181,6 +188,7 @@ impl Session {
             ..Limits::default()
         };
         let mut machine = AguiSession::new(thread_id, seed_of(thread_id), limits, resume);
+        machine.seed_uuids(crate::ids::seed());
         machine.set_frontend_server(frontend_server(&config, thread_id));
         let actor = Actor {
             thread_id: thread_id.to_owned(),
@@ -265,7 +273,8 @@ impl Session {
     ///
     /// # Errors
     /// Claude Code answered with an error, did not answer in time, or is not running.
-    pub async fn control(&self, request: Value) -> Result<Value, String> {
+    pub async fn control(&self, request: Value) -> Result<Value, ControlError> {
+        let stopped = || ControlError::Lost(String::from("the session stopped"));
         let caller = self.shared.next_caller.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = oneshot::channel();
         self.send(SessionCommand::Control {
@@ -273,15 +282,15 @@ impl Session {
             request,
             reply,
         })
-        .await?;
-        let mut guard = WithdrawOnDrop {
-            caller,
+        .await
+        .map_err(|_| stopped())?;
+        let mut guard = GoneOnDrop {
+            notice: Some(SessionCommand::Withdraw(caller)),
             commands: self.commands.clone(),
-            armed: true,
         };
         let result = answer.await;
-        guard.armed = false;
-        result.map_err(|_| String::from("the session stopped"))?
+        guard.disarm();
+        result.map_err(|_| stopped())?
     }
 
     /// Set what `initialize` carries (system prompt, hooks) and (re)start Claude Code with it;
@@ -324,15 +333,21 @@ impl Session {
     /// # Errors
     /// The session is gone or stopped before the client answered.
     pub async fn frontend_call(&self, name: &str) -> Result<ToolOutcome, String> {
+        let caller = self.shared.next_caller.fetch_add(1, Ordering::Relaxed);
         let (reply, outcome) = oneshot::channel();
         self.send(SessionCommand::FrontendCall {
+            caller,
             name: name.to_owned(),
             reply,
         })
         .await?;
-        outcome
-            .await
-            .map_err(|_| String::from("the session ended before the client answered"))
+        let mut guard = GoneOnDrop {
+            notice: Some(SessionCommand::FrontendGone(caller)),
+            commands: self.commands.clone(),
+        };
+        let result = outcome.await;
+        guard.disarm();
+        result.map_err(|_| String::from("the session ended before the client answered"))
     }
 
     /// What `GET /sessions/{threadId}` shows.
@@ -415,7 +430,7 @@ struct Actor {
     shared: Arc<Shared>,
     process: Option<Process>,
     run_events: Option<mpsc::Sender<AguiEvent>>,
-    controls: HashMap<Caller, oneshot::Sender<Result<Value, String>>>,
+    controls: HashMap<Caller, oneshot::Sender<Result<Value, ControlError>>>,
     tool_calls: HashMap<Caller, oneshot::Sender<ToolOutcome>>,
     epoch: Instant,
 }
@@ -500,6 +515,10 @@ impl Actor {
                 self.controls.remove(&caller);
                 self.machine.handle_withdraw(caller, now);
             }
+            SessionCommand::FrontendGone(caller) => {
+                self.tool_calls.remove(&caller);
+                self.machine.handle_frontend_gone(caller, now);
+            }
             SessionCommand::Initialize { options, reply } => {
                 self.initialize(*options, reply).await;
             }
@@ -516,8 +535,11 @@ impl Actor {
                 };
                 let _ = reply.send(done);
             }
-            SessionCommand::FrontendCall { name, reply } => {
-                let caller = self.shared.next_caller.fetch_add(1, Ordering::Relaxed);
+            SessionCommand::FrontendCall {
+                caller,
+                name,
+                reply,
+            } => {
                 self.tool_calls.insert(caller, reply);
                 self.machine.handle_frontend_call(caller, &name, now);
             }
@@ -565,9 +587,9 @@ impl Actor {
         options: InitOptions,
         reply: oneshot::Sender<Result<Value, InitRefused>>,
     ) {
-        if self.machine.is_running() {
+        if self.machine.is_alive() && !self.machine.can_restart() {
             let _ = reply.send(Err(InitRefused::Busy(format!(
-                "a run is streaming on thread {}; initialize when it ends",
+                "Claude Code is busy on thread {} (a run streams, a turn is under way or a frontend tool waits for its result); initialize when it is done",
                 self.thread_id
             ))));
             return;
@@ -577,12 +599,12 @@ impl Actor {
             return;
         }
         // Claude Code's answer (or its failure) reaches the app as the reply.
-        let (answered, answer) = oneshot::channel::<Result<Value, String>>();
+        let (answered, answer) = oneshot::channel::<Result<Value, ControlError>>();
         tokio::spawn(async move {
             let result = answer
                 .await
-                .unwrap_or_else(|_| Err(String::from("the session stopped")));
-            let _ = reply.send(result.map_err(InitRefused::Failed));
+                .unwrap_or_else(|_| Err(ControlError::Lost(String::from("the session stopped"))));
+            let _ = reply.send(result.map_err(|e| InitRefused::Failed(e.to_string())));
         });
         let reply = answered;
         if self.machine.is_alive() {
@@ -595,7 +617,7 @@ impl Actor {
         if let Err(e) = self.spawn(Some(caller))
             && let Some(reply) = self.controls.remove(&caller)
         {
-            let _ = reply.send(Err(e));
+            let _ = reply.send(Err(ControlError::Lost(e)));
         }
     }
 
@@ -854,8 +876,13 @@ impl Actor {
                 }
             }
             Output::ToolAnswer { caller, outcome } => {
-                if let Some(reply) = self.tool_calls.remove(&caller) {
-                    let _ = reply.send(outcome);
+                let delivered = self
+                    .tool_calls
+                    .remove(&caller)
+                    .is_some_and(|reply| reply.send(outcome).is_ok());
+                if !delivered {
+                    let now = self.now();
+                    self.machine.handle_tool_answer_lost(caller, now);
                 }
             }
             other => return Some(other),

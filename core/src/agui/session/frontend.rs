@@ -7,12 +7,12 @@
 //! Claude Code's MCP call (several calls in one message are called one after another).
 //!
 //! ```
-//! use bridge_core::agui::session::frontend::{Binding, Called, ToolOutcome};
+//! use bridge_core::agui::session::frontend::{Binding, Called, Routed, ToolOutcome};
 //! let mut b = Binding::default();
 //! b.streamed("toolu_1", "show_card");
 //! assert_eq!(b.called(7, "show_card"), Called::Waiting { tool_use_id: "toolu_1".into() });
 //! let outcome = ToolOutcome { content: "shown".into(), is_error: false };
-//! assert_eq!(b.result("toolu_1", outcome.clone()), Some(Some(7)));
+//! assert_eq!(b.result("toolu_1", outcome.clone()), Routed::Answered(7));
 //! assert!(!b.waits_for_client());
 //! ```
 
@@ -44,6 +44,19 @@ pub enum Called {
     Unbound,
 }
 
+/// Where a client's tool result goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Routed {
+    /// To this waiting MCP call.
+    Answered(Caller),
+    /// Kept for the MCP call Claude Code has not made yet.
+    Kept,
+    /// Nowhere: Claude Code gave up that call.
+    Dropped,
+    /// Not a frontend call the bridge routes (it goes to Claude Code as a plain `tool_result`).
+    NotOurs,
+}
+
 /// The pairing of streamed tool calls, MCP calls and client results.
 #[derive(Debug, Clone, Default)]
 pub struct Binding {
@@ -53,6 +66,8 @@ pub struct Binding {
     pending: BTreeMap<String, Caller>,
     /// Results the client sent before Claude Code called the tool, by tool_use id.
     ready: BTreeMap<String, ToolOutcome>,
+    /// Calls Claude Code gave up (its MCP request went away), by tool_use id.
+    gone: Vec<String>,
 }
 
 impl Binding {
@@ -75,18 +90,37 @@ impl Binding {
         Called::Waiting { tool_use_id }
     }
 
-    /// The client's result for `tool_use_id`: `Some(Some(caller))` answers a waiting MCP call,
-    /// `Some(None)` is kept for a call Claude Code has not made yet, `None` is not a frontend
-    /// call the bridge routes (it goes to Claude Code as a plain `tool_result`).
-    pub fn result(&mut self, tool_use_id: &str, outcome: ToolOutcome) -> Option<Option<Caller>> {
+    /// The client's result for `tool_use_id`.
+    pub fn result(&mut self, tool_use_id: &str, outcome: ToolOutcome) -> Routed {
         if let Some(caller) = self.pending.remove(tool_use_id) {
-            return Some(Some(caller));
+            return Routed::Answered(caller);
+        }
+        if let Some(i) = self.gone.iter().position(|id| id == tool_use_id) {
+            self.gone.remove(i);
+            return Routed::Dropped;
         }
         if self.unbound.iter().any(|(id, _)| id == tool_use_id) {
             self.ready.insert(tool_use_id.to_owned(), outcome);
-            return Some(None);
+            return Routed::Kept;
         }
-        None
+        Routed::NotOurs
+    }
+
+    /// Claude Code gave up the MCP call `caller` (its request went away).
+    pub fn gone(&mut self, caller: Caller) {
+        let found = self
+            .pending
+            .iter()
+            .find(|(_, c)| **c == caller)
+            .map(|(id, _)| id.clone());
+        if let Some(id) = found {
+            self.pending.remove(&id);
+            // Bounded: only calls that were pending can be here.
+            if self.gone.len() >= 64 {
+                self.gone.remove(0);
+            }
+            self.gone.push(id);
+        }
     }
 
     /// Whether an MCP call waits for the client (the session must not be evicted).
@@ -99,6 +133,7 @@ impl Binding {
     pub fn clear(&mut self) -> Vec<Caller> {
         self.unbound.clear();
         self.ready.clear();
+        self.gone.clear();
         std::mem::take(&mut self.pending).into_values().collect()
     }
 }
@@ -119,7 +154,7 @@ mod tests {
         let mut b = Binding::default();
         b.streamed("t1", "a");
         b.streamed("t2", "a");
-        assert_eq!(b.result("t2", ok("two")), Some(None));
+        assert_eq!(b.result("t2", ok("two")), Routed::Kept);
         assert_eq!(
             b.called(1, "a"),
             Called::Waiting {
@@ -128,7 +163,7 @@ mod tests {
         );
         assert_eq!(b.called(2, "a"), Called::Answered(ok("two")));
         assert!(b.waits_for_client());
-        assert_eq!(b.result("t1", ok("one")), Some(Some(1)));
+        assert_eq!(b.result("t1", ok("one")), Routed::Answered(1));
         assert!(!b.waits_for_client());
     }
 
@@ -136,11 +171,22 @@ mod tests {
     fn unknown_calls_and_results_are_not_bound() {
         let mut b = Binding::default();
         assert_eq!(b.called(1, "a"), Called::Unbound);
-        assert_eq!(b.result("nope", ok("x")), None);
+        assert_eq!(b.result("nope", ok("x")), Routed::NotOurs);
         b.streamed("t1", "a");
         assert_eq!(b.called(1, "b"), Called::Unbound);
         assert!(matches!(b.called(3, "a"), Called::Waiting { .. }));
         assert_eq!(b.clear(), vec![3]);
         assert!(!b.waits_for_client());
+    }
+
+    #[test]
+    fn a_result_for_a_call_claude_code_gave_up_is_dropped() {
+        let mut b = Binding::default();
+        b.streamed("t1", "a");
+        assert!(matches!(b.called(5, "a"), Called::Waiting { .. }));
+        b.gone(5);
+        assert!(!b.waits_for_client());
+        assert_eq!(b.result("t1", ok("late")), Routed::Dropped);
+        assert_eq!(b.result("t1", ok("again")), Routed::NotOurs);
     }
 }

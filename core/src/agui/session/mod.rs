@@ -61,10 +61,10 @@
 
 pub mod frontend;
 pub mod history;
+mod types;
 
 use std::collections::{BTreeMap, VecDeque};
 
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::agui::claude::{ClaudeMessage, ControlRequest, parse_line};
@@ -72,8 +72,12 @@ use crate::agui::events::AguiEvent;
 use crate::agui::input::{self, InputOptions, RunAgentInput, Tool};
 use crate::agui::translate::ClaudeToAgui;
 use crate::ids::IdSource;
-pub use frontend::{Binding, Called, Caller, ToolOutcome};
+pub use frontend::{Binding, Called, Caller, Routed, ToolOutcome};
 use history::History;
+pub use types::{
+    ApprovalPolicy, ApprovalRequest, ControlError, HookMatcher, HookRequest, InitOptions, Limits,
+    LogLevel, NoRules, Output, RunRefused, Status,
+};
 
 /// The MCP server name under which frontend tools are offered to Claude Code.
 pub const FRONTEND_SERVER: &str = "frontend";
@@ -88,215 +92,6 @@ const REPLAYED: [&str; 4] = [
     "mcp_set_servers",
 ];
 
-/// Time limits and caps.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// How long a control request may wait for Claude Code's answer.
-    pub control_timeout_ms: u64,
-    /// How long an interrupted run may take to end by itself.
-    pub interrupt_grace_ms: u64,
-    /// How long an abandoned turn may take to print its `result` before the process is killed.
-    pub stale_turn_ms: u64,
-    /// How long a run's message waits for Claude Code to list the frontend tools again after
-    /// they changed (so the turn can call the new ones).
-    pub tools_sync_ms: u64,
-    /// Control requests that may wait at once.
-    pub max_pending_controls: usize,
-    /// Runs kept for `agent/connect`.
-    pub history_runs: usize,
-    /// Events kept for `agent/connect` (whole runs are dropped; never the latest).
-    pub history_events: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Self {
-            control_timeout_ms: 30_000,
-            interrupt_grace_ms: 5_000,
-            stale_turn_ms: 30_000,
-            tools_sync_ms: 3_000,
-            max_pending_controls: 32,
-            history_runs: 64,
-            history_events: 20_000,
-        }
-    }
-}
-
-/// Where a session is in its life (what `GET /sessions` shows).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case", tag = "state")]
-pub enum Status {
-    /// No process yet (it starts with the first run).
-    #[default]
-    Idle,
-    /// The process was started; Claude Code has not answered `initialize` yet.
-    Starting,
-    /// A run is streaming.
-    Running,
-    /// The process is alive and no run is streaming.
-    Ready,
-    /// The process exited unexpectedly; the next run restarts it.
-    Crashed {
-        /// Why.
-        reason: String,
-    },
-    /// Stopped for good.
-    Stopped,
-}
-
-/// Why a run could not start.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RunRefused {
-    /// A run is already streaming on the thread.
-    Busy(String),
-    /// Claude Code could not be started, or the session is gone.
-    Failed(String),
-}
-
-impl std::fmt::Display for RunRefused {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Busy(m) | Self::Failed(m) => f.write_str(m),
-        }
-    }
-}
-
-/// Answers `can_use_tool` requests without asking the app (the host's auto-approve rules).
-pub trait ApprovalPolicy {
-    /// Claude Code's answer (`{"behavior":"allow",…}` / `{"behavior":"deny",…}`), if a rule
-    /// decides this call.
-    fn auto_answer(&self, tool_name: &str, input: &Value) -> Option<Value>;
-}
-
-/// No rules: every tool call that is not a frontend tool waits for the app.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NoRules;
-
-impl ApprovalPolicy for NoRules {
-    fn auto_answer(&self, _tool_name: &str, _input: &Value) -> Option<Value> {
-        None
-    }
-}
-
-/// A tool call that waits for the app's approval.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ApprovalRequest {
-    /// Claude Code's control request id (the id to answer).
-    pub request_id: String,
-    /// The tool (`Bash`, `Write`, `mcp__server__tool`, …).
-    pub tool_name: String,
-    /// The tool call's id in the conversation.
-    pub tool_use_id: Option<String>,
-    /// What the tool would run with.
-    pub input: Value,
-    /// Claude Code's description of the call, when it gave one.
-    pub description: Option<String>,
-}
-
-/// A hook the app registered fired: Claude Code waits for the app's answer.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct HookRequest {
-    /// Claude Code's control request id (the id to answer).
-    pub request_id: String,
-    /// The callback id the bridge gave the hook.
-    pub callback_id: String,
-    /// The hook event (`PreToolUse`, …), as the app registered it.
-    pub hook_event: Option<String>,
-    /// The matcher it was registered with.
-    pub matcher: Option<String>,
-    /// The tool call it is about, if any.
-    pub tool_use_id: Option<String>,
-    /// The hook input Claude Code sends (`hook_event_name`, `tool_name`, `tool_input`, …).
-    pub input: Value,
-}
-
-/// How loud a log line is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LogLevel {
-    /// Worth knowing.
-    Info,
-    /// Something went wrong.
-    Warn,
-}
-
-/// What the host must do next.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Output {
-    /// Write this line (it ends with `\n`) to Claude Code's stdin.
-    Write(String),
-    /// An AG-UI event of the running run.
-    Event(AguiEvent),
-    /// The running run ended (its last event was sent): close the client's stream.
-    RunEnded,
-    /// A control request's answer for its caller.
-    ControlDone {
-        /// Who asked.
-        caller: Caller,
-        /// Claude Code's `response`, or why there is none.
-        result: Result<Value, String>,
-    },
-    /// Answer a frontend tool's MCP call.
-    ToolAnswer {
-        /// The MCP call.
-        caller: Caller,
-        /// The result.
-        outcome: ToolOutcome,
-    },
-    /// A tool call waits for the app's approval.
-    Approval(ApprovalRequest),
-    /// A registered hook fired and waits for the app.
-    Hook(HookRequest),
-    /// An approval or hook call no longer waits (Claude Code withdrew it, or exited).
-    Withdrawn {
-        /// Its request id.
-        request_id: String,
-    },
-    /// The frontend tools changed: tell Claude Code's MCP client
-    /// (`notifications/tools/list_changed`).
-    ToolsChanged,
-    /// Kill the process (then `handle_exited`).
-    Kill {
-        /// Why.
-        reason: String,
-    },
-    /// A line for the host's log.
-    Log {
-        /// How loud.
-        level: LogLevel,
-        /// What.
-        message: String,
-    },
-}
-
-/// A hook registration from the app: which events and tools, and how long Claude Code waits.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct HookMatcher {
-    /// Tool name pattern (`Bash`, `Write|Edit`); absent: every tool.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub matcher: Option<String>,
-    /// Seconds Claude Code waits for the answer.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout: Option<u64>,
-}
-
-/// What the app sets when Claude Code starts (the `initialize` control request).
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
-pub struct InitOptions {
-    /// Replaces Claude Code's system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub system_prompt: Option<String>,
-    /// Appended to Claude Code's system prompt.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub append_system_prompt: Option<String>,
-    /// Hooks answered by the app, per hook event (`PreToolUse`, `PostToolUse`, …).
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub hooks: BTreeMap<String, Vec<HookMatcher>>,
-}
-
 /// A control request on its way.
 #[derive(Debug, Clone)]
 struct PendingControl {
@@ -304,8 +99,10 @@ struct PendingControl {
     caller: Option<Caller>,
     subtype: String,
     deadline: u64,
-    /// `update_environment_variables`: the names asked for.
-    names: Vec<String>,
+    /// A setting to replay to a restarted process once Claude Code accepted it.
+    setting: Option<Value>,
+    /// `update_environment_variables`: the variables asked for (kept once Claude Code answered).
+    variables: BTreeMap<String, String>,
 }
 
 /// What Claude Code asked and the app must answer.
@@ -351,6 +148,8 @@ pub struct AguiSession {
     held: Option<String>,
     /// Claude Code was told the frontend tools changed and has not listed them yet (deadline).
     tools_sync: Option<u64>,
+    /// The run sent no message: it waits for Claude Code to go on with this many results.
+    answers_awaited: usize,
     /// The running run, with its interrupt deadline.
     run: Option<Option<u64>>,
     /// One translator for the thread: it remembers which blocks were streamed across runs.
@@ -385,6 +184,10 @@ impl AguiSession {
     /// A session of `thread_id` with no process yet. `seed` seeds the ids it invents;
     /// `resume`: Claude Code's session id of an earlier process of this thread.
     #[must_use]
+    ///
+    /// The `uuid`s of the user lines (what `rewind_files` and Claude Code's transcript know them
+    /// by) come from [`Self::seed_uuids`]; give it real randomness, so a resumed conversation
+    /// never sees one twice.
     pub fn new(thread_id: &str, seed: u64, limits: Limits, resume: Option<String>) -> Self {
         Self {
             thread_id: thread_id.to_owned(),
@@ -394,6 +197,7 @@ impl AguiSession {
             turn: Turn::Closed,
             held: None,
             tools_sync: None,
+            answers_awaited: 0,
             run: None,
             translator: None,
             controls: BTreeMap::new(),
@@ -467,11 +271,23 @@ impl AguiSession {
         self.run.is_some()
     }
 
+    /// Seed the `uuid`s of the user lines.
+    pub fn seed_uuids(&mut self, seed: u64) {
+        self.uuids = IdSource::new(seed);
+    }
+
     /// Whether the process should restart (resuming) before the next run: the app set
     /// environment variables Claude Code only reads at start.
     #[must_use]
     pub fn needs_restart(&self) -> bool {
-        self.restart_wanted && self.is_alive() && self.run.is_none()
+        self.restart_wanted && self.is_alive() && self.can_restart()
+    }
+
+    /// Whether the process may be restarted without losing anything: no run streams, no turn
+    /// is under way and no frontend tool call waits for the client.
+    #[must_use]
+    pub fn can_restart(&self) -> bool {
+        self.run.is_none() && self.turn == Turn::Closed && !self.waits_for_client()
     }
 
     /// The config of the host's `frontend` MCP server (as in `--mcp-config`): an app's
@@ -693,14 +509,14 @@ impl AguiSession {
                 is_error: result.is_error,
             };
             match self.frontend.result(&result.tool_call_id, outcome.clone()) {
-                Some(Some(caller)) => {
+                Routed::Answered(caller) => {
                     self.outputs
                         .push_back(Output::ToolAnswer { caller, outcome });
                     answered += 1;
                     routed.push(result.tool_call_id);
                 }
-                Some(None) => routed.push(result.tool_call_id),
-                None => {}
+                Routed::Kept | Routed::Dropped => routed.push(result.tool_call_id),
+                Routed::NotOurs => {}
             }
         }
         let message = input::to_claude_user_message(
@@ -744,7 +560,8 @@ impl AguiSession {
             }
             // Nothing new for Claude Code: the run ends at once.
             None if answered == 0 => self.translate(ClaudeToAgui::suspend),
-            None => {} // Claude Code goes on with the tool results it got.
+            // Claude Code goes on with the tool results it got.
+            None => self.answers_awaited = answered,
         }
         Ok(())
     }
@@ -932,17 +749,25 @@ impl AguiSession {
             return;
         };
         let result = if response.get("subtype").and_then(Value::as_str) == Some("error") {
-            Err(response
-                .get("error")
-                .and_then(Value::as_str)
-                .unwrap_or("Claude Code refused the request")
-                .to_owned())
+            Err(ControlError::Refused(
+                response
+                    .get("error")
+                    .and_then(Value::as_str)
+                    .unwrap_or("Claude Code refused the request")
+                    .to_owned(),
+            ))
         } else {
             Ok(response.get("response").cloned().unwrap_or(Value::Null))
         };
+        // What Claude Code accepted is what a restarted process gets again.
+        if result.is_ok()
+            && let Some(setting) = pending.setting
+        {
+            self.settings.insert(pending.subtype.clone(), setting);
+        }
         let result = match (pending.subtype.as_str(), result) {
             ("update_environment_variables", Ok(answer)) => {
-                Ok(self.environment_answer(&pending.names, &answer))
+                Ok(self.environment_answer(pending.variables, &answer))
             }
             (_, result) => result,
         };
@@ -1001,9 +826,10 @@ impl AguiSession {
     pub fn handle_control(&mut self, caller: Caller, request: Value, now: u64) {
         let done = |result| Output::ControlDone { caller, result };
         if !self.is_alive() {
-            self.outputs.push_back(done(Err(String::from(
-                "Claude Code is not running in this session (start a run first)",
-            ))));
+            self.outputs
+                .push_back(done(Err(ControlError::NotRunning(String::from(
+                    "Claude Code is not running in this session (start a run first)",
+                )))));
             return;
         }
         let subtype = request
@@ -1020,8 +846,10 @@ impl AguiSession {
             }
             "mcp_set_servers" => {
                 match self.with_frontend_server(request) {
-                    Ok(request) => self.send_checked(caller, request, now),
-                    Err(e) => self.outputs.push_back(done(Err(e))),
+                    Ok(request) => {
+                        self.send_checked(caller, request, now);
+                    }
+                    Err(e) => self.outputs.push_back(done(Err(ControlError::Invalid(e)))),
                 }
                 return;
             }
@@ -1038,28 +866,42 @@ impl AguiSession {
                 return;
             }
             "interrupt" if self.run.is_some() => {
-                if let Some(t) = self.translator.as_mut() {
-                    t.note_interrupt();
+                if self.held.take().is_some() {
+                    // The run's message never went: nothing of it runs in Claude Code.
+                    self.log(
+                        LogLevel::Info,
+                        "the run was stopped before its message went to Claude Code",
+                    );
+                    self.translate(ClaudeToAgui::suspend);
+                    self.outputs.push_back(done(Ok(Value::Null)));
+                } else if self.send_checked(caller, request, now) {
+                    // The grace starts once the interrupt is on its way.
+                    if let Some(t) = self.translator.as_mut() {
+                        t.note_interrupt();
+                    }
+                    self.run = Some(Some(now + self.limits.interrupt_grace_ms));
                 }
-                self.run = Some(Some(now + self.limits.interrupt_grace_ms));
+                return;
             }
             _ => {}
         }
         self.send_checked(caller, request, now);
     }
 
-    fn send_checked(&mut self, caller: Caller, request: Value, now: u64) {
+    /// Send the app's request unless too many wait; returns whether it went.
+    fn send_checked(&mut self, caller: Caller, request: Value, now: u64) -> bool {
         if self.controls.len() >= self.limits.max_pending_controls {
             self.outputs.push_back(Output::ControlDone {
                 caller,
-                result: Err(format!(
+                result: Err(ControlError::Busy(format!(
                     "{} control requests already wait for Claude Code; retry when they are answered",
                     self.controls.len()
-                )),
+                ))),
             });
-            return;
+            return false;
         }
         self.send_control(Some(caller), request, now);
+        true
     }
 
     /// `{"subtype":"update_environment_variables","variables":{NAME: value}}`. Claude Code
@@ -1071,44 +913,45 @@ impl AguiSession {
         caller: Caller,
         request: &Value,
         now: u64,
-    ) -> Result<(), String> {
+    ) -> Result<(), ControlError> {
         let Some(variables) = request.get("variables").and_then(Value::as_object) else {
-            return Err(String::from(
+            return Err(ControlError::Invalid(String::from(
                 "`variables` must be an object of NAME: \"value\" strings",
-            ));
+            )));
         };
         let mut set = BTreeMap::new();
         for (name, value) in variables {
             let Some(value) = value.as_str() else {
-                return Err(format!("variable {name}: the value must be a string"));
+                return Err(ControlError::Invalid(format!(
+                    "variable {name}: the value must be a string"
+                )));
             };
             if name.is_empty() || name.contains('=') || name.contains('\0') || value.contains('\0')
             {
-                return Err(format!(
+                return Err(ControlError::Invalid(format!(
                     "variable {name:?}: not a valid environment variable"
-                ));
+                )));
             }
             set.insert(name.clone(), value.to_owned());
         }
         if self.controls.len() >= self.limits.max_pending_controls {
-            return Err(String::from(
-                "too many control requests wait for Claude Code",
-            ));
+            return Err(ControlError::Busy(String::from(
+                "too many control requests wait for Claude Code; retry when they are answered",
+            )));
         }
         self.next_request += 1;
         let id = format!("req_{}_{}", self.next_request, self.seed % 100_000);
         let line =
             json!({"type": "update_environment_variables", "variables": set, "request_id": id});
         self.outputs.push_back(Output::Write(line_of(&line)));
-        let names: Vec<String> = set.keys().cloned().collect();
-        self.environment.extend(set);
         self.controls.insert(
             id,
             PendingControl {
                 caller: Some(caller),
                 subtype: String::from("update_environment_variables"),
                 deadline: now + self.limits.control_timeout_ms,
-                names,
+                setting: None,
+                variables: set,
             },
         );
         Ok(())
@@ -1116,16 +959,18 @@ impl AguiSession {
 
     /// Claude Code's answer to `update_environment_variables`: what it did not apply waits for
     /// a restart.
-    fn environment_answer(&mut self, names: &[String], answer: &Value) -> Value {
+    fn environment_answer(&mut self, variables: BTreeMap<String, String>, answer: &Value) -> Value {
         let applied: Vec<&str> = answer
             .get("applied")
             .and_then(Value::as_array)
             .map(|a| a.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let later: Vec<&String> = names
-            .iter()
+        let later: Vec<String> = variables
+            .keys()
             .filter(|n| !applied.contains(&n.as_str()))
+            .cloned()
             .collect();
+        self.environment.extend(variables);
         if !later.is_empty() {
             self.restart_wanted = true;
         }
@@ -1212,6 +1057,28 @@ impl AguiSession {
         Ok(())
     }
 
+    /// Claude Code gave up a frontend tool's MCP call (its request went away, e.g. the turn
+    /// was interrupted): the client's result for it will not be delivered.
+    pub fn handle_frontend_gone(&mut self, caller: Caller, _now: u64) {
+        self.frontend.gone(caller);
+    }
+
+    /// A result could not be handed to its MCP call after all (it went away meanwhile). A run
+    /// that only waits for Claude Code to go on with such results ends.
+    pub fn handle_tool_answer_lost(&mut self, _caller: Caller, _now: u64) {
+        if self.answers_awaited == 0 || self.run.is_none() {
+            return;
+        }
+        self.answers_awaited -= 1;
+        if self.answers_awaited == 0 {
+            self.log(
+                LogLevel::Warn,
+                "Claude Code no longer waits for the client's tool results: the run ends",
+            );
+            self.translate(ClaudeToAgui::suspend);
+        }
+    }
+
     /// Claude Code called frontend tool `name` through MCP (`caller` waits for the result).
     pub fn handle_frontend_call(&mut self, caller: Caller, name: &str, _now: u64) {
         match self.frontend.called(caller, name) {
@@ -1265,7 +1132,7 @@ impl AguiSession {
             match control.caller {
                 Some(caller) => self.outputs.push_back(Output::ControlDone {
                     caller,
-                    result: Err(message),
+                    result: Err(ControlError::Timeout(message)),
                 }),
                 None => self.log(LogLevel::Warn, &message),
             }
@@ -1278,6 +1145,8 @@ impl AguiSession {
                 "the interrupted run did not end by itself; ending it",
             );
             self.translate(ClaudeToAgui::suspend);
+            // A message still held never reaches Claude Code: its run is over.
+            self.held = None;
             if self.turn == Turn::Open {
                 self.turn = Turn::Abandoned {
                     until: now + self.limits.stale_turn_ms,
@@ -1315,9 +1184,9 @@ impl AguiSession {
             .and_then(Value::as_str)
             .unwrap_or_default()
             .to_owned();
-        if REPLAYED.contains(&subtype.as_str()) {
-            self.settings.insert(subtype.clone(), request.clone());
-        }
+        let setting = REPLAYED
+            .contains(&subtype.as_str())
+            .then(|| request.clone());
         self.next_request += 1;
         let id = format!("req_{}_{}", self.next_request, self.seed % 100_000);
         let line = json!({"type": "control_request", "request_id": id, "request": request});
@@ -1328,7 +1197,8 @@ impl AguiSession {
                 caller,
                 subtype,
                 deadline: now + self.limits.control_timeout_ms,
-                names: Vec::new(),
+                setting,
+                variables: BTreeMap::new(),
             },
         );
     }
@@ -1384,6 +1254,7 @@ impl AguiSession {
             self.outputs.push_back(Output::Event(event));
             if ends {
                 self.run = None;
+                self.answers_awaited = 0;
                 self.outputs.push_back(Output::RunEnded);
             }
         }
@@ -1398,7 +1269,7 @@ impl AguiSession {
             if let Some(caller) = control.caller {
                 self.outputs.push_back(Output::ControlDone {
                     caller,
-                    result: Err(reason.to_owned()),
+                    result: Err(ControlError::Lost(reason.to_owned())),
                 });
             }
         }

@@ -81,10 +81,29 @@ fn text(t: &str) -> Value {
 }
 
 fn control_done(outputs: &[Output], caller: Caller) -> Option<Result<Value, String>> {
+    control_error(outputs, caller).map(|r| r.map_err(|e| e.to_string()))
+}
+
+fn control_error(outputs: &[Output], caller: Caller) -> Option<Result<Value, ControlError>> {
     outputs.iter().find_map(|o| match o {
         Output::ControlDone { caller: c, result } if *c == caller => Some(result.clone()),
         _ => None,
     })
+}
+
+/// Answer the latest control request written in `outputs` with success.
+fn accept(s: &mut AguiSession, outputs: &[Output], now: u64) -> Vec<Output> {
+    let id = writes(outputs)
+        .iter()
+        .rev()
+        .find(|w| w["type"] == "control_request")
+        .unwrap()["request_id"]
+        .clone();
+    line(
+        s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id}}),
+        now,
+    )
 }
 
 #[test]
@@ -359,13 +378,33 @@ fn a_turn_that_never_ends_after_the_grace_gets_the_process_killed() {
 fn settings_come_back_after_a_restart() {
     let mut s = ready();
     s.handle_control(1, json!({"subtype": "set_model", "model": "haiku"}), 0);
+    let out = drain(&mut s);
+    accept(&mut s, &out, 0);
     s.handle_control(
         2,
         json!({"subtype": "set_permission_mode", "mode": "plan"}),
         0,
     );
+    let out = drain(&mut s);
+    accept(&mut s, &out, 0);
     s.handle_control(3, json!({"subtype": "set_model", "model": "opus"}), 0);
-    s.handle_control(4, json!({"subtype": "mcp_status"}), 0);
+    let out = drain(&mut s);
+    accept(&mut s, &out, 0);
+    // Refused by Claude Code: never replayed.
+    s.handle_control(
+        7,
+        json!({"subtype": "set_max_thinking_tokens", "max_thinking_tokens": -1}),
+        0,
+    );
+    let id = writes(&drain(&mut s))[0]["request_id"].clone();
+    line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "error", "request_id": id, "error": "bad"}}),
+        0,
+    );
+    for caller in 1..=4 {
+        s.handle_control(caller, json!({"subtype": "mcp_status"}), 0);
+    }
     drain(&mut s);
     s.handle_exited("Claude Code exited (signal 9)", 1);
     let out = drain(&mut s);
@@ -450,9 +489,11 @@ fn the_apps_mcp_servers_keep_the_frontend_server() {
         json!({"subtype": "mcp_set_servers", "servers": {"docs": {"type": "http", "url": "http://x/mcp"}}}),
         0,
     );
-    let sent = writes(&drain(&mut s));
+    let out = drain(&mut s);
+    let sent = writes(&out);
     assert_eq!(sent[0]["request"]["servers"]["frontend"], frontend);
     assert_eq!(sent[0]["request"]["servers"]["docs"]["url"], "http://x/mcp");
+    accept(&mut s, &out, 0);
     // It is replayed to a restarted process, frontend included.
     s.handle_exited("gone", 1);
     drain(&mut s);
@@ -465,7 +506,10 @@ fn the_apps_mcp_servers_keep_the_frontend_server() {
         json!({"subtype": "mcp_set_servers", "servers": {"frontend": {}}}),
     ] {
         s.handle_control(2, bad, 3);
-        assert!(control_done(&drain(&mut s), 2).unwrap().is_err());
+        assert!(matches!(
+            control_error(&drain(&mut s), 2),
+            Some(Err(ControlError::Invalid(_)))
+        ));
     }
 }
 
@@ -754,4 +798,147 @@ fn stopping_for_good_refuses_later_runs() {
     assert!(matches!(s.check_run(), Err(RunRefused::Failed(_))));
     s.handle_exited("late exit", 1);
     assert_eq!(s.status(), Status::Stopped);
+}
+
+#[test]
+fn stopping_a_run_whose_message_waits_keeps_it_from_ever_running() {
+    let mut s = ready();
+    s.handle_run(&user("r1", "u1", "long"), 0).unwrap();
+    s.handle_control(1, json!({"subtype": "interrupt"}), 0);
+    let out = drain(&mut s);
+    accept(&mut s, &out, 1);
+    s.handle_timeout(5_000); // r1 ends; its turn is abandoned
+    drain(&mut s);
+    s.handle_run(&user("r2", "u2", "second"), 5_001).unwrap();
+    drain(&mut s); // r2's message waits for r1's turn
+    s.handle_control(2, json!({"subtype": "interrupt"}), 5_002);
+    let out = drain(&mut s);
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+    assert_eq!(control_done(&out, 2), Some(Ok(Value::Null)));
+    assert!(
+        writes(&out).is_empty(),
+        "no interrupt for a message never sent"
+    );
+    // r1's turn ends: nothing is written; the next run's message goes at once.
+    assert!(writes(&line(&mut s, result(), 5_100)).is_empty());
+    s.handle_run(&user("r3", "u3", "third"), 5_200).unwrap();
+    let sent = writes(&drain(&mut s));
+    assert_eq!(sent[0]["message"]["content"][0]["text"], "third");
+}
+
+#[test]
+fn an_interrupt_that_could_not_be_sent_arms_no_grace() {
+    let mut s = AguiSession::new(
+        T,
+        7,
+        Limits {
+            max_pending_controls: 1,
+            ..Limits::default()
+        },
+        None,
+    );
+    s.handle_spawned(0, None); // initialize waits: the one slot is taken
+    s.handle_run(&user("r1", "u1", "long"), 0).unwrap();
+    drain(&mut s);
+    s.handle_control(1, json!({"subtype": "interrupt"}), 0);
+    assert!(matches!(
+        control_error(&drain(&mut s), 1),
+        Some(Err(ControlError::Busy(_)))
+    ));
+    assert_eq!(s.poll_timeout(), Some(30_000), "only initialize's deadline");
+}
+
+#[test]
+fn a_tool_result_for_a_call_claude_code_gave_up_ends_the_run_at_once() {
+    let tools: Vec<Tool> =
+        serde_json::from_value(json!([{"name": "card", "description": "", "parameters": {}}]))
+            .unwrap();
+    let result_run = |run: &str| {
+        let mut i = input(
+            run,
+            json!([
+                {"id": "u1", "role": "user", "content": "show"},
+                {"id": "a1", "role": "assistant", "toolCalls": [{"id": "toolu_1", "type": "function",
+                    "function": {"name": "card", "arguments": "{}"}}]},
+                {"id": "t1", "role": "tool", "toolCallId": "toolu_1", "content": "shown"},
+            ]),
+        );
+        i.tools.clone_from(&tools);
+        i
+    };
+    let streamed = |s: &mut AguiSession| {
+        let mut first = user("r1", "u1", "show");
+        first.tools.clone_from(&tools);
+        s.handle_run(&first, 0).unwrap();
+        line(
+            s,
+            json!({"type": "assistant", "message": {"id": "msg_1", "role": "assistant",
+                "content": [{"type": "tool_use", "id": "toolu_1", "name": "mcp__frontend__card", "input": {}}]}}),
+            1,
+        );
+        s.handle_frontend_call(50, "card", 2);
+        drain(s);
+        assert!(s.waits_for_client());
+    };
+    // Claude Code's MCP request went away before the result came.
+    let mut s = ready();
+    streamed(&mut s);
+    assert!(!s.can_restart());
+    s.handle_frontend_gone(50, 3);
+    assert!(!s.waits_for_client());
+    s.handle_run(&result_run("r2"), 4).unwrap();
+    let out = drain(&mut s);
+    assert!(!out.iter().any(|o| matches!(o, Output::ToolAnswer { .. })));
+    assert!(writes(&out).iter().all(|w| w["type"] != "user"));
+    assert_eq!(events(&out).last(), Some(&"RUN_FINISHED"));
+    // It went away while the result was on its way.
+    let mut s = ready();
+    streamed(&mut s);
+    s.handle_run(&result_run("r2"), 4).unwrap();
+    assert!(
+        drain(&mut s)
+            .iter()
+            .any(|o| matches!(o, Output::ToolAnswer { caller: 50, .. }))
+    );
+    assert!(s.is_running());
+    s.handle_tool_answer_lost(50, 5);
+    assert_eq!(events(&drain(&mut s)).last(), Some(&"RUN_FINISHED"));
+    assert!(!s.is_running());
+}
+
+#[test]
+fn no_restart_for_the_environment_while_claude_code_waits_for_the_client() {
+    let mut s = ready();
+    let mut first = user("r1", "u1", "show");
+    first.tools =
+        serde_json::from_value(json!([{"name": "card", "description": "", "parameters": {}}]))
+            .unwrap();
+    s.handle_run(&first, 0).unwrap();
+    line(
+        &mut s,
+        json!({"type": "assistant", "message": {"id": "msg_1", "role": "assistant",
+            "content": [{"type": "tool_use", "id": "toolu_1", "name": "mcp__frontend__card", "input": {}}]}}),
+        1,
+    );
+    s.handle_frontend_call(50, "card", 2);
+    s.handle_control(
+        5,
+        json!({"subtype": "update_environment_variables", "variables": {"X": "1"}}),
+        3,
+    );
+    let id = writes(&drain(&mut s))
+        .into_iter()
+        .find(|w| w["type"] == "update_environment_variables")
+        .unwrap()["request_id"]
+        .clone();
+    line(
+        &mut s,
+        json!({"type": "control_response", "response": {"subtype": "success", "request_id": id, "response": {"applied": []}}}),
+        4,
+    );
+    assert!(!s.is_running());
+    assert!(
+        !s.needs_restart(),
+        "Claude Code's turn waits for the client's result"
+    );
 }
