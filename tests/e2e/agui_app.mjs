@@ -4,7 +4,9 @@
 // session info). It runs the steps in order and prints what each one saw as one JSON object.
 //
 // Usage: node agui_app.mjs '<spec json>'
-//   spec: { base, threadId, steps: [step] }
+//   spec: { base, threadId, steps: [step], sdkServer?: { name, tools: [{name, description, inputSchema}],
+//           results: { [toolName]: string } } }   (an MCP server the app hosts, answered through
+//           GET/POST /mcp-requests for as long as the script runs)
 //   step: { op: "initialize", body }                       POST /sessions/{threadId}/initialize
 //       | { op: "run", prompt, messageId?, tools?, approval?: "allow" | "deny",
 //           hookAnswer?: object, frontendResults?: { [toolName]: string } }
@@ -14,7 +16,7 @@ import { HttpAgent } from "@ag-ui/client";
 
 const spec = JSON.parse(process.argv[2]);
 const thread = encodeURIComponent(spec.threadId);
-const out = { steps: [], error: null };
+const out = { steps: [], sdkRequests: [], error: null };
 
 async function call(method, path, body) {
   const r = await fetch(spec.base + path.replaceAll("{threadId}", thread), {
@@ -62,6 +64,32 @@ async function runOnce(agent, step, params) {
   return run;
 }
 
+// The app's own MCP server: Claude Code's requests for it wait in the bridge until answered.
+let serving = true;
+async function serveSdk(server) {
+  while (serving) {
+    const listed = (await call("GET", "/mcp-requests")).body.pending ?? [];
+    for (const request of listed) {
+      if (request.serverName !== server.name || request.threadId !== spec.threadId) continue;
+      const { id, method, params } = request.message;
+      out.sdkRequests.push({ method, params: params ?? null });
+      let reply;
+      if (method === "initialize") {
+        reply = { result: { protocolVersion: params.protocolVersion, capabilities: { tools: {} }, serverInfo: { name: server.name, version: "1.0.0" } } };
+      } else if (method === "tools/list") {
+        reply = { result: { tools: server.tools } };
+      } else if (method === "tools/call" && params.name in server.results) {
+        reply = { result: { content: [{ type: "text", text: server.results[params.name] }] } };
+      } else {
+        reply = { error: { code: -32601, message: `Method not found: ${method}` } };
+      }
+      await call("POST", `/mcp-requests/${request.requestId}`, { jsonrpc: "2.0", id, ...reply });
+    }
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+const sdk = spec.sdkServer ? serveSdk(spec.sdkServer) : Promise.resolve();
+
 try {
   const agent = new HttpAgent({ url: `${spec.base}/agent/default/run`, threadId: spec.threadId });
   let n = 0;
@@ -97,4 +125,6 @@ try {
 } catch (e) {
   out.error = String(e?.stack ?? e);
 }
+serving = false;
+await sdk;
 process.stdout.write(JSON.stringify(out));

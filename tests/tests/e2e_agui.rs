@@ -96,6 +96,18 @@ async fn upstream() -> Upstream {
             } else {
                 tool_call_stream("call_pick", "mcp__frontend__pick_color", &["{}"])
             }
+        } else if text.contains("SCENARIO:sdkmcp") {
+            if answered {
+                let result: String = req
+                    .tool_messages()
+                    .iter()
+                    .map(|m| m["content"].to_string())
+                    .collect();
+                text_stream(&["App says: ", &result])
+            } else {
+                let args = json!({"key": "motto"}).to_string();
+                tool_call_stream("call_app", "mcp__appdocs__app_fact", &[&args])
+            }
         } else if text.contains("SCENARIO:envbash") {
             if answered {
                 text_stream(&["Saved."])
@@ -845,9 +857,17 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
 
 /// Run `tests/e2e/agui_app.mjs` (a scripted web app) against the world's bridge: what each step saw.
 async fn app(world: &World, thread: &str, steps: Value) -> Vec<Value> {
-    let spec = json!({"base": world.bridge.base_url(), "threadId": thread, "steps": steps});
-    let out = node_script(world, "agui_app.mjs", &spec).await;
-    out["steps"].as_array().unwrap().clone()
+    app_with(world, json!({"threadId": thread, "steps": steps})).await["steps"]
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+/// `agui_app.mjs` with a whole spec (`threadId`, `steps`, `sdkServer`): all it printed.
+async fn app_with(world: &World, spec: Value) -> Value {
+    let mut spec = spec;
+    spec["base"] = json!(world.bridge.base_url());
+    node_script(world, "agui_app.mjs", &spec).await
 }
 
 /// The events of a run step's runs, each run checked by the core's AG-UI verifier.
@@ -902,20 +922,25 @@ async fn initialize_an_app_hook_a_slash_command_and_the_capabilities() {
     .unwrap();
     let deny = json!({"hookSpecificOutput": {"hookEventName": "PreToolUse",
         "permissionDecision": "deny", "permissionDecisionReason": "the app allows no shell here"}});
-    let steps = app(
+    let sdk_server = json!({"name": "appdocs", "results": {"app_fact": "APP-FACT-3318"},
+        "tools": [{"name": "app_fact", "description": "A fact the app knows",
+            "inputSchema": {"type": "object", "properties": {"key": {"type": "string"}}}}]});
+    let out = app_with(
         &world,
-        "thread-init",
-        json!([
+        json!({"threadId": "thread-init", "sdkServer": sdk_server, "steps": [
             {"op": "initialize", "body": {"appendSystemPrompt": "APP-PROMPT-MARK-51",
-                "hooks": {"PreToolUse": [{"matcher": "Bash", "timeout": 60}]}}},
+                "hooks": {"PreToolUse": [{"matcher": "Bash", "timeout": 60}]},
+                "sdkMcpServers": ["appdocs"]}},
             {"op": "run", "prompt": "/greet world"},
             {"op": "run", "prompt": "SCENARIO:hookbash make a file", "hookAnswer": deny},
             {"op": "get", "path": "/sessions/{threadId}"},
             {"op": "initialize", "body": {"hooks": {"": []}}},
             {"op": "initialize", "body": {"systemPrompt": 7}},
-        ]),
+            {"op": "run", "prompt": "SCENARIO:sdkmcp ask the app", "approval": "allow"},
+        ]}),
     )
     .await;
+    let steps = out["steps"].as_array().unwrap().clone();
     let ctx = app_context(&world, &steps);
 
     // initialize answered with Claude Code's commands, models and account.
@@ -1051,6 +1076,26 @@ async fn initialize_an_app_hook_a_slash_command_and_the_capabilities() {
             .as_str()
             .unwrap()
             .contains("systemPrompt"),
+        "{ctx}"
+    );
+
+    // The app's own MCP server (sdkMcpServers): Claude Code's requests went through the bridge
+    // to the app, which answered them; the model called its tool and saw the answer.
+    let methods: Vec<&str> = out["sdkRequests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["method"].as_str().unwrap())
+        .collect();
+    assert!(methods.starts_with(&["initialize"]), "{methods:?}\n{ctx}");
+    assert!(methods.contains(&"tools/list"), "{methods:?}\n{ctx}");
+    assert!(methods.contains(&"tools/call"), "{methods:?}\n{ctx}");
+    assert_eq!(
+        steps[6]["runs"][0]["approvals"][0]["toolName"], "mcp__appdocs__app_fact",
+        "{ctx}"
+    );
+    assert!(
+        run_text(&run_events(&steps[6], &ctx)[0]).contains("APP-FACT-3318"),
         "{ctx}"
     );
 }

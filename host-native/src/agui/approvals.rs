@@ -9,29 +9,77 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use bridge_core::agui::session::{ApprovalRequest, HookRequest, McpRequest};
 use serde::Serialize;
 use serde_json::{Value, json};
 
-/// A tool call waiting for an answer (`GET /approvals`).
+/// Something Claude Code asked that waits for the app, with its thread.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct PendingApproval {
+pub struct Pending<T> {
     /// The AG-UI thread (Claude Code session) it belongs to.
     pub thread_id: String,
     /// What Claude Code asked.
     #[serde(flatten)]
-    pub request: bridge_core::agui::session::ApprovalRequest,
+    pub request: T,
 }
 
-/// A hook call the app registered, waiting for its answer (`POST /hooks/{requestId}`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(rename_all = "camelCase")]
-pub struct PendingHook {
-    /// The AG-UI thread (Claude Code session) it belongs to.
-    pub thread_id: String,
-    /// What Claude Code asked.
-    #[serde(flatten)]
-    pub request: bridge_core::agui::session::HookRequest,
+/// A tool call waiting for approval (`GET /approvals`).
+pub type PendingApproval = Pending<ApprovalRequest>;
+/// A hook call waiting for the app (`GET /hooks`).
+pub type PendingHook = Pending<HookRequest>;
+/// A request for an MCP server the app hosts (`GET /mcp-requests`).
+pub type PendingMcp = Pending<McpRequest>;
+
+/// What waits for the app, by Claude Code's request id.
+#[derive(Debug)]
+pub struct Waiting<T> {
+    items: Mutex<BTreeMap<String, Pending<T>>>,
+}
+
+impl<T> Default for Waiting<T> {
+    fn default() -> Self {
+        Self {
+            items: Mutex::new(BTreeMap::new()),
+        }
+    }
+}
+
+impl<T: Clone> Waiting<T> {
+    /// `request` of `thread_id` now waits under `request_id`.
+    pub fn add(&self, thread_id: &str, request_id: &str, request: T) {
+        if let Ok(mut items) = self.items.lock() {
+            let thread_id = thread_id.to_owned();
+            items.insert(request_id.to_owned(), Pending { thread_id, request });
+        }
+    }
+
+    /// Everything waiting, by request id.
+    #[must_use]
+    pub fn list(&self) -> Vec<Pending<T>> {
+        self.items
+            .lock()
+            .map(|i| i.values().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The thread `request_id` belongs to, while it waits.
+    #[must_use]
+    pub fn thread_of(&self, request_id: &str) -> Option<String> {
+        let items = self.items.lock().ok()?;
+        items.get(request_id).map(|p| p.thread_id.clone())
+    }
+
+    /// Take one to answer it.
+    pub fn take(&self, request_id: &str) -> Option<Pending<T>> {
+        self.items.lock().ok()?.remove(request_id)
+    }
+
+    fn forget_thread(&self, thread_id: &str) {
+        if let Ok(mut items) = self.items.lock() {
+            items.retain(|_, p| p.thread_id != thread_id);
+        }
+    }
 }
 
 /// What an auto-approve rule does.
@@ -90,8 +138,12 @@ impl Rule {
 /// The pending approvals of every session, and the auto-approve rules.
 #[derive(Debug, Default)]
 pub struct Approvals {
-    pending: Mutex<BTreeMap<String, PendingApproval>>,
-    hooks: Mutex<BTreeMap<String, PendingHook>>,
+    /// Tool calls waiting for approval.
+    pub tools: Waiting<ApprovalRequest>,
+    /// Hook calls waiting for the app.
+    pub hooks: Waiting<HookRequest>,
+    /// Requests for the app's own MCP servers.
+    pub mcp: Waiting<McpRequest>,
     rules: Mutex<Vec<Rule>>,
 }
 
@@ -100,8 +152,9 @@ impl Approvals {
     #[must_use]
     pub fn new(rules: Vec<Rule>) -> Self {
         Self {
-            pending: Mutex::new(BTreeMap::new()),
-            hooks: Mutex::new(BTreeMap::new()),
+            tools: Waiting::default(),
+            hooks: Waiting::default(),
+            mcp: Waiting::default(),
             rules: Mutex::new(rules),
         }
     }
@@ -133,56 +186,18 @@ impl Approvals {
         self.rules.lock().map(|r| r.clone()).unwrap_or_default()
     }
 
-    /// A call now waits for an answer.
-    pub fn add(&self, approval: PendingApproval) {
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(approval.request.request_id.clone(), approval);
-        }
-    }
-
-    /// Every waiting call, oldest request id first.
-    #[must_use]
-    pub fn list(&self) -> Vec<PendingApproval> {
-        self.pending
-            .lock()
-            .map(|p| p.values().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Take a waiting call to answer it.
-    pub fn take(&self, request_id: &str) -> Option<PendingApproval> {
-        self.pending.lock().ok()?.remove(request_id)
-    }
-
-    /// A hook call now waits for the app.
-    pub fn add_hook(&self, hook: PendingHook) {
-        if let Ok(mut hooks) = self.hooks.lock() {
-            hooks.insert(hook.request.request_id.clone(), hook);
-        }
-    }
-
-    /// Every waiting hook call.
-    #[must_use]
-    pub fn hooks(&self) -> Vec<PendingHook> {
-        self.hooks
-            .lock()
-            .map(|h| h.values().cloned().collect())
-            .unwrap_or_default()
-    }
-
-    /// Take a waiting hook call to answer it.
-    pub fn take_hook(&self, request_id: &str) -> Option<PendingHook> {
-        self.hooks.lock().ok()?.remove(request_id)
-    }
-
     /// Forget a thread's waiting calls (its Claude Code exited).
     pub fn forget_thread(&self, thread_id: &str) {
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.retain(|_, a| a.thread_id != thread_id);
-        }
-        if let Ok(mut hooks) = self.hooks.lock() {
-            hooks.retain(|_, h| h.thread_id != thread_id);
-        }
+        self.tools.forget_thread(thread_id);
+        self.hooks.forget_thread(thread_id);
+        self.mcp.forget_thread(thread_id);
+    }
+
+    /// Something of a thread no longer waits (answered elsewhere, withdrawn).
+    pub fn forget(&self, request_id: &str) {
+        self.tools.take(request_id);
+        self.hooks.take(request_id);
+        self.mcp.take(request_id);
     }
 }
 
@@ -270,22 +285,19 @@ mod tests {
     #[test]
     fn pending_calls_are_listed_taken_and_forgotten() {
         let approvals = Approvals::default();
-        let call = |id: &str, thread: &str| PendingApproval {
-            thread_id: thread.into(),
-            request: bridge_core::agui::session::ApprovalRequest {
-                request_id: id.into(),
-                tool_name: "Bash".into(),
-                tool_use_id: None,
-                input: json!({}),
-                description: None,
-            },
+        let call = |id: &str| ApprovalRequest {
+            request_id: id.into(),
+            tool_name: "Bash".into(),
+            tool_use_id: None,
+            input: json!({}),
+            description: None,
         };
-        approvals.add(call("a", "t1"));
-        approvals.add(call("b", "t2"));
-        assert_eq!(approvals.list().len(), 2);
-        assert_eq!(approvals.take("a").unwrap().thread_id, "t1");
-        assert!(approvals.take("a").is_none());
+        approvals.tools.add("t1", "a", call("a"));
+        approvals.tools.add("t2", "b", call("b"));
+        assert_eq!(approvals.tools.list().len(), 2);
+        assert_eq!(approvals.tools.take("a").unwrap().thread_id, "t1");
+        assert!(approvals.tools.take("a").is_none());
         approvals.forget_thread("t2");
-        assert!(approvals.list().is_empty());
+        assert!(approvals.tools.list().is_empty());
     }
 }

@@ -18,6 +18,8 @@
 //! | `GET`, `POST /approvals/rules` | auto-approve rules (`{"tool":"Read","behavior":"allow"}`) |
 //! | `GET /hooks` | hook calls waiting for the app |
 //! | `POST /hooks/{requestId}` | the hook's answer, in Claude Code's hook-output shape (`{"decision":"block","reason":"…"}`, `{"hookSpecificOutput":{…}}`, `{"continue":true}`) |
+//! | `GET /mcp-requests` | requests for MCP servers the app hosts (`sdkMcpServers`) waiting for the app |
+//! | `POST /mcp-requests/{requestId}` | the app's JSON-RPC response to one |
 //! | `POST /mcp/{threadId}` | the frontend tools' MCP server (Streamable HTTP) |
 //! | `GET /mcp/{threadId}` | its notification stream (`notifications/tools/list_changed` when the client's tools change) |
 
@@ -27,7 +29,7 @@ use std::sync::Arc;
 
 use bridge_core::agui::events::encode_sse;
 use bridge_core::agui::input::RunAgentInput;
-use bridge_core::agui::session::{ControlError, InitOptions};
+use bridge_core::agui::session::{AnswerError, ControlError, InitOptions};
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, Method, Request, Response, StatusCode};
 
@@ -38,13 +40,13 @@ use tracing::{info, warn};
 
 use super::approvals::{self, Rule};
 use super::mcp::{self, McpReply};
-use super::session::{InitRefused, RunRefused};
+use super::session::{AnswerKind, InitRefused, RunRefused};
 use super::supervisor::Supervisor;
 use crate::server::body::ResponseBody;
 use crate::server::{cors, json_response, sse_response, status_only};
 
 /// Control requests the management API passes on.
-pub const CONTROLS: [&str; 12] = [
+pub const CONTROLS: [&str; 13] = [
     "set_model",
     "set_permission_mode",
     "set_max_thinking_tokens",
@@ -54,6 +56,7 @@ pub const CONTROLS: [&str; 12] = [
     "mcp_toggle",
     "mcp_set_servers",
     "mcp_reconnect",
+    "mcp_message",
     "update_environment_variables",
     "get_context_usage",
     "stop_task",
@@ -197,12 +200,21 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
         (&Method::POST, ["sessions", thread, "control"]) => control(state, thread, &body).await,
         (&Method::GET, ["hooks"]) => json_response(
             StatusCode::OK,
-            json!({"pending": state.supervisor.approvals().hooks()}).to_string(),
+            json!({"pending": state.supervisor.approvals().hooks.list()}).to_string(),
         ),
-        (&Method::POST, ["hooks", request_id]) => answer_hook(state, request_id, &body).await,
+        (&Method::POST, ["hooks", request_id]) => {
+            answer_app(state, request_id, &body, AnswerKind::Hook).await
+        }
+        (&Method::GET, ["mcp-requests"]) => json_response(
+            StatusCode::OK,
+            json!({"pending": state.supervisor.approvals().mcp.list()}).to_string(),
+        ),
+        (&Method::POST, ["mcp-requests", request_id]) => {
+            answer_app(state, request_id, &body, AnswerKind::Mcp).await
+        }
         (&Method::GET, ["approvals"]) => json_response(
             StatusCode::OK,
-            json!({"pending": state.supervisor.approvals().list()}).to_string(),
+            json!({"pending": state.supervisor.approvals().tools.list()}).to_string(),
         ),
         (&Method::GET, ["approvals", "rules"]) => json_response(
             StatusCode::OK,
@@ -460,7 +472,7 @@ async fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<Re
         Ok(answer) => answer,
         Err(e) => return error(StatusCode::BAD_REQUEST, &e),
     };
-    let Some(pending) = state.supervisor.approvals().take(request_id) else {
+    let Some(pending) = state.supervisor.approvals().tools.take(request_id) else {
         return error(
             StatusCode::NOT_FOUND,
             &format!(
@@ -471,43 +483,54 @@ async fn decide(state: &AguiState, request_id: &str, body: &[u8]) -> Response<Re
     let Some(session) = state.supervisor.get(&pending.thread_id) else {
         return error(StatusCode::GONE, "the session of this tool call ended");
     };
-    match session.answer(request_id, answer, false).await {
+    match session.answer(request_id, answer, AnswerKind::Approval).await {
         Ok(()) => json_response(
             StatusCode::OK,
             json!({"answered": request_id, "toolName": pending.request.tool_name, "behavior": body["behavior"]}).to_string(),
         ),
-        Err(e) => error(StatusCode::GONE, &e),
+        Err(e) => error(StatusCode::GONE, &e.to_string()),
     }
 }
 
-async fn answer_hook(state: &AguiState, request_id: &str, body: &[u8]) -> Response<ResponseBody> {
-    let Ok(answer) = serde_json::from_slice::<Value>(body) else {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "the body must be JSON: the hook's output",
-        );
+/// The app answers a hook call (`POST /hooks/{id}`: Claude Code's hook output) or a request for
+/// one of its MCP servers (`POST /mcp-requests/{id}`: the JSON-RPC response).
+async fn answer_app(
+    state: &AguiState,
+    request_id: &str,
+    body: &[u8],
+    kind: AnswerKind,
+) -> Response<ResponseBody> {
+    let waiting = state.supervisor.approvals();
+    let (what, list) = match kind {
+        AnswerKind::Hook => ("hook call", "GET /hooks"),
+        _ => ("MCP request", "GET /mcp-requests"),
     };
-    if !answer.is_object() {
-        return error(
-            StatusCode::BAD_REQUEST,
-            "a hook answer is a JSON object in Claude Code's hook-output shape, e.g. {\"decision\":\"block\",\"reason\":\"…\"} or {\"continue\":true}",
-        );
-    }
-    let Some(pending) = state.supervisor.approvals().take_hook(request_id) else {
+    let Ok(answer) = serde_json::from_slice::<Value>(body) else {
+        return error(StatusCode::BAD_REQUEST, "the body must be JSON");
+    };
+    let thread = match kind {
+        AnswerKind::Hook => waiting.hooks.thread_of(request_id),
+        _ => waiting.mcp.thread_of(request_id),
+    };
+    let Some(thread) = thread else {
         return error(
             StatusCode::NOT_FOUND,
-            &format!("no hook call waits under {request_id} (GET /hooks lists them)"),
+            &format!("no {what} waits under {request_id} ({list} lists them)"),
         );
     };
-    let Some(session) = state.supervisor.get(&pending.thread_id) else {
-        return error(StatusCode::GONE, "the session of this hook call ended");
+    let Some(session) = state.supervisor.get(&thread) else {
+        return error(
+            StatusCode::GONE,
+            &format!("the session of this {what} ended"),
+        );
     };
-    match session.answer(request_id, answer, true).await {
-        Ok(()) => json_response(
-            StatusCode::OK,
-            json!({"answered": request_id, "hookEvent": pending.request.hook_event}).to_string(),
-        ),
-        Err(e) => error(StatusCode::GONE, &e),
+    match session.answer(request_id, answer, kind).await {
+        Ok(()) => {
+            waiting.forget(request_id);
+            json_response(StatusCode::OK, json!({"answered": request_id}).to_string())
+        }
+        Err(AnswerError::Invalid(e)) => error(StatusCode::BAD_REQUEST, &e),
+        Err(AnswerError::NotWaiting(e)) => error(StatusCode::GONE, &e),
     }
 }
 

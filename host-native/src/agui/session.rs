@@ -19,8 +19,8 @@ use bridge_core::agui::claude::LineBuffer;
 use bridge_core::agui::events::AguiEvent;
 use bridge_core::agui::input::{RunAgentInput, Tool};
 use bridge_core::agui::session::{
-    AguiSession, ApprovalPolicy, Caller, ControlError, FRONTEND_SERVER, InitOptions, Limits,
-    LogLevel, Output, ToolOutcome,
+    AguiSession, AnswerError, ApprovalPolicy, Caller, ControlError, FRONTEND_SERVER, InitOptions,
+    Limits, LogLevel, Output, ToolOutcome,
 };
 pub use bridge_core::agui::session::{RunRefused, Status};
 use serde_json::{Value, json};
@@ -30,7 +30,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
 
-use super::approvals::{Approvals, PendingApproval, PendingHook};
+use super::approvals::Approvals;
 
 /// Commands waiting for a session's actor.
 const COMMAND_QUEUE: usize = 64;
@@ -74,11 +74,11 @@ enum SessionCommand {
         options: Box<InitOptions>,
         reply: oneshot::Sender<Result<Value, InitRefused>>,
     },
-    Approval {
+    Answer {
         request_id: String,
         answer: Value,
-        hook: bool,
-        reply: oneshot::Sender<Result<(), String>>,
+        kind: AnswerKind,
+        reply: oneshot::Sender<Result<(), AnswerError>>,
     },
     FrontendCall {
         caller: Caller,
@@ -109,6 +109,17 @@ pub enum InitRefused {
     /// Claude Code could not start or refused (not the app's fault).
     #[error("{0}")]
     Failed(String),
+}
+
+/// What the app answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerKind {
+    /// A tool approval (`can_use_tool`).
+    Approval,
+    /// A hook call.
+    Hook,
+    /// A request for one of the app's MCP servers.
+    Mcp,
 }
 
 /// A handle to a session's actor.
@@ -311,21 +322,28 @@ impl Session {
             .map_err(|_| InitRefused::Failed(String::from("the session stopped")))?
     }
 
-    /// Answer a `can_use_tool` request (`hook: false`) or a hook call (`hook: true`).
+    /// Answer what Claude Code asked the app.
     ///
     /// # Errors
-    /// Nothing of this session waits under `request_id`, or the session is gone.
-    pub async fn answer(&self, request_id: &str, answer: Value, hook: bool) -> Result<(), String> {
+    /// Nothing of this kind waits under `request_id`, the answer has the wrong shape, or the
+    /// session is gone.
+    pub async fn answer(
+        &self,
+        request_id: &str,
+        answer: Value,
+        kind: AnswerKind,
+    ) -> Result<(), AnswerError> {
+        let stopped = || AnswerError::NotWaiting(String::from("the session stopped"));
         let (reply, done) = oneshot::channel();
-        self.send(SessionCommand::Approval {
+        self.send(SessionCommand::Answer {
             request_id: request_id.to_owned(),
             answer,
-            hook,
+            kind,
             reply,
         })
-        .await?;
-        done.await
-            .map_err(|_| String::from("the session stopped"))?
+        .await
+        .map_err(|_| stopped())?;
+        done.await.map_err(|_| stopped())?
     }
 
     /// Claude Code called a frontend tool (through MCP): wait for the client's result.
@@ -522,16 +540,16 @@ impl Actor {
             SessionCommand::Initialize { options, reply } => {
                 self.initialize(*options, reply).await;
             }
-            SessionCommand::Approval {
+            SessionCommand::Answer {
                 request_id,
                 answer,
-                hook,
+                kind,
                 reply,
             } => {
-                let done = if hook {
-                    self.machine.handle_hook_answer(&request_id, answer)
-                } else {
-                    self.machine.handle_approval(&request_id, answer)
+                let done = match kind {
+                    AnswerKind::Approval => self.machine.handle_approval(&request_id, answer),
+                    AnswerKind::Hook => self.machine.handle_hook_answer(&request_id, answer),
+                    AnswerKind::Mcp => self.machine.handle_mcp_answer(&request_id, answer),
                 };
                 let _ = reply.send(done);
             }
@@ -709,22 +727,20 @@ impl Actor {
                 }
                 Output::Approval(request) => {
                     info!(thread = %self.thread_id, tool = %request.tool_name, request_id = %request.request_id, "tool call waits for approval");
-                    self.approvals.add(PendingApproval {
-                        thread_id: self.thread_id.clone(),
-                        request,
-                    });
+                    let id = request.request_id.clone();
+                    self.approvals.tools.add(&self.thread_id, &id, request);
                 }
                 Output::Hook(request) => {
                     info!(thread = %self.thread_id, hook = ?request.hook_event, request_id = %request.request_id, "hook call waits for the app");
-                    self.approvals.add_hook(PendingHook {
-                        thread_id: self.thread_id.clone(),
-                        request,
-                    });
+                    let id = request.request_id.clone();
+                    self.approvals.hooks.add(&self.thread_id, &id, request);
                 }
-                Output::Withdrawn { request_id } => {
-                    self.approvals.take(&request_id);
-                    self.approvals.take_hook(&request_id);
+                Output::Mcp(request) => {
+                    debug!(thread = %self.thread_id, server = %request.server_name, method = %request.message["method"], "MCP request waits for the app");
+                    let id = request.request_id.clone();
+                    self.approvals.mcp.add(&self.thread_id, &id, request);
                 }
+                Output::Withdrawn { request_id } => self.approvals.forget(&request_id),
                 Output::ToolsChanged => {
                     self.shared.tools_changed.send_modify(|n| *n += 1);
                     if self.shared.tools_changed.receiver_count() == 0 {

@@ -75,8 +75,8 @@ use crate::ids::IdSource;
 pub use frontend::{Binding, Called, Caller, Routed, ToolOutcome};
 use history::History;
 pub use types::{
-    ApprovalPolicy, ApprovalRequest, ControlError, HookMatcher, HookRequest, InitOptions, Limits,
-    LogLevel, NoRules, Output, RunRefused, Status,
+    AnswerError, ApprovalPolicy, ApprovalRequest, ControlError, HookMatcher, HookRequest,
+    InitOptions, Limits, LogLevel, McpRequest, NoRules, Output, RunRefused, Status,
 };
 
 /// The MCP server name under which frontend tools are offered to Claude Code.
@@ -110,6 +110,7 @@ struct PendingControl {
 enum Awaiting {
     Approval,
     Hook,
+    Mcp,
 }
 
 /// The process, as far as the machine knows.
@@ -422,6 +423,15 @@ impl AguiSession {
                 "`hooks` maps hook event names (PreToolUse, PostToolUse, …) to matchers",
             ));
         }
+        if let Some(bad) = options
+            .sdk_mcp_servers
+            .iter()
+            .find(|n| n.trim().is_empty() || *n == FRONTEND_SERVER)
+        {
+            return Err(format!(
+                "`sdkMcpServers`: {bad:?} cannot name an app's MCP server (`{FRONTEND_SERVER}` is the bridge's)"
+            ));
+        }
         self.init = options;
         Ok(())
     }
@@ -458,6 +468,9 @@ impl AguiSession {
         }
         if let Some(prompt) = &self.init.append_system_prompt {
             request["appendSystemPrompt"] = Value::String(prompt.clone());
+        }
+        if !self.init.sdk_mcp_servers.is_empty() {
+            request["sdkMcpServers"] = json!(self.init.sdk_mcp_servers);
         }
         request
     }
@@ -726,6 +739,32 @@ impl AguiSession {
                     matcher,
                     tool_use_id: text("tool_use_id"),
                     input: field("input"),
+                }));
+                true
+            }
+            "mcp_message" => {
+                let server_name = text("server_name").unwrap_or_default();
+                let message = field("message");
+                if !self.init.sdk_mcp_servers.contains(&server_name) {
+                    self.respond(
+                        &id,
+                        Err(format!("no app MCP server is named {server_name:?}")),
+                    );
+                    return false;
+                }
+                if message.get("id").is_none_or(Value::is_null) {
+                    // A notification (`notifications/initialized`, …): nothing for the app to say.
+                    self.respond(
+                        &id,
+                        Ok(json!({"mcp_response": {"jsonrpc": "2.0", "result": {}, "id": 0}})),
+                    );
+                    return false;
+                }
+                self.awaiting.insert(id.clone(), Awaiting::Mcp);
+                self.outputs.push_back(Output::Mcp(McpRequest {
+                    request_id: id,
+                    server_name,
+                    message,
                 }));
                 true
             }
@@ -1022,7 +1061,7 @@ impl AguiSession {
     ///
     /// # Errors
     /// No approval of this session waits under `request_id`.
-    pub fn handle_approval(&mut self, request_id: &str, answer: Value) -> Result<(), String> {
+    pub fn handle_approval(&mut self, request_id: &str, answer: Value) -> Result<(), AnswerError> {
         self.answer_awaiting(request_id, Awaiting::Approval, answer)
     }
 
@@ -1031,13 +1070,35 @@ impl AguiSession {
     ///
     /// # Errors
     /// No hook call of this session waits under `request_id`, or the answer is not an object.
-    pub fn handle_hook_answer(&mut self, request_id: &str, answer: Value) -> Result<(), String> {
+    pub fn handle_hook_answer(
+        &mut self,
+        request_id: &str,
+        answer: Value,
+    ) -> Result<(), AnswerError> {
         if !answer.is_object() {
-            return Err(String::from(
+            return Err(AnswerError::Invalid(String::from(
                 "a hook answer is a JSON object (Claude Code's hook output, e.g. {\"decision\":\"block\",\"reason\":\"…\"})",
-            ));
+            )));
         }
         self.answer_awaiting(request_id, Awaiting::Hook, answer)
+    }
+
+    /// The app's JSON-RPC response to an MCP request for one of its servers.
+    ///
+    /// # Errors
+    /// No MCP request of this session waits under `request_id`, or the answer is not a JSON-RPC
+    /// response object.
+    pub fn handle_mcp_answer(
+        &mut self,
+        request_id: &str,
+        answer: Value,
+    ) -> Result<(), AnswerError> {
+        if !(answer.get("result").is_some() || answer.get("error").is_some()) {
+            return Err(AnswerError::Invalid(String::from(
+                "an MCP answer is a JSON-RPC response: {\"jsonrpc\":\"2.0\",\"id\":…,\"result\":…} or {…,\"error\":{\"code\",\"message\"}}",
+            )));
+        }
+        self.answer_awaiting(request_id, Awaiting::Mcp, json!({"mcp_response": answer}))
     }
 
     fn answer_awaiting(
@@ -1045,12 +1106,12 @@ impl AguiSession {
         request_id: &str,
         kind: Awaiting,
         answer: Value,
-    ) -> Result<(), String> {
+    ) -> Result<(), AnswerError> {
         if self.awaiting.get(request_id) != Some(&kind) {
-            return Err(format!(
-                "nothing of thread {} waits for an answer under {request_id}",
+            return Err(AnswerError::NotWaiting(format!(
+                "nothing of thread {} waits for this answer under {request_id}",
                 self.thread_id
-            ));
+            )));
         }
         self.awaiting.remove(request_id);
         self.respond(request_id, Ok(answer));

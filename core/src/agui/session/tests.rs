@@ -121,6 +121,7 @@ fn initialize_carries_the_apps_prompt_and_hooks_and_its_answer_is_kept() {
         system_prompt: None,
         append_system_prompt: Some("Be brief.".into()),
         hooks,
+        sdk_mcp_servers: Vec::new(),
     })
     .unwrap();
     s.handle_spawned(0, Some(9));
@@ -941,4 +942,72 @@ fn no_restart_for_the_environment_while_claude_code_waits_for_the_client() {
         !s.needs_restart(),
         "Claude Code's turn waits for the client's result"
     );
+}
+
+#[test]
+fn an_app_hosted_mcp_server_gets_claude_codes_requests_and_answers_them() {
+    let mut s = session();
+    s.set_init_options(InitOptions {
+        sdk_mcp_servers: vec!["appdocs".into()],
+        ..InitOptions::default()
+    })
+    .unwrap();
+    s.handle_spawned(0, Some(1));
+    let init = writes(&drain(&mut s));
+    assert_eq!(init[0]["request"]["sdkMcpServers"], json!(["appdocs"]));
+    let ask = |id: &str, server: &str, message: Value| {
+        json!({"type": "control_request", "request_id": id,
+            "request": {"subtype": "mcp_message", "server_name": server, "message": message}})
+    };
+    // A request goes to the app, which answers with the JSON-RPC response.
+    let out = line(
+        &mut s,
+        ask(
+            "m1",
+            "appdocs",
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {}}),
+        ),
+        1,
+    );
+    let Some(Output::Mcp(request)) = out.first() else {
+        panic!("{out:?}")
+    };
+    assert_eq!(
+        (request.request_id.as_str(), request.server_name.as_str()),
+        ("m1", "appdocs")
+    );
+    assert_eq!(request.message["method"], "initialize");
+    assert!(s.handle_mcp_answer("m1", json!({"nope": 1})).is_err());
+    assert!(s.handle_hook_answer("m1", json!({})).is_err(), "not a hook");
+    let response = json!({"jsonrpc": "2.0", "id": 0, "result": {"capabilities": {}}});
+    s.handle_mcp_answer("m1", response.clone()).unwrap();
+    assert_eq!(
+        writes(&drain(&mut s))[0]["response"],
+        json!({"subtype": "success", "request_id": "m1", "response": {"mcp_response": response}})
+    );
+    // Notifications are acknowledged by the bridge; unknown servers are refused.
+    let out = line(
+        &mut s,
+        ask(
+            "m2",
+            "appdocs",
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+        ),
+        2,
+    );
+    assert_eq!(writes(&out)[0]["response"]["subtype"], "success");
+    assert!(!out.iter().any(|o| matches!(o, Output::Mcp(_))));
+    let out = line(
+        &mut s,
+        ask(
+            "m3",
+            "other",
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+        ),
+        3,
+    );
+    assert_eq!(writes(&out)[0]["response"]["subtype"], "error");
+    let mut bad = InitOptions::default();
+    bad.sdk_mcp_servers.push("frontend".into());
+    assert!(s.set_init_options(bad).is_err());
 }

@@ -105,6 +105,17 @@ pub enum ControlError {
     Lost(String),
 }
 
+/// Why the app's answer (to an approval, a hook call, an MCP request) was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum AnswerError {
+    /// The answer has the wrong shape (the app's to fix; the request still waits).
+    #[error("{0}")]
+    Invalid(String),
+    /// Nothing of this kind waits under that id (answered, withdrawn, or the session ended).
+    #[error("{0}")]
+    NotWaiting(String),
+}
+
 /// Answers `can_use_tool` requests without asking the app (the host's auto-approve rules).
 pub trait ApprovalPolicy {
     /// Claude Code's answer (`{"behavior":"allow",…}` / `{"behavior":"deny",…}`), if a rule
@@ -156,6 +167,19 @@ pub struct HookRequest {
     pub input: Value,
 }
 
+/// A JSON-RPC message from Claude Code for an MCP server the app hosts (one of
+/// [`InitOptions::sdk_mcp_servers`]): the app answers it with the JSON-RPC response.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct McpRequest {
+    /// Claude Code's control request id (the id to answer).
+    pub request_id: String,
+    /// The app's server it is for.
+    pub server_name: String,
+    /// The JSON-RPC request (`initialize`, `tools/list`, `tools/call`, …).
+    pub message: Value,
+}
+
 /// How loud a log line is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum LogLevel {
@@ -192,7 +216,9 @@ pub enum Output {
     Approval(ApprovalRequest),
     /// A registered hook fired and waits for the app.
     Hook(HookRequest),
-    /// An approval or hook call no longer waits (Claude Code withdrew it, or exited).
+    /// A JSON-RPC request for an MCP server the app hosts waits for the app.
+    Mcp(McpRequest),
+    /// An approval, hook or MCP request no longer waits (Claude Code withdrew it, or exited).
     Withdrawn {
         /// Its request id.
         request_id: String,
@@ -239,4 +265,8 @@ pub struct InitOptions {
     /// Hooks answered by the app, per hook event (`PreToolUse`, `PostToolUse`, …).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub hooks: BTreeMap<String, Vec<HookMatcher>>,
+    /// MCP servers the app hosts itself: Claude Code sends their JSON-RPC requests through the
+    /// bridge (`mcp_message`), and the app answers them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sdk_mcp_servers: Vec<String>,
 }
