@@ -80,12 +80,7 @@ async fn upstream() -> Upstream {
             }
         } else if text.contains("SCENARIO:mcp") {
             if answered {
-                let result: String = req
-                    .tool_messages()
-                    .iter()
-                    .map(|m| m["content"].to_string())
-                    .collect();
-                text_stream(&["Found: ", &result])
+                text_stream(&["Found: ", &tool_results_text(req)])
             } else {
                 let args = json!({"topic": "bridges"}).to_string();
                 tool_call_stream("call_fact", "mcp__docs__lookup_fact", &[&args])
@@ -98,12 +93,7 @@ async fn upstream() -> Upstream {
             }
         } else if text.contains("SCENARIO:sdkmcp") {
             if answered {
-                let result: String = req
-                    .tool_messages()
-                    .iter()
-                    .map(|m| m["content"].to_string())
-                    .collect();
-                text_stream(&["App says: ", &result])
+                text_stream(&["App says: ", &tool_results_text(req)])
             } else {
                 let args = json!({"key": "motto"}).to_string();
                 tool_call_stream("call_app", "mcp__appdocs__app_fact", &[&args])
@@ -147,6 +137,14 @@ async fn upstream() -> Upstream {
     })
     .await
     .unwrap()
+}
+
+/// The tool results the model was sent, as one text.
+fn tool_results_text(req: &RecordedRequest) -> String {
+    req.tool_messages()
+        .iter()
+        .map(|m| m["content"].to_string())
+        .collect()
 }
 
 /// Whether a tool result came after the latest user message that names a scenario (a thread may
