@@ -6,12 +6,13 @@
 //!
 //! - [`native()`]: calls [`bridge_core::api`] directly.
 //! - [`wasm()`]: the same core built for `wasm32-wasip2` (embedded at build time by `build.rs`),
-//!   or a user plug-in implementing `wit/bridge-core.wit`, run in wasmtime with one `Store` per
-//!   operation or stream (DESIGN §4).
+//!   or a user plug-in implementing `wit/bridge-core.wit`, run in wasmtime (the embedded core's
+//!   instances shared by streams and reused by calls, a plug-in's one per operation or stream).
 
 mod guest_io;
 mod native;
 mod wasm;
+mod wasm_pool;
 
 use std::path::Path;
 use std::sync::Arc;

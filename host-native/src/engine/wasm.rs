@@ -1,9 +1,11 @@
 //! The core as a WASI 0.2 component (`wit/bridge-core.wit`) in wasmtime.
 //!
-//! One process-wide wasmtime [`wasmtime::Engine`] (cranelift, pooling allocator), one
-//! [`InstancePre`] per component, and a fresh [`Store`] for every operation or stream: instances
-//! are cheap (~10 µs from the pool) and never shared, so there is no locking on the hot path and
-//! a trap in one request cannot affect another.
+//! One process-wide wasmtime [`wasmtime::Engine`] (cranelift, pooling allocator) and one
+//! [`InstancePre`] per component. The embedded core's instances are shared by up to 16 open
+//! streams and reused by the next request's calls ([`super::wasm_pool`]): an instantiation and
+//! its page faults per operation cost more than the call, and an instance's pages per open
+//! stream more than the stream's own state. A plug-in (`--core`) gets a fresh instance for every
+//! operation and stream, so a trap in one request cannot affect another.
 //!
 //! Compiling the component takes tens of milliseconds (much more in a debug build), so the
 //! compiled code is cached on disk (`$XDG_CACHE_HOME/claude-bridge`, else
@@ -23,6 +25,7 @@ use wasmtime::{
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
 use super::guest_io::{self, GuestOutput, HasTable};
+use super::wasm_pool::{Pool, PoolLimits, Pooled};
 
 use super::{
     ConvertedRequest, Dialect, Engine, EngineError, ErrorKind, Finished, StreamEnd, StreamOptions,
@@ -70,10 +73,25 @@ const CALL_DEADLINE_TICKS: u64 = 200;
 const TRAP_REPORT_STDERR: usize = 2 << 10;
 /// Table bytes per slot kept resident between instances (the core's table is far smaller).
 const TABLE_KEEP_RESIDENT_BYTES: usize = 64 << 10;
+/// How the embedded core's instances are shared and kept (see [`super::wasm_pool`]).
+const EMBEDDED_POOL: PoolLimits = PoolLimits {
+    streams_per_instance: 16,
+    keep_idle: 2,
+    retire_after_bytes: 64 << 20,
+    private_above_bytes: 1 << 20,
+};
+/// A plug-in's: nothing shared, nothing kept.
+const PLUGIN_POOL: PoolLimits = PoolLimits {
+    streams_per_instance: 1,
+    keep_idle: 0,
+    retire_after_bytes: 0,
+    private_above_bytes: 0,
+};
 
 /// [`Engine`] over a `bridge-core` world component: the embedded core or a plug-in.
 pub struct WasmEngine {
     pre: BridgeCorePre<StoreState>,
+    pool: Arc<Pool<Instance>>,
     /// Plug-ins' output is logged (their authors want to see it); the embedded core's is only
     /// kept for trap reports.
     plugin: bool,
@@ -118,6 +136,7 @@ impl WasmEngine {
             .and_then(BridgeCorePre::new)
             .map(|pre| Self {
                 pre,
+                pool: Arc::new(Pool::new(if plugin { PLUGIN_POOL } else { EMBEDDED_POOL })),
                 plugin,
                 label: label.to_owned(),
             })
@@ -435,109 +454,168 @@ impl Engine for WasmEngine {
         request: &[u8],
         options_json: &str,
     ) -> Result<ConvertedRequest, EngineError> {
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .call_prepare(
-                arm(&mut instance.store),
+        self.call("prepare", request.len(), |i| {
+            i.bindings.fabstir_bridge_core_translate().call_prepare(
+                arm(&mut i.store),
                 dialect.as_str(),
                 request,
                 options_json,
-            );
-        match result {
-            Ok(Ok(c)) => Ok(converted(c)),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("prepare", &e)),
-        }
+            )
+        })
+        .map(converted)
     }
 
     fn count_tokens(&self, request: &[u8]) -> Result<u32, EngineError> {
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .call_count_tokens(arm(&mut instance.store), request);
-        match result {
-            Ok(Ok(n)) => Ok(n),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("count-tokens", &e)),
-        }
+        self.call("count-tokens", request.len(), |i| {
+            i.bindings
+                .fabstir_bridge_core_translate()
+                .call_count_tokens(arm(&mut i.store), request)
+        })
     }
 
     fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError> {
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .call_fabstir_session_init(arm(&mut instance.store), init_json);
-        match result {
-            Ok(Ok(plain)) => Ok(plain),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("fabstir-session-init", &e)),
-        }
+        self.call("fabstir-session-init", init_json.len(), |i| {
+            i.bindings
+                .fabstir_bridge_core_translate()
+                .call_fabstir_session_init(arm(&mut i.store), init_json)
+        })
     }
 
     fn translator(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
         let options = encode_options(options)?;
-        let mut instance = self.instantiate()?;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .translator()
-            .call_create(arm(&mut instance.store), &options);
-        match result {
-            Ok(Ok(stream)) => Ok(Box::new(WasmSession { instance, stream })),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("translator.create", &e)),
+        let pooled = self.pool.for_stream(|| self.instantiate())?;
+        let created = {
+            let mut guard = pooled.lock();
+            let instance = &mut *guard;
+            let result = instance
+                .bindings
+                .fabstir_bridge_core_translate()
+                .translator()
+                .call_create(arm(&mut instance.store), &options);
+            match result {
+                Ok(Ok(stream)) => Ok(stream),
+                Ok(Err(e)) => Err(core_error(e)),
+                Err(e) => {
+                    pooled.retire();
+                    Err(instance.trap("translator.create", &e))
+                }
+            }
+        };
+        match created {
+            Ok(stream) => Ok(Box::new(WasmSession {
+                pool: Arc::clone(&self.pool),
+                pooled,
+                stream: Some(stream),
+            })),
+            Err(e) => {
+                self.pool.release(&pooled);
+                Err(e)
+            }
         }
     }
 }
 
-/// A translator living in its own store. Dropping it drops the store, which frees the
-/// instance slot and everything the guest held (no explicit resource drop needed).
+impl WasmEngine {
+    /// One stateless call (`input_len` bytes of input) on an idle instance.
+    fn call<T>(
+        &self,
+        what: &str,
+        input_len: usize,
+        call: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<T, wit::CoreError>>,
+    ) -> Result<T, EngineError> {
+        let pooled = self.pool.for_call(input_len, || self.instantiate())?;
+        pooled.took(input_len, self.pool.limits());
+        let result = {
+            let mut instance = pooled.lock();
+            match call(&mut instance) {
+                Ok(Ok(value)) => Ok(value),
+                Ok(Err(e)) => Err(core_error(e)),
+                Err(e) => {
+                    pooled.retire();
+                    Err(instance.trap(what, &e))
+                }
+            }
+        };
+        self.pool.release(&pooled);
+        result
+    }
+}
+
+/// A translator: a resource of a (shared) instance. Dropping it drops the resource in the
+/// guest and gives the instance back to the pool.
 struct WasmSession {
-    instance: Instance,
-    stream: ResourceAny,
+    pool: Arc<Pool<Instance>>,
+    pooled: Arc<Pooled<Instance>>,
+    /// `None` once dropped in the guest.
+    stream: Option<ResourceAny>,
+}
+
+impl WasmSession {
+    fn with<T>(
+        &mut self,
+        what: &str,
+        input_len: usize,
+        call: impl FnOnce(&mut Instance, ResourceAny) -> wasmtime::Result<T>,
+    ) -> Result<T, EngineError> {
+        let Some(stream) = self.stream else {
+            return Err(EngineError::Trap(format!("{what}: the translator is gone")));
+        };
+        self.pooled.took(input_len, self.pool.limits());
+        let mut instance = self.pooled.lock();
+        call(&mut instance, stream).map_err(|e| {
+            self.pooled.retire();
+            instance.trap(what, &e)
+        })
+    }
 }
 
 impl StreamSession for WasmSession {
     fn feed(&mut self, chunk: &[u8]) -> Result<String, EngineError> {
-        let Self { instance, stream } = self;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .translator()
-            .call_feed(arm(&mut instance.store), *stream, chunk);
-        result.map_err(|e| instance.trap("translator.feed", &e))
+        self.with("translator.feed", chunk.len(), |i, stream| {
+            i.bindings
+                .fabstir_bridge_core_translate()
+                .translator()
+                .call_feed(arm(&mut i.store), stream, chunk)
+        })
     }
 
     fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
-        let Self { instance, stream } = self;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .translator()
-            .call_fail(arm(&mut instance.store), *stream, kind.as_str(), message);
-        result.map_err(|e| instance.trap("translator.fail", &e))
+        self.with("translator.fail", message.len(), |i, stream| {
+            i.bindings
+                .fabstir_bridge_core_translate()
+                .translator()
+                .call_fail(arm(&mut i.store), stream, kind.as_str(), message)
+        })
     }
 
     fn finish(&mut self, end: &StreamEnd) -> Result<Finished, EngineError> {
         let end = encode_options(end)?;
-        let Self { instance, stream } = self;
-        let result = instance
-            .bindings
-            .fabstir_bridge_core_translate()
-            .translator()
-            .call_finish(arm(&mut instance.store), *stream, &end);
-        match result {
-            Ok(Ok(f)) => Ok(Finished {
+        let finished = self.with("translator.finish", end.len(), |i, stream| {
+            i.bindings
+                .fabstir_bridge_core_translate()
+                .translator()
+                .call_finish(arm(&mut i.store), stream, &end)
+        })?;
+        finished
+            .map(|f| Finished {
                 status: f.status,
                 body: f.body,
-            }),
-            Ok(Err(e)) => Err(core_error(e)),
-            Err(e) => Err(instance.trap("translator.finish", &e)),
+            })
+            .map_err(core_error)
+    }
+}
+
+impl Drop for WasmSession {
+    fn drop(&mut self) {
+        if let Some(stream) = self.stream.take() {
+            let mut instance = self.pooled.lock();
+            // The guest frees the translator's state; an instance that cannot is retired.
+            if let Err(e) = stream.resource_drop(arm(&mut instance.store)) {
+                tracing::debug!(error = %e, "cannot drop a translator in the guest");
+                self.pooled.retire();
+            }
         }
+        self.pool.release(&self.pooled);
     }
 }
 
@@ -684,6 +762,53 @@ mod tests {
             Err(EngineError::Request { kind, .. }) => assert_eq!(kind, ErrorKind::InvalidRequest),
             other => panic!("expected a request error, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn streams_sharing_instances_keep_their_own_state() {
+        let wasm = WasmEngine::embedded().unwrap();
+        let native = super::super::native();
+        let options = |seed: u64| StreamOptions {
+            stream: true,
+            model: format!("claude-{seed}"),
+            input_tokens_estimate: 3,
+            id_seed: seed,
+            ..StreamOptions::default()
+        };
+        // 40 streams at once: three instances of 16; fed in turns, each stream's bytes are
+        // the native core's for the same stream.
+        let mut streams: Vec<_> = (0..40u64)
+            .map(|seed| {
+                let o = options(seed);
+                (
+                    wasm.translator(&o).unwrap(),
+                    native.translator(&o).unwrap(),
+                    seed,
+                )
+            })
+            .collect();
+        let own = Arc::clone(&wasm.pool);
+        assert_eq!(own.len(), 3);
+        for round in 0..5 {
+            for (w, n, seed) in &mut streams {
+                let chunk = format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"s{seed}r{round} \"}}}}]}}\n\n"
+                );
+                assert_eq!(
+                    w.feed(chunk.as_bytes()).unwrap(),
+                    n.feed(chunk.as_bytes()).unwrap()
+                );
+            }
+        }
+        for (w, n, _) in &mut streams {
+            let end = StreamEnd::default();
+            assert_eq!(w.finish(&end).unwrap().body, n.finish(&end).unwrap().body);
+        }
+        drop(streams);
+        assert_eq!(own.len(), 2, "two idle instances are kept");
+        // Calls reuse them.
+        wasm.count_tokens(REQUEST).unwrap();
+        assert_eq!(own.len(), 2);
     }
 
     fn per_op(start: Instant, n: u32) -> Duration {
