@@ -87,6 +87,12 @@ impl GuestOutput {
         String::from_utf8_lossy(&self.lock().tail).trim().to_owned()
     }
 
+    /// Forget what was kept: an instance shared by several streams reports, after a trap, only
+    /// what the failing call wrote.
+    pub(super) fn clear(&self) {
+        self.lock().tail.clear();
+    }
+
     fn append(&self, bytes: &[u8]) {
         let mut captured = self.lock();
         let keep_from = bytes.len().saturating_sub(Self::KEEP);

@@ -227,9 +227,11 @@ fn start_epoch_clock(engine: &wasmtime::Engine) -> Result<(), String> {
         .map_err(|e| format!("cannot start the wasm epoch clock: {e}"))
 }
 
-/// `store`, with a fresh deadline for the call about to be made.
+/// `store`, with a fresh deadline for the call about to be made, and the guest's kept output
+/// cleared (a trap report then shows only this call's, never another stream's).
 fn arm(store: &mut Store<StoreState>) -> &mut Store<StoreState> {
     store.set_epoch_deadline(CALL_DEADLINE_TICKS);
+    store.data().output.clear();
     store
 }
 
@@ -404,6 +406,9 @@ impl Instance {
     fn trap(&self, what: &str, error: &wasmtime::Error) -> EngineError {
         tracing::debug!(error = format!("{error:?}"), "{what} trapped");
         let reason = match error.downcast_ref::<wasmtime::Trap>() {
+            Some(wasmtime::Trap::CannotEnterComponent) => String::from(
+                "the engine instance was stopped by an earlier failure on it (another request's)",
+            ),
             Some(wasmtime::Trap::Interrupt) => format!(
                 "the core did not return within {} s and was stopped (a looping plug-in?)",
                 CALL_DEADLINE_TICKS * EPOCH_TICK.as_millis() as u64 / 1000
@@ -483,34 +488,67 @@ impl Engine for WasmEngine {
 
     fn translator(&self, options: &StreamOptions) -> Result<Box<dyn StreamSession>, EngineError> {
         let options = encode_options(options)?;
-        let pooled = self.pool.for_stream(|| self.instantiate())?;
-        let created = {
-            let mut guard = pooled.lock();
+        // An instance that another call retired (it trapped) while this one waited for its
+        // lock takes no new stream: try again, on another instance.
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let lease = Lease::new(&self.pool, self.pool.for_stream(|| self.instantiate())?);
+            let mut guard = lease.pooled.lock();
+            if !lease.pooled.is_open() && attempts < 2 {
+                continue;
+            }
             let instance = &mut *guard;
             let result = instance
                 .bindings
                 .fabstir_bridge_core_translate()
                 .translator()
                 .call_create(arm(&mut instance.store), &options);
-            match result {
-                Ok(Ok(stream)) => Ok(stream),
-                Ok(Err(e)) => Err(core_error(e)),
+            let stream = match result {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => return Err(core_error(e)),
                 Err(e) => {
-                    pooled.retire();
-                    Err(instance.trap("translator.create", &e))
+                    lease.pooled.retire();
+                    return Err(instance.trap("translator.create", &e));
                 }
-            }
-        };
-        match created {
-            Ok(stream) => Ok(Box::new(WasmSession {
+            };
+            drop(guard);
+            return Ok(Box::new(WasmSession {
                 pool: Arc::clone(&self.pool),
-                pooled,
+                pooled: lease.keep(),
                 stream: Some(stream),
-            })),
-            Err(e) => {
-                self.pool.release(&pooled);
-                Err(e)
-            }
+            }));
+        }
+    }
+}
+
+/// An instance taken from the pool, given back when dropped (unless kept by a session).
+struct Lease<'a> {
+    pool: &'a Pool<Instance>,
+    pooled: Arc<Pooled<Instance>>,
+    kept: bool,
+}
+
+impl<'a> Lease<'a> {
+    fn new(pool: &'a Pool<Instance>, pooled: Arc<Pooled<Instance>>) -> Self {
+        Self {
+            pool,
+            pooled,
+            kept: false,
+        }
+    }
+
+    /// The session keeps the instance (it gives it back when it ends).
+    fn keep(mut self) -> Arc<Pooled<Instance>> {
+        self.kept = true;
+        Arc::clone(&self.pooled)
+    }
+}
+
+impl Drop for Lease<'_> {
+    fn drop(&mut self) {
+        if !self.kept {
+            self.pool.release(&self.pooled);
         }
     }
 }
@@ -523,21 +561,30 @@ impl WasmEngine {
         input_len: usize,
         call: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<T, wit::CoreError>>,
     ) -> Result<T, EngineError> {
-        let pooled = self.pool.for_call(input_len, || self.instantiate())?;
-        pooled.took(input_len, self.pool.limits());
-        let result = {
-            let mut instance = pooled.lock();
-            match call(&mut instance) {
+        let mut attempts = 0;
+        loop {
+            attempts += 1;
+            let lease = Lease::new(
+                &self.pool,
+                self.pool.for_call(input_len, || self.instantiate())?,
+            );
+            lease.pooled.took(input_len, self.pool.limits());
+            let mut instance = lease.pooled.lock();
+            if !lease.pooled.is_open()
+                && attempts < 2
+                && input_len <= self.pool.limits().private_above_bytes
+            {
+                continue;
+            }
+            return match call(&mut instance) {
                 Ok(Ok(value)) => Ok(value),
                 Ok(Err(e)) => Err(core_error(e)),
                 Err(e) => {
-                    pooled.retire();
+                    lease.pooled.retire();
                     Err(instance.trap(what, &e))
                 }
-            }
-        };
-        self.pool.release(&pooled);
-        result
+            };
+        }
     }
 }
 
@@ -766,7 +813,8 @@ mod tests {
 
     #[test]
     fn streams_sharing_instances_keep_their_own_state() {
-        let wasm = WasmEngine::embedded().unwrap();
+        // An engine of its own: the process-wide one is used by the other tests meanwhile.
+        let wasm = WasmEngine::load(EMBEDDED_COMPONENT, "shared-instances test", false).unwrap();
         let native = super::super::native();
         let options = |seed: u64| StreamOptions {
             stream: true,
@@ -787,8 +835,7 @@ mod tests {
                 )
             })
             .collect();
-        let own = Arc::clone(&wasm.pool);
-        assert_eq!(own.len(), 3);
+        assert_eq!((wasm.pool.len(), wasm.pool.made()), (3, 3));
         for round in 0..5 {
             for (w, n, seed) in &mut streams {
                 let chunk = format!(
@@ -805,10 +852,20 @@ mod tests {
             assert_eq!(w.finish(&end).unwrap().body, n.finish(&end).unwrap().body);
         }
         drop(streams);
-        assert_eq!(own.len(), 2, "two idle instances are kept");
-        // Calls reuse them.
+        assert_eq!(wasm.pool.len(), 2, "two idle instances are kept");
+        // The next request's calls and stream reuse them: no instantiation.
         wasm.count_tokens(REQUEST).unwrap();
-        assert_eq!(own.len(), 2);
+        wasm.convert_request(REQUEST, &ConvertOptions::default())
+            .unwrap();
+        drop(wasm.translator(&options(99)).unwrap());
+        assert_eq!(wasm.pool.made(), 3);
+        // A large input gets an instance of its own, not kept.
+        let big = format!(
+            r#"{{"model":"claude-x","max_tokens":64,"messages":[{{"role":"user","content":"{}"}}]}}"#,
+            "x".repeat(EMBEDDED_POOL.private_above_bytes + 1)
+        );
+        wasm.count_tokens(big.as_bytes()).unwrap();
+        assert_eq!((wasm.pool.made(), wasm.pool.len()), (4, 2));
     }
 
     fn per_op(start: Instant, n: u32) -> Duration {

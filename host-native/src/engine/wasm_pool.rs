@@ -74,7 +74,8 @@ impl<I> Pooled<I> {
         self.retired.store(true, Ordering::Relaxed);
     }
 
-    fn open(&self) -> bool {
+    /// Whether it takes new work (not retired).
+    pub fn is_open(&self) -> bool {
         !self.retired.load(Ordering::Relaxed)
     }
 }
@@ -84,6 +85,8 @@ impl<I> Pooled<I> {
 pub(super) struct Pool<I> {
     limits: PoolLimits,
     instances: Mutex<Vec<Arc<Pooled<I>>>>,
+    /// Instances made so far.
+    made: AtomicUsize,
 }
 
 impl<I> Pool<I> {
@@ -91,6 +94,7 @@ impl<I> Pool<I> {
         Self {
             limits,
             instances: Mutex::new(Vec::new()),
+            made: AtomicUsize::new(0),
         }
     }
 
@@ -111,7 +115,7 @@ impl<I> Pool<I> {
             let list = self.list();
             let best = list
                 .iter()
-                .filter(|p| p.open())
+                .filter(|p| p.is_open())
                 .filter(|p| p.users.load(Ordering::Relaxed) < self.limits.streams_per_instance)
                 .max_by_key(|p| p.users.load(Ordering::Relaxed));
             if let Some(pooled) = best {
@@ -119,7 +123,7 @@ impl<I> Pool<I> {
                 return Ok(Arc::clone(pooled));
             }
         }
-        let pooled = Pooled::new(make()?, false);
+        let pooled = Pooled::new(self.make(make)?, false);
         self.list().push(Arc::clone(&pooled));
         Ok(pooled)
     }
@@ -132,31 +136,42 @@ impl<I> Pool<I> {
         make: impl FnOnce() -> Result<I, E>,
     ) -> Result<Arc<Pooled<I>>, E> {
         if input_len > self.limits.private_above_bytes {
-            return Ok(Pooled::new(make()?, true));
+            return Ok(Pooled::new(self.make(make)?, true));
         }
         {
             let list = self.list();
             let idle = list
                 .iter()
-                .find(|p| p.open() && p.users.load(Ordering::Relaxed) == 0);
+                .find(|p| p.is_open() && p.users.load(Ordering::Relaxed) == 0);
             if let Some(pooled) = idle {
                 pooled.users.fetch_add(1, Ordering::Relaxed);
                 return Ok(Arc::clone(pooled));
             }
         }
-        let pooled = Pooled::new(make()?, false);
+        let pooled = Pooled::new(self.make(make)?, false);
         self.list().push(Arc::clone(&pooled));
         Ok(pooled)
+    }
+
+    fn make<E>(&self, make: impl FnOnce() -> Result<I, E>) -> Result<I, E> {
+        let instance = make()?;
+        self.made.fetch_add(1, Ordering::Relaxed);
+        Ok(instance)
+    }
+
+    /// Instances made so far (each an instantiation).
+    #[cfg(test)]
+    pub fn made(&self) -> usize {
+        self.made.load(Ordering::Relaxed)
     }
 
     /// A user of `pooled` is done. An instance left without users is dropped if it is retired
     /// or more than `keep_idle` are idle.
     pub fn release(&self, pooled: &Arc<Pooled<I>>) {
         let mut list = self.list();
-        let left = pooled
-            .users
-            .fetch_sub(1, Ordering::Relaxed)
-            .saturating_sub(1);
+        let before = pooled.users.fetch_sub(1, Ordering::Relaxed);
+        debug_assert!(before > 0, "an instance released more often than taken");
+        let left = before.saturating_sub(1);
         if left > 0 {
             return;
         }
@@ -164,7 +179,7 @@ impl<I> Pool<I> {
             .iter()
             .filter(|p| p.users.load(Ordering::Relaxed) == 0)
             .count();
-        if !pooled.open() || idle > self.limits.keep_idle {
+        if !pooled.is_open() || idle > self.limits.keep_idle {
             list.retain(|p| !Arc::ptr_eq(p, pooled));
         }
     }
