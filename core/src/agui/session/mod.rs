@@ -929,18 +929,32 @@ impl AguiSession {
 
     /// Send the app's request unless too many wait; returns whether it went.
     fn send_checked(&mut self, caller: Caller, request: Value, now: u64) -> bool {
-        if self.controls.len() >= self.limits.max_pending_controls {
+        if let Err(busy) = self.room_for_control() {
             self.outputs.push_back(Output::ControlDone {
                 caller,
-                result: Err(ControlError::Busy(format!(
-                    "{} control requests already wait for Claude Code; retry when they are answered",
-                    self.controls.len()
-                ))),
+                result: Err(busy),
             });
             return false;
         }
         self.send_control(Some(caller), request, now);
         true
+    }
+
+    /// Whether another control request may wait for Claude Code.
+    fn room_for_control(&self) -> Result<(), ControlError> {
+        if self.controls.len() < self.limits.max_pending_controls {
+            return Ok(());
+        }
+        Err(ControlError::Busy(format!(
+            "{} control requests already wait for Claude Code; retry when they are answered",
+            self.controls.len()
+        )))
+    }
+
+    /// The id of the next request the bridge sends Claude Code.
+    fn next_control_id(&mut self) -> String {
+        self.next_request += 1;
+        format!("req_{}_{}", self.next_request, self.seed % 100_000)
     }
 
     /// `{"subtype":"update_environment_variables","variables":{NAME: value}}`. Claude Code
@@ -973,13 +987,8 @@ impl AguiSession {
             }
             set.insert(name.clone(), value.to_owned());
         }
-        if self.controls.len() >= self.limits.max_pending_controls {
-            return Err(ControlError::Busy(String::from(
-                "too many control requests wait for Claude Code; retry when they are answered",
-            )));
-        }
-        self.next_request += 1;
-        let id = format!("req_{}_{}", self.next_request, self.seed % 100_000);
+        self.room_for_control()?;
+        let id = self.next_control_id();
         let line =
             json!({"type": "update_environment_variables", "variables": set, "request_id": id});
         self.outputs.push_back(Output::Write(line_of(&line)));
@@ -1248,8 +1257,7 @@ impl AguiSession {
         let setting = REPLAYED
             .contains(&subtype.as_str())
             .then(|| request.clone());
-        self.next_request += 1;
-        let id = format!("req_{}_{}", self.next_request, self.seed % 100_000);
+        let id = self.next_control_id();
         let line = json!({"type": "control_request", "request_id": id, "request": request});
         self.outputs.push_back(Output::Write(line_of(&line)));
         self.controls.insert(
