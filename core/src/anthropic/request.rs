@@ -8,6 +8,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+mod de;
+
 /// `POST /v1/messages` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MessagesRequest {
@@ -81,7 +83,10 @@ pub enum Role {
 }
 
 /// Content: a plain string or a list of blocks.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by hand ([`de`]): an untagged derive would first copy the whole content into serde's
+/// buffer and then copy every string again from there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Content {
     /// Plain text.
@@ -105,7 +110,11 @@ impl Content {
 }
 
 /// A content block: a known type, or anything else kept verbatim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+///
+/// Read by hand ([`de`]) into a JSON object first, whose values then move into the
+/// [`KnownBlock`] its `type` names; an object that does not fit one stays [`Block::Other`],
+/// unchanged. This is what the untagged derive decided, without its two copies of every string.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
 pub enum Block {
     /// A block type the bridge understands.

@@ -118,9 +118,82 @@ pub fn skim_features(request: &[u8], with_tokens: bool) -> Result<Features, Requ
     })
 }
 
+/// The client's model name, read from the top of the body only as far as the `model` key, for a
+/// router that looks at nothing else (no `think` or `long_context` target): Claude Code sends
+/// `model` first, so the few hundred kilobytes of history after it are not read twice (the
+/// provider reads the whole body anyway, and refuses a bad one with the same error
+/// [`features_from_bytes`] would give). `None` when the body is not an object whose keys up to a
+/// string `model` read as JSON; the caller then uses [`skim_features`], which says what is wrong.
+///
+/// ```
+/// use bridge_core::route::skim_model;
+/// assert_eq!(skim_model(br#" {"model":"claude-sonnet-4-5","messages":[ this is never read"#),
+///            Some(String::from("claude-sonnet-4-5")));
+/// assert_eq!(skim_model(br#"{"stream":true,"max_tokens":[1,{"a":"}"}],"model":"m"}"#), Some("m".into()));
+/// assert_eq!(skim_model(br#"{"model":7}"#), None);
+/// assert_eq!(skim_model(br#"{"messages":[]}"#), None);
+/// assert_eq!(skim_model(br#"["model","m"]"#), None);
+/// ```
+#[must_use]
+pub fn skim_model(request: &[u8]) -> Option<String> {
+    /// One JSON value at the start of `rest` (whitespace before it skipped) and the bytes it took.
+    fn value<'a, T: serde::Deserialize<'a>>(rest: &'a [u8]) -> Option<(T, usize)> {
+        let mut values = serde_json::Deserializer::from_slice(rest).into_iter::<T>();
+        let read = values.next()?.ok()?;
+        Some((read, values.byte_offset()))
+    }
+    /// `rest` after its leading whitespace and then `byte`, if `byte` comes next.
+    fn after(rest: &[u8], byte: u8) -> Option<&[u8]> {
+        let rest = rest.trim_ascii_start();
+        (rest.first() == Some(&byte)).then(|| rest.get(1..).unwrap_or_default())
+    }
+    let mut rest = after(request, b'{')?;
+    loop {
+        let (key, used) = value::<String>(rest)?;
+        rest = after(rest.get(used..)?, b':')?;
+        if key == "model" {
+            return value::<String>(rest).map(|(model, _)| model);
+        }
+        let (serde::de::IgnoredAny, used) = value(rest)?;
+        rest = after(rest.get(used..)?, b',')?;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_is_read_where_it_is_and_only_so_far() {
+        let body = br#"{"model":"claude-opus-4-1","max_tokens":9,"messages":[{"role":"user","content":"hi"}]}"#;
+        assert_eq!(
+            skim_model(body).as_deref(),
+            Some(features_from_bytes(body).unwrap().model.as_str())
+        );
+        assert_eq!(
+            skim_model(br#"{ "max_tokens" : 9 , "model" : "late\u0041" }"#).as_deref(),
+            Some("lateA")
+        );
+        // Whatever follows the model is the provider's to refuse.
+        assert_eq!(skim_model(br#"{"model":"m", oops"#).as_deref(), Some("m"));
+        for unread in [
+            &br#""#[..],
+            br#"{}"#,
+            br#"{"max_tokens":9}"#,
+            br#"{"max_tokens":9 "model":"m"}"#,
+            br#"{"max_tokens":,"model":"m"}"#,
+            br#"{"model":null}"#,
+            br#"{"model" "m"}"#,
+            br#"[]"#,
+        ] {
+            assert_eq!(
+                skim_model(unread),
+                None,
+                "{}",
+                String::from_utf8_lossy(unread)
+            );
+        }
+    }
 
     fn of(json: &str) -> Features {
         features_from_bytes(json.as_bytes()).unwrap()

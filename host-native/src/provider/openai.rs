@@ -214,9 +214,11 @@ impl OpenAi {
         let mut options = options;
         let (mut dropped_choice, mut limited) = (false, false);
         loop {
-            let has_choice = upstream_body.contains("\"tool_choice\":")
-                || upstream_body.contains("\"parallel_tool_calls\":");
-            let result = self.upstream.post_json(upstream_body).await;
+            let body = bytes::Bytes::from(upstream_body);
+            let result = self
+                .upstream
+                .post(body.clone(), None, &http::HeaderMap::new())
+                .await;
             let Err(BridgeError::UpstreamStatus {
                 status: 400 | 422,
                 message,
@@ -225,6 +227,9 @@ impl OpenAi {
             else {
                 return result;
             };
+            // Looked for only now: the body can be a few hundred kilobytes.
+            let has = |key: &[u8]| body.windows(key.len()).any(|w| w == key);
+            let has_choice = has(b"\"tool_choice\":") || has(b"\"parallel_tool_calls\":");
             let limit = bridge_core::anthropic::overflow::max_tokens_limit(message);
             let current = options.as_ref().unwrap_or(&self.options);
             let cap = current["max_tokens_cap"].as_u64().filter(|c| *c > 0);

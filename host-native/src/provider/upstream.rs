@@ -154,19 +154,12 @@ impl Upstream {
         &self.url
     }
 
-    /// POST a JSON body with the configured headers; a 2xx response's body is returned unread.
+    /// POST `body` (JSON) to this upstream's URL (with `query` appended when given), with
+    /// `extra` headers and then the configured ones (which win); a 2xx response's body is
+    /// returned unread.
     ///
     /// # Errors
     /// [`BridgeError`] for connection failures, timeouts and non-2xx answers.
-    pub async fn post_json(&self, body: String) -> Result<Response<Incoming>, BridgeError> {
-        self.post(Bytes::from(body), None, &HeaderMap::new()).await
-    }
-
-    /// POST `body` to this upstream's URL (with `query` appended when given), with `extra`
-    /// headers and then the configured ones (which win).
-    ///
-    /// # Errors
-    /// As [`Upstream::post_json`].
     pub async fn post(
         &self,
         body: Bytes,

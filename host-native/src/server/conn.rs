@@ -85,15 +85,34 @@ pub async fn read_request_body(
     limit: usize,
     stall: Duration,
 ) -> Result<Bytes, BodyError> {
+    // `content-length` (when sent and within the limit) sizes the buffer once; a body that
+    // arrives in one frame is kept as it is, not copied.
+    let expected = usize::try_from(hyper::body::Body::size_hint(&body).lower())
+        .unwrap_or(usize::MAX)
+        .min(limit);
     let mut body = Limited::new(body, limit);
+    let mut first: Option<Bytes> = None;
     let mut out = BytesMut::new();
     loop {
         match tokio::time::timeout(stall, body.frame()).await {
             Err(_) => return Err(BodyError::Stalled),
+            Ok(None) if out.is_empty() => return Ok(first.unwrap_or_default()),
             Ok(None) => return Ok(out.freeze()),
             Ok(Some(Ok(frame))) => {
-                if let Ok(data) = frame.into_data() {
-                    out.extend_from_slice(&data);
+                let Ok(data) = frame.into_data() else {
+                    continue;
+                };
+                match first.take() {
+                    None if out.is_empty() => first = Some(data),
+                    earlier => {
+                        if out.is_empty() {
+                            out.reserve(expected.max(data.len()));
+                        }
+                        if let Some(earlier) = earlier {
+                            out.extend_from_slice(&earlier);
+                        }
+                        out.extend_from_slice(&data);
+                    }
                 }
             }
             Ok(Some(Err(e)))

@@ -171,6 +171,70 @@ async fn answer(
 }
 
 // ---------------------------------------------------------------------------------------------
+// The pass-through floor: the least any proxy on this stack costs.
+
+/// `bench-proxy --pass-through PORT UPSTREAM`: a proxy that translates nothing. It reads the whole
+/// request body (as any translating proxy must), forwards it to `UPSTREAM` with the bridge's
+/// HTTP client (hyper-util's pooled client, `TCP_NODELAY`) on the bridge's runtime (tokio's
+/// multi-thread default), and streams the answer back byte for byte. Pinned like the bridge, its
+/// overhead against direct is the floor: the hop, the wake-ups and the syscalls that no
+/// translation saving can remove.
+fn pass_through(port: u16, upstream: SocketAddr) -> Result<()> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(async move {
+            let listener = TcpListener::bind(("127.0.0.1", port)).await?;
+            let mut connector = hyper_util::client::legacy::connect::HttpConnector::new();
+            connector.set_nodelay(true);
+            let client =
+                hyper_util::client::legacy::Client::builder(hyper_util::rt::TokioExecutor::new())
+                    .build::<_, Full<Bytes>>(connector);
+            loop {
+                let Ok((tcp, _)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = tcp.set_nodelay(true);
+                let client = client.clone();
+                tokio::spawn(async move {
+                    let svc = hyper::service::service_fn(move |req: Request<Incoming>| {
+                        let client = client.clone();
+                        async move {
+                            let (parts, body) = req.into_parts();
+                            let body = body.collect().await.map(|b| b.to_bytes());
+                            let mut out = Request::new(Full::new(body.unwrap_or_default()));
+                            *out.method_mut() = parts.method;
+                            *out.headers_mut() = parts.headers;
+                            let answer = match format!("http://{upstream}{}", parts.uri).parse() {
+                                Ok(uri) => {
+                                    *out.uri_mut() = uri;
+                                    client.request(out).await.ok()
+                                }
+                                Err(_) => None,
+                            };
+                            Ok::<_, Infallible>(answer.map_or_else(
+                                || {
+                                    let mut bad = Response::new(
+                                        Full::new(Bytes::new())
+                                            .map_err(|never| match never {})
+                                            .boxed(),
+                                    );
+                                    *bad.status_mut() = hyper::StatusCode::BAD_GATEWAY;
+                                    bad
+                                },
+                                |a| a.map(http_body_util::BodyExt::boxed),
+                            ))
+                        }
+                    });
+                    let _ = hyper::server::conn::http1::Builder::new()
+                        .serve_connection(TokioIo::new(tcp), svc)
+                        .await;
+                });
+            }
+        })
+}
+
+// ---------------------------------------------------------------------------------------------
 // The bridge process.
 
 struct BridgeProc {
@@ -184,6 +248,44 @@ impl Drop for BridgeProc {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The pass-through floor (see [`pass_through`]), pinned like the bridge.
+async fn start_pass_through(upstream: SocketAddr, pinned: bool) -> Result<BridgeProc> {
+    let port = free_port()?;
+    let exe = std::env::current_exe()?;
+    let mut cmd = if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).arg(&exe);
+        c
+    } else {
+        Command::new(&exe)
+    };
+    let mut child = cmd
+        .args(["--pass-through", &port.to_string(), &upstream.to_string()])
+        .env_remove("BENCH_PROXY_PINNED")
+        .stdin(Stdio::null())
+        .spawn()?;
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse()?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(addr).await.is_err() {
+        if let Some(status) = child.try_wait()? {
+            return Err(err(format!(
+                "the pass-through exited at start with {status}"
+            )));
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(err("the pass-through did not listen in 10 s"));
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok(BridgeProc {
+        child,
+        addr,
+        engine: String::from("pass"),
+    })
 }
 
 fn free_port() -> Result<u16> {
@@ -290,6 +392,7 @@ fn clock_ticks_per_s() -> f64 {
 // The load generator.
 
 /// Where requests go and how a good answer looks.
+#[derive(Clone)]
 struct Target {
     name: String,
     addr: SocketAddr,
@@ -697,6 +800,12 @@ fn row(r: &Value, direct: Option<&Value>) -> String {
 const HEADER: &str = "| mode   | size  | conc | target |  ok/reqs    | TTFT p50 | TTFT p99 | tot p50  | tot p99  |    req/s | ×dir  | TTFT ovh | CPU s/1k | gen  |\n|--------|-------|------|--------|-------------|----------|----------|----------|----------|----------|-------|----------|---------|------|";
 
 fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, port, upstream] = args.as_slice()
+        && flag == "--pass-through"
+    {
+        return pass_through(port.parse()?, upstream.parse()?);
+    }
     let cores = std::env::var("BENCH_PROXY_CORES")
         .ok()
         .and_then(|c| c.parse().ok())
@@ -773,6 +882,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     for engine in &engines {
         bridges.push(start_bridge(up_addr, engine, pinned).await?);
     }
+    let floor = start_pass_through(up_addr, pinned).await?;
     let bridge_target = |b: &BridgeProc| {
         Arc::new(Target {
             name: b.engine.clone(),
@@ -793,6 +903,11 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         headers: vec![("authorization", "Bearer sk-bench")],
         content: b"\"content\":\"w",
         end: b"[DONE]",
+    });
+    let pass = Arc::new(Target {
+        name: floor.engine.clone(),
+        addr: floor.addr,
+        ..Target::clone(&direct)
     });
 
     // Client bodies, and what the bridge sends upstream for each (the direct baseline's bodies).
@@ -842,12 +957,19 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         .first()
         .map(|b| b.2.clone())
         .ok_or_else(|| err("no bodies"))?;
-    for b in &bridges {
+    let small_upstream = bodies
+        .first()
+        .map(|b| b.3.clone())
+        .ok_or_else(|| err("no bodies"))?;
+    let held = bridges
+        .iter()
+        .map(|b| (b, bridge_target(b), &small_stream))
+        .chain([(&floor, Arc::clone(&pass), &small_upstream)]);
+    for (b, target, body) in held {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let pid = b.child.id();
         let idle = rss_kb(pid).unwrap_or(0);
-        let (open_kb, opened) =
-            hold_streams(&up, &bridge_target(b), &small_stream, pid, hold).await?;
+        let (open_kb, opened) = hold_streams(&up, &target, body, pid, hold).await?;
         let per = (open_kb.saturating_sub(idle)) as f64 / opened.max(1) as f64;
         println!(
             "  RSS {:<6}: idle {idle} kB; {opened}/{hold} streams open {open_kb} kB; {per:.1} kB per open stream",
@@ -878,6 +1000,17 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             let d = run(&sc, &direct, upstream_body, *upstream_streams, None, tck).await?;
             println!("{}", row(&d, None));
             rows.push(d.clone());
+            let p = run(
+                &sc,
+                &pass,
+                upstream_body,
+                *upstream_streams,
+                Some(floor.child.id()),
+                tck,
+            )
+            .await?;
+            println!("{}", row(&p, Some(&d)));
+            rows.push(p);
             for b in &bridges {
                 let r = run(
                     &sc,
@@ -893,7 +1026,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             }
         }
     }
-    for b in &bridges {
+    for b in bridges.iter().chain([&floor]) {
         if let Some(m) = memory.get_mut(&b.engine) {
             m["rss_after_load_kb"] = json!(rss_kb(b.child.id()).unwrap_or(0));
         }

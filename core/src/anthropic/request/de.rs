@@ -1,0 +1,296 @@
+//! Reading [`Content`] and [`Block`] without serde's untagged buffering.
+//!
+//! The derived untagged and internally tagged readers first copy the input into serde's private
+//! `Content` buffer, then try each variant against that buffer, copying every string a second
+//! time (and building an error for each variant that did not fit). A Claude Code request is a
+//! few hundred kilobytes of such blocks, sent again every turn, so that was most of the time the
+//! bridge spent reading it. Here a block is read once into a JSON object, checked against the
+//! variant its `type` names, and its values are moved into that variant. The decisions are the
+//! derive's (`tests::same_as_the_derive` holds them to it):
+//!
+//! - a block that is not an object, has no string `type`, names an unknown type, or lacks or
+//!   mistypes a field its variant requires stays [`Block::Other`] exactly as sent;
+//! - a known block's unknown fields go to its `extra` map in the order they came (but
+//!   `redacted_thinking` and the image `source` variants keep none, as their derive keeps none);
+//! - `null` in an optional field is `None`; a missing `tool_use.input` is `null`.
+//!
+//! ```
+//! use bridge_core::anthropic::request::{Block, Content, KnownBlock};
+//!
+//! let content: Content = serde_json::from_str(
+//!     r#"[{"type":"text","text":"hi","cache_control":{"type":"ephemeral"}},{"type":"text"}]"#,
+//! )
+//! .unwrap();
+//! let Content::Blocks(blocks) = content else { panic!("an array is blocks") };
+//! let Block::Known(KnownBlock::Text { text, extra }) = &blocks[0] else { panic!() };
+//! assert_eq!((text.as_str(), extra.len()), ("hi", 1));
+//! // No `text`: kept as it came, not refused.
+//! assert_eq!(blocks[1], Block::Other(serde_json::json!({"type": "text"})));
+//! ```
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
+use serde_json::{Map, Value};
+
+use super::{Block, Content, ImageSource, KnownBlock};
+
+impl<'de> Deserialize<'de> for Content {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(ContentVisitor)
+    }
+}
+
+/// A string is [`Content::Text`], an array [`Content::Blocks`]; anything else is refused.
+struct ContentVisitor;
+
+impl<'de> Visitor<'de> for ContentVisitor {
+    type Value = Content;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a string or an array of content blocks")
+    }
+
+    fn visit_str<E: serde::de::Error>(self, text: &str) -> Result<Content, E> {
+        Ok(Content::Text(text.to_owned()))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, text: String) -> Result<Content, E> {
+        Ok(Content::Text(text))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Content, A::Error> {
+        let mut blocks = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(block) = seq.next_element::<Block>()? {
+            blocks.push(block);
+        }
+        Ok(Content::Blocks(blocks))
+    }
+}
+
+impl<'de> Deserialize<'de> for Block {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Value::deserialize(deserializer).map(block)
+    }
+}
+
+/// The block `value` is: known if it fits the variant its `type` names, else kept as it is.
+fn block(value: Value) -> Block {
+    match value {
+        Value::Object(object) if fits(&object) => Block::Known(known(object)),
+        other => Block::Other(other),
+    }
+}
+
+fn is_string(value: Option<&Value>) -> bool {
+    matches!(value, Some(Value::String(_)))
+}
+
+/// Absent, `null`, or what `fits` says.
+fn optional(value: Option<&Value>, fits: fn(&Value) -> bool) -> bool {
+    value.is_none_or(|v| v.is_null() || fits(v))
+}
+
+/// Whether `object` reads as the [`KnownBlock`] its `type` names (checked before anything moves,
+/// so a block that does not fit is kept untouched, its keys in their order).
+fn fits(object: &Map<String, Value>) -> bool {
+    let Some(Value::String(kind)) = object.get("type") else {
+        return false;
+    };
+    match kind.as_str() {
+        "text" => is_string(object.get("text")),
+        "image" | "document" => object.contains_key("source"),
+        "tool_use" => is_string(object.get("id")) && is_string(object.get("name")),
+        "tool_result" => {
+            is_string(object.get("tool_use_id"))
+                && optional(object.get("content"), |c| c.is_string() || c.is_array())
+                && optional(object.get("is_error"), Value::is_boolean)
+        }
+        "thinking" => {
+            is_string(object.get("thinking")) && optional(object.get("signature"), Value::is_string)
+        }
+        "redacted_thinking" => is_string(object.get("data")),
+        _ => false,
+    }
+}
+
+/// The string at `key` (checked by [`fits`]), moved out.
+fn take_string(object: &mut Map<String, Value>, key: &str) -> String {
+    match object.shift_remove(key) {
+        Some(Value::String(text)) => text,
+        _ => String::new(),
+    }
+}
+
+/// `object`, which [`fits`], as its variant; what is left of it becomes `extra`.
+fn known(mut object: Map<String, Value>) -> KnownBlock {
+    let kind = take_string(&mut object, "type");
+    match kind.as_str() {
+        "text" => KnownBlock::Text {
+            text: take_string(&mut object, "text"),
+            extra: object,
+        },
+        "image" => KnownBlock::Image {
+            source: image_source(object.shift_remove("source").unwrap_or(Value::Null)),
+            extra: object,
+        },
+        "tool_use" => KnownBlock::ToolUse {
+            id: take_string(&mut object, "id"),
+            name: take_string(&mut object, "name"),
+            input: object.shift_remove("input").unwrap_or(Value::Null),
+            extra: object,
+        },
+        "tool_result" => KnownBlock::ToolResult {
+            tool_use_id: take_string(&mut object, "tool_use_id"),
+            content: match object.shift_remove("content") {
+                Some(Value::String(text)) => Some(Content::Text(text)),
+                Some(Value::Array(blocks)) => {
+                    Some(Content::Blocks(blocks.into_iter().map(block).collect()))
+                }
+                _ => None,
+            },
+            is_error: object.shift_remove("is_error").and_then(|v| v.as_bool()),
+            extra: object,
+        },
+        "thinking" => KnownBlock::Thinking {
+            thinking: take_string(&mut object, "thinking"),
+            signature: match object.shift_remove("signature") {
+                Some(Value::String(signature)) => Some(signature),
+                _ => None,
+            },
+            extra: object,
+        },
+        "redacted_thinking" => KnownBlock::RedactedThinking {
+            data: take_string(&mut object, "data"),
+        },
+        _ => KnownBlock::Document {
+            source: object.shift_remove("source").unwrap_or(Value::Null),
+            extra: object,
+        },
+    }
+}
+
+/// An image `source`: `base64` with string `media_type` and `data`, `url` with a string `url`
+/// (other fields of those two dropped, as the derive drops them), else kept as it is.
+fn image_source(source: Value) -> ImageSource {
+    let Value::Object(mut object) = source else {
+        return ImageSource::Other(source);
+    };
+    match object.get("type").and_then(Value::as_str) {
+        Some("base64") if is_string(object.get("media_type")) && is_string(object.get("data")) => {
+            ImageSource::Base64 {
+                media_type: take_string(&mut object, "media_type"),
+                data: take_string(&mut object, "data"),
+            }
+        }
+        Some("url") if is_string(object.get("url")) => ImageSource::Url {
+            url: take_string(&mut object, "url"),
+        },
+        _ => ImageSource::Other(Value::Object(object)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// What the untagged derive decided: the block's known variant, else the value as it came.
+    fn derived(value: &Value) -> Block {
+        serde_json::from_value::<KnownBlock>(value.clone())
+            .map_or_else(|_| Block::Other(value.clone()), Block::Known)
+    }
+
+    fn cases() -> Vec<Value> {
+        vec![
+            json!("just a string"),
+            json!(42),
+            json!(null),
+            json!([{"type": "text", "text": "in an array"}]),
+            json!({}),
+            json!({"text": "no type"}),
+            json!({"type": 7, "text": "numeric type"}),
+            json!({"type": "future_block", "payload": {"a": 1}}),
+            json!({"type": "text", "text": "hi"}),
+            json!({"text": "type last", "cache_control": {"type": "ephemeral"}, "type": "text"}),
+            json!({"type": "text"}),
+            json!({"type": "text", "text": null}),
+            json!({"type": "text", "text": 5}),
+            json!({"type": "text", "text": "x", "citations": [], "z": 1, "a": 2}),
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "AAA", "extra": 1}}),
+            json!({"type": "image", "source": {"type": "base64", "media_type": "image/png"}}),
+            json!({"type": "image", "source": {"type": "url", "url": "https://x/y.png"}, "cache_control": {}}),
+            json!({"type": "image", "source": {"type": "url", "url": 3}}),
+            json!({"type": "image", "source": {"type": "file", "file_id": "f_1"}}),
+            json!({"type": "image", "source": "not an object"}),
+            json!({"type": "image", "source": null}),
+            json!({"type": "image"}),
+            json!({"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}),
+            json!({"type": "tool_use", "id": "t1", "name": "Bash"}),
+            json!({"type": "tool_use", "id": "t1", "name": "Bash", "input": null, "caller": {}}),
+            json!({"type": "tool_use", "id": "t1", "input": {}}),
+            json!({"type": "tool_use", "id": 1, "name": "Bash", "input": {}}),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": "ok"}),
+            json!({"type": "tool_result", "tool_use_id": "t1"}),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": null, "is_error": null}),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": [
+                {"type": "text", "text": "a"}, {"type": "image", "source": {"type": "url", "url": "u"}},
+                {"type": "text"}, 5, {"type": "tool_reference", "tool_name": "x"}
+            ], "is_error": true}),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": {"type": "text"}}),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": 5}),
+            json!({"type": "tool_result", "tool_use_id": "t1", "content": "x", "is_error": "yes"}),
+            json!({"type": "tool_result", "content": "no id"}),
+            json!({"type": "thinking", "thinking": "hmm", "signature": "sig"}),
+            json!({"type": "thinking", "thinking": "hmm"}),
+            json!({"type": "thinking", "thinking": "hmm", "signature": null, "x": 1}),
+            json!({"type": "thinking", "thinking": "hmm", "signature": 3}),
+            json!({"type": "thinking", "signature": "sig"}),
+            json!({"type": "redacted_thinking", "data": "opaque", "dropped": true}),
+            json!({"type": "redacted_thinking"}),
+            json!({"type": "document", "source": {"type": "text", "data": "doc"}, "title": "t"}),
+            json!({"type": "document", "source": null}),
+            json!({"type": "document", "title": "no source"}),
+        ]
+    }
+
+    #[test]
+    fn same_as_the_derive() {
+        for case in cases() {
+            let ours: Block = serde_json::from_value(case.clone()).unwrap();
+            assert_eq!(ours, derived(&case), "{case}");
+            // Read from text as well as from a value, and written back the same way.
+            let text = case.to_string();
+            let from_text: Block = serde_json::from_str(&text).unwrap();
+            assert_eq!(from_text, ours, "{text}");
+            assert_eq!(
+                serde_json::to_string(&from_text).unwrap(),
+                serde_json::to_string(&derived(&case)).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn content_is_a_string_or_blocks_and_nothing_else() {
+        let text: Content = serde_json::from_str(r#""hi""#).unwrap();
+        assert_eq!(text, Content::Text("hi".into()));
+        let blocks: Content = serde_json::from_str(r#"[{"type":"text","text":"a"},1]"#).unwrap();
+        assert_eq!(
+            blocks,
+            Content::Blocks(vec![
+                derived(&json!({"type":"text","text":"a"})),
+                Block::Other(json!(1))
+            ])
+        );
+        for bad in ["5", "null", "{}", "true"] {
+            let error = serde_json::from_str::<Content>(bad).unwrap_err();
+            assert!(
+                error
+                    .to_string()
+                    .contains("a string or an array of content blocks"),
+                "{bad}: {error}"
+            );
+        }
+    }
+}
