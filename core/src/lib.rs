@@ -24,6 +24,7 @@ pub mod agui;
 pub mod anthropic;
 pub mod api;
 pub mod chatml;
+pub mod compact_json;
 pub mod error;
 pub mod fabstir;
 pub mod front;

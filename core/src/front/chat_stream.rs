@@ -176,7 +176,9 @@ impl ChatFrame {
         out.push_str("data: ");
         match self {
             Self::Chunk(chunk) => {
-                out.push_str(&serde_json::to_string(chunk).unwrap_or_else(|_| String::from("{}")));
+                out.push_str(
+                    &crate::compact_json::to_string(chunk).unwrap_or_else(|_| String::from("{}")),
+                );
             }
             Self::Error(error) => out.push_str(&openai_error_body(error)),
             Self::Done => out.push_str("[DONE]"),

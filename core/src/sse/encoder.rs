@@ -48,7 +48,7 @@ pub fn encode_frame(out: &mut String, name: &str, data: &str) -> Result<(), Enco
 /// Append one Anthropic event. serde_json never writes raw line breaks, and event names are
 /// fixed identifiers, so this cannot fail.
 pub fn encode_event(out: &mut String, event: &StreamEvent) {
-    let data = serde_json::to_string(event).unwrap_or_else(|_| String::from("{}"));
+    let data = crate::compact_json::to_string(event).unwrap_or_else(|_| String::from("{}"));
     out.push_str("event: ");
     out.push_str(event.name());
     out.push_str("\ndata: ");

@@ -324,7 +324,8 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
         stream: true,
         stream_options: json!({"include_usage": true}),
     };
-    let body = serde_json::to_string(&chat).map_err(|e| RequestError::Json(e.to_string()))?;
+    let body =
+        crate::compact_json::to_string(&chat).map_err(|e| RequestError::Json(e.to_string()))?;
     Ok(ConvertedRequest {
         body,
         upstream_model,

@@ -209,7 +209,8 @@ pub fn convert(
         include,
         stream: true,
     };
-    let body = serde_json::to_string(&body).map_err(|e| RequestError::Json(e.to_string()))?;
+    let body =
+        crate::compact_json::to_string(&body).map_err(|e| RequestError::Json(e.to_string()))?;
     Ok(ConvertedResponses {
         body,
         upstream_model,

@@ -1,0 +1,667 @@
+//! Compact JSON text, byte for byte what `serde_json::to_string` writes, with a faster string
+//! escape.
+//!
+//! serde_json escapes a string one byte at a time. The body the bridge sends upstream is a few
+//! hundred kilobytes of such strings (a Claude Code conversation, sent again every turn), and
+//! writing it was the largest single cost of converting a request. Here a string is scanned
+//! eight bytes at a time for the three things JSON must escape (control characters, `"` and
+//! `\`), and only the word that holds one is looked at byte by byte; the escapes written are
+//! serde_json's (`\n`, `\"`, `\u001f`, …). Numbers, `true`, `false` and `null` are written by
+//! serde_json itself, so they cannot differ; the punctuation is the compact form (no spaces).
+//!
+//! ```
+//! use serde_json::json;
+//! let value = json!({"role": "user", "content": "line one\nline \"two\"\u{1}", "n": [1, 2.5, -3]});
+//! assert_eq!(
+//!     bridge_core::compact_json::to_string(&value).unwrap(),
+//!     serde_json::to_string(&value).unwrap()
+//! );
+//! ```
+
+use serde::Serialize;
+use serde::ser::{self, Impossible};
+use serde_json::Error;
+
+/// `value` as compact JSON text, exactly as `serde_json::to_string` writes it.
+///
+/// # Errors
+/// As `serde_json::to_string`: a `Serialize` impl that fails, or a map key that is not a string,
+/// number, boolean or character.
+pub fn to_string<T: ?Sized + Serialize>(value: &T) -> Result<String, Error> {
+    let mut out = Vec::with_capacity(128);
+    value.serialize(Writer { out: &mut out })?;
+    // Only whole UTF-8 strings and ASCII are ever written.
+    String::from_utf8(out).map_err(|e| ser::Error::custom(e.to_string()))
+}
+
+/// What a byte becomes inside a JSON string: 0 = itself, `u` = `\u00XX`, else `\` + that byte.
+static ESCAPE: [u8; 256] = {
+    let mut table = [0u8; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        table[i] = b'u';
+        i += 1;
+    }
+    table[0x08] = b'b';
+    table[0x09] = b't';
+    table[0x0a] = b'n';
+    table[0x0c] = b'f';
+    table[0x0d] = b'r';
+    table[b'"' as usize] = b'"';
+    table[b'\\' as usize] = b'\\';
+    table
+};
+
+const ONES: u64 = 0x0101_0101_0101_0101;
+const HIGHS: u64 = 0x8080_8080_8080_8080;
+
+/// Whether any byte of `word` is below 0x20, `"` or `\` (may say yes for a word that has none
+/// after a byte ≥ 0x80; never no for one that has one).
+fn needs_escape(word: u64) -> bool {
+    let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
+    let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
+    (control
+        | zero_byte(word ^ (ONES * u64::from(b'"')))
+        | zero_byte(word ^ (ONES * u64::from(b'\\'))))
+        != 0
+}
+
+/// `text` as a JSON string literal, quotes included.
+fn write_str(out: &mut Vec<u8>, text: &str) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let bytes = text.as_bytes();
+    out.reserve(bytes.len() + 2);
+    out.push(b'"');
+    let mut run_start = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        while let Some(word) = bytes.get(i..i + 8) {
+            let word = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or([0; 8]));
+            if needs_escape(word) {
+                break;
+            }
+            i += 8;
+        }
+        let end = (i + 8).min(bytes.len());
+        while i < end {
+            let byte = bytes.get(i).copied().unwrap_or_default();
+            let escape = ESCAPE.get(usize::from(byte)).copied().unwrap_or_default();
+            if escape != 0 {
+                out.extend_from_slice(bytes.get(run_start..i).unwrap_or_default());
+                out.push(b'\\');
+                out.push(escape);
+                if escape == b'u' {
+                    out.extend_from_slice(b"00");
+                    out.push(HEX[usize::from(byte >> 4)]);
+                    out.push(HEX[usize::from(byte & 0xf)]);
+                }
+                run_start = i + 1;
+            }
+            i += 1;
+        }
+    }
+    out.extend_from_slice(bytes.get(run_start..).unwrap_or_default());
+    out.push(b'"');
+}
+
+/// A serializer writing compact JSON into `out`.
+struct Writer<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl Writer<'_> {
+    /// serde_json's own serializer, for a scalar it writes (numbers, booleans, `null`).
+    fn json(&mut self) -> serde_json::Serializer<&mut Vec<u8>> {
+        serde_json::Serializer::new(&mut *self.out)
+    }
+}
+
+/// Writes `"name":` — the opening of an externally tagged variant's object or of a field.
+fn write_key(out: &mut Vec<u8>, name: &str) {
+    write_str(out, name);
+    out.push(b':');
+}
+
+impl<'a> ser::Serializer for Writer<'a> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Compound<'a>;
+    type SerializeTuple = Compound<'a>;
+    type SerializeTupleStruct = Compound<'a>;
+    type SerializeTupleVariant = Compound<'a>;
+    type SerializeMap = Compound<'a>;
+    type SerializeStruct = Compound<'a>;
+    type SerializeStructVariant = Compound<'a>;
+
+    fn serialize_bool(mut self, v: bool) -> Result<(), Error> {
+        ser::Serializer::serialize_bool(&mut self.json(), v)
+    }
+    fn serialize_i8(mut self, v: i8) -> Result<(), Error> {
+        ser::Serializer::serialize_i8(&mut self.json(), v)
+    }
+    fn serialize_i16(mut self, v: i16) -> Result<(), Error> {
+        ser::Serializer::serialize_i16(&mut self.json(), v)
+    }
+    fn serialize_i32(mut self, v: i32) -> Result<(), Error> {
+        ser::Serializer::serialize_i32(&mut self.json(), v)
+    }
+    fn serialize_i64(mut self, v: i64) -> Result<(), Error> {
+        ser::Serializer::serialize_i64(&mut self.json(), v)
+    }
+    fn serialize_i128(mut self, v: i128) -> Result<(), Error> {
+        ser::Serializer::serialize_i128(&mut self.json(), v)
+    }
+    fn serialize_u8(mut self, v: u8) -> Result<(), Error> {
+        ser::Serializer::serialize_u8(&mut self.json(), v)
+    }
+    fn serialize_u16(mut self, v: u16) -> Result<(), Error> {
+        ser::Serializer::serialize_u16(&mut self.json(), v)
+    }
+    fn serialize_u32(mut self, v: u32) -> Result<(), Error> {
+        ser::Serializer::serialize_u32(&mut self.json(), v)
+    }
+    fn serialize_u64(mut self, v: u64) -> Result<(), Error> {
+        ser::Serializer::serialize_u64(&mut self.json(), v)
+    }
+    fn serialize_u128(mut self, v: u128) -> Result<(), Error> {
+        ser::Serializer::serialize_u128(&mut self.json(), v)
+    }
+    fn serialize_f32(mut self, v: f32) -> Result<(), Error> {
+        ser::Serializer::serialize_f32(&mut self.json(), v)
+    }
+    fn serialize_f64(mut self, v: f64) -> Result<(), Error> {
+        ser::Serializer::serialize_f64(&mut self.json(), v)
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        write_str(self.out, v.encode_utf8(&mut [0; 4]));
+        Ok(())
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        write_str(self.out, v);
+        Ok(())
+    }
+    fn serialize_bytes(mut self, v: &[u8]) -> Result<(), Error> {
+        ser::Serializer::serialize_bytes(&mut self.json(), v)
+    }
+    fn serialize_none(mut self) -> Result<(), Error> {
+        ser::Serializer::serialize_unit(&mut self.json())
+    }
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_unit(mut self) -> Result<(), Error> {
+        ser::Serializer::serialize_unit(&mut self.json())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        self.serialize_unit()
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        self.serialize_str(variant)
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.out.push(b'{');
+        write_key(self.out, variant);
+        value.serialize(Writer {
+            out: &mut *self.out,
+        })?;
+        self.out.push(b'}');
+        Ok(())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
+        Ok(Compound::open(self.out, b'[', b"]"))
+    }
+    fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        len: usize,
+    ) -> Result<Compound<'a>, Error> {
+        self.serialize_seq(Some(len))
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>, Error> {
+        self.out.push(b'{');
+        write_key(self.out, variant);
+        Ok(Compound::open(self.out, b'[', b"]}"))
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
+        Ok(Compound::open(self.out, b'{', b"}"))
+    }
+    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
+        Ok(Compound::open(self.out, b'{', b"}"))
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+        _len: usize,
+    ) -> Result<Compound<'a>, Error> {
+        self.out.push(b'{');
+        write_key(self.out, variant);
+        Ok(Compound::open(self.out, b'{', b"}}"))
+    }
+}
+
+/// An array or object being written: a comma before every element but the first, and `close`
+/// at the end.
+struct Compound<'a> {
+    out: &'a mut Vec<u8>,
+    first: bool,
+    close: &'static [u8],
+}
+
+impl<'a> Compound<'a> {
+    fn open(out: &'a mut Vec<u8>, open: u8, close: &'static [u8]) -> Self {
+        out.push(open);
+        Self {
+            out,
+            first: true,
+            close,
+        }
+    }
+
+    fn comma(&mut self) {
+        if !std::mem::take(&mut self.first) {
+            self.out.push(b',');
+        }
+    }
+
+    fn element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.comma();
+        value.serialize(Writer {
+            out: &mut *self.out,
+        })
+    }
+
+    fn field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        self.comma();
+        write_key(self.out, key);
+        value.serialize(Writer {
+            out: &mut *self.out,
+        })
+    }
+
+    fn close(self) -> Result<(), Error> {
+        self.out.extend_from_slice(self.close);
+        Ok(())
+    }
+}
+
+impl ser::SerializeSeq for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTuple for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeTupleVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        self.element(value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeMap for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_key<T: ?Sized + Serialize>(&mut self, key: &T) -> Result<(), Error> {
+        self.comma();
+        key.serialize(KeyWriter {
+            out: &mut *self.out,
+        })?;
+        self.out.push(b':');
+        Ok(())
+    }
+    fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+        value.serialize(Writer {
+            out: &mut *self.out,
+        })
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeStruct for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+impl ser::SerializeStructVariant for Compound<'_> {
+    type Ok = ();
+    type Error = Error;
+    fn serialize_field<T: ?Sized + Serialize>(
+        &mut self,
+        key: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        self.field(key, value)
+    }
+    fn end(self) -> Result<(), Error> {
+        self.close()
+    }
+}
+
+/// A map key: a string as it is; an integer, boolean or character quoted, as serde_json
+/// writes them; anything else refused with serde_json's message.
+struct KeyWriter<'a> {
+    out: &'a mut Vec<u8>,
+}
+
+impl KeyWriter<'_> {
+    fn quoted(self, text: &str) -> Result<(), Error> {
+        write_str(self.out, text);
+        Ok(())
+    }
+}
+
+fn key_must_be_a_string() -> Error {
+    ser::Error::custom("key must be a string")
+}
+
+impl ser::Serializer for KeyWriter<'_> {
+    type Ok = ();
+    type Error = Error;
+    type SerializeSeq = Impossible<(), Error>;
+    type SerializeTuple = Impossible<(), Error>;
+    type SerializeTupleStruct = Impossible<(), Error>;
+    type SerializeTupleVariant = Impossible<(), Error>;
+    type SerializeMap = Impossible<(), Error>;
+    type SerializeStruct = Impossible<(), Error>;
+    type SerializeStructVariant = Impossible<(), Error>;
+
+    fn serialize_bool(self, v: bool) -> Result<(), Error> {
+        self.quoted(if v { "true" } else { "false" })
+    }
+    fn serialize_i8(self, v: i8) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_i16(self, v: i16) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_i32(self, v: i32) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_i64(self, v: i64) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_i128(self, v: i128) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_u8(self, v: u8) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_u16(self, v: u16) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_u32(self, v: u32) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_u64(self, v: u64) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_u128(self, v: u128) -> Result<(), Error> {
+        self.quoted(&v.to_string())
+    }
+    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_char(self, v: char) -> Result<(), Error> {
+        self.quoted(v.encode_utf8(&mut [0; 4]))
+    }
+    fn serialize_str(self, v: &str) -> Result<(), Error> {
+        self.quoted(v)
+    }
+    fn serialize_bytes(self, _v: &[u8]) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_none(self) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_some<T: ?Sized + Serialize>(self, _value: &T) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_unit(self) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_unit_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        variant: &'static str,
+    ) -> Result<(), Error> {
+        self.quoted(variant)
+    }
+    fn serialize_newtype_struct<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        value: &T,
+    ) -> Result<(), Error> {
+        value.serialize(self)
+    }
+    fn serialize_newtype_variant<T: ?Sized + Serialize>(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _value: &T,
+    ) -> Result<(), Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_seq(self, _len: Option<usize>) -> Result<Self::SerializeSeq, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple(self, _len: usize) -> Result<Self::SerializeTuple, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleStruct, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_tuple_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeTupleVariant, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_map(self, _len: Option<usize>) -> Result<Self::SerializeMap, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_struct(
+        self,
+        _name: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStruct, Error> {
+        Err(key_must_be_a_string())
+    }
+    fn serialize_struct_variant(
+        self,
+        _name: &'static str,
+        _index: u32,
+        _variant: &'static str,
+        _len: usize,
+    ) -> Result<Self::SerializeStructVariant, Error> {
+        Err(key_must_be_a_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use proptest::prelude::*;
+    use serde_json::{Value, json};
+
+    use super::*;
+
+    fn same<T: Serialize>(value: &T) {
+        assert_eq!(
+            to_string(value).unwrap(),
+            serde_json::to_string(value).unwrap()
+        );
+    }
+
+    #[derive(Serialize)]
+    #[serde(rename_all = "snake_case")]
+    enum Shape {
+        Unit,
+        Newtype(String),
+        Tuple(u8, f64),
+        Struct {
+            a: Option<u32>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            b: Option<u32>,
+        },
+    }
+
+    #[derive(Serialize)]
+    #[serde(tag = "type")]
+    enum Tagged {
+        Text { text: String },
+        Empty,
+    }
+
+    #[derive(Serialize)]
+    struct Newtype(Vec<char>);
+
+    #[derive(Serialize)]
+    struct Unit;
+
+    #[test]
+    fn every_shape_serde_writes() {
+        same(&json!(null));
+        same(&json!({"a": [1, -2, 3.5, 1e300, 0.1, true, false, null, {}, []], "": ""}));
+        same(&vec![
+            Shape::Unit,
+            Shape::Newtype("x".into()),
+            Shape::Tuple(1, 2.0),
+        ]);
+        same(&Shape::Struct { a: None, b: None });
+        same(&Shape::Struct {
+            a: Some(1),
+            b: Some(2),
+        });
+        same(&vec![Tagged::Text { text: "t\"".into() }, Tagged::Empty]);
+        same(&Newtype(vec!['a', '"', '\n', '\u{7f}', 'é']));
+        same(&Unit);
+        same(&(
+            1u8,
+            -1i64,
+            u64::MAX,
+            i128::MIN,
+            u128::MAX,
+            f32::NAN,
+            f64::INFINITY,
+            1.5f32,
+        ));
+        same(&BTreeMap::from([(1u32, "one"), (2, "two")]));
+        same(&BTreeMap::from([(true, 1)]));
+        same(&BTreeMap::from([('k', 1)]));
+        same(&serde_bytes_like());
+        assert!(to_string(&BTreeMap::from([(vec![1], 1)])).is_err());
+    }
+
+    fn serde_bytes_like() -> Value {
+        json!([0, 255])
+    }
+
+    #[test]
+    fn every_byte_is_escaped_as_serde_escapes_it() {
+        let all: String = (0u32..0x800).filter_map(char::from_u32).collect();
+        same(&all);
+        for c in (0u8..0x80).map(char::from) {
+            // Alone, at each offset of a word, and between long clean runs.
+            for pad in 0..10 {
+                let text = format!("{}{c}{}", "a".repeat(pad), "é".repeat(9 - pad));
+                same(&text);
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn any_text_is_written_as_serde_writes_it(text in any::<String>(), ascii in "[ -~\\t\\n\\r\"\\\\]{0,64}") {
+            same(&text);
+            same(&ascii);
+            same(&json!({ text.clone(): [ascii, text] }));
+        }
+    }
+}
