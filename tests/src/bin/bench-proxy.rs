@@ -14,6 +14,12 @@
 //!   (load generator + upstream, one tokio thread) re-executes itself under `taskset -c 1`.
 //! - The direct baseline sends the upstream exactly the body the bridge sent it for the same
 //!   client request (captured once at start), so sizes match byte for byte.
+//! - The pass-through floor (`pass`): this binary again (`--pass-through`), pinned like the
+//!   bridge, a proxy on the bridge's own stack (hyper server, hyper-util's pooled client, tokio's
+//!   multi-thread runtime) that reads the request body, forwards it and streams the answer back
+//!   unchanged. It gets the direct baseline's bodies. What it adds over direct is what any proxy
+//!   on this stack and this machine pays (the extra hop, two cross-core wake-ups, the syscalls);
+//!   what the bridge adds over it is the translation's cost.
 //! - Scenarios: streaming and not; a small request and a Claude Code request of about 300 KB
 //!   (the captured Claude Code request in `tests/fixtures/claude_code_tool_round_trip`, its 12
 //!   tools plus 8 more of the same shape, its history grown with tool-call turns to the size);
@@ -26,7 +32,8 @@
 //! - Bridge CPU from `/proc/<pid>/stat` (utime + stime, clock ticks) around each scenario; this
 //!   process's own CPU too (`gen CPU`: near 100% would mean the generator side was the limit).
 //! - RSS: the bridge's `VmRSS` after start and one request (idle), then with `BENCH_PROXY_HOLD`
-//!   streams held open at once (the upstream pauses after its third chunk), per stream.
+//!   streams held open at once (the upstream pauses after its third chunk), per stream; the
+//!   pass-through's too.
 //!
 //! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
