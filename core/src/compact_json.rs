@@ -104,6 +104,10 @@ fn write_str(out: &mut Vec<u8>, text: &str) {
     out.push(b'"');
 }
 
+/// The struct name a `serde_json::value::RawValue` serializes under (serde_json writes its text
+/// as it is; this writer refuses it rather than write it as an object).
+const RAW_VALUE: &str = "$serde_json::private::RawValue";
+
 /// A serializer writing compact JSON into `out`.
 struct Writer<'a> {
     out: &'a mut Vec<u8>,
@@ -252,7 +256,12 @@ impl<'a> ser::Serializer for Writer<'a> {
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
         Ok(Compound::open(self.out, b'{', b"}"))
     }
-    fn serialize_struct(self, _name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
+    fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
+        if name == RAW_VALUE {
+            return Err(ser::Error::custom(
+                "compact_json cannot write a serde_json RawValue; use serde_json::to_string",
+            ));
+        }
         Ok(Compound::open(self.out, b'{', b"}"))
     }
     fn serialize_struct_variant(
@@ -469,11 +478,27 @@ impl ser::Serializer for KeyWriter<'_> {
     fn serialize_u128(self, v: u128) -> Result<(), Error> {
         self.quoted(&v.to_string())
     }
-    fn serialize_f32(self, _v: f32) -> Result<(), Error> {
-        Err(key_must_be_a_string())
+    fn serialize_f32(self, v: f32) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(ser::Error::custom(
+                "float key must be finite (got NaN or +/-inf)",
+            ));
+        }
+        self.out.push(b'"');
+        ser::Serializer::serialize_f32(&mut serde_json::Serializer::new(&mut *self.out), v)?;
+        self.out.push(b'"');
+        Ok(())
     }
-    fn serialize_f64(self, _v: f64) -> Result<(), Error> {
-        Err(key_must_be_a_string())
+    fn serialize_f64(self, v: f64) -> Result<(), Error> {
+        if !v.is_finite() {
+            return Err(ser::Error::custom(
+                "float key must be finite (got NaN or +/-inf)",
+            ));
+        }
+        self.out.push(b'"');
+        ser::Serializer::serialize_f64(&mut serde_json::Serializer::new(&mut *self.out), v)?;
+        self.out.push(b'"');
+        Ok(())
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {
         self.quoted(v.encode_utf8(&mut [0; 4]))
@@ -487,8 +512,8 @@ impl ser::Serializer for KeyWriter<'_> {
     fn serialize_none(self) -> Result<(), Error> {
         Err(key_must_be_a_string())
     }
-    fn serialize_some<T: ?Sized + Serialize>(self, _value: &T) -> Result<(), Error> {
-        Err(key_must_be_a_string())
+    fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<(), Error> {
+        value.serialize(self)
     }
     fn serialize_unit(self) -> Result<(), Error> {
         Err(key_must_be_a_string())
@@ -635,8 +660,40 @@ mod tests {
         same(&BTreeMap::from([(1u32, "one"), (2, "two")]));
         same(&BTreeMap::from([(true, 1)]));
         same(&BTreeMap::from([('k', 1)]));
+        same(&[(Some(2u8), 1)].into_iter().collect::<BTreeMap<_, _>>());
+        same(&FloatMap(vec![
+            (FloatKey(1.5), 1),
+            (FloatKey(-0.25), 2),
+            (FloatKey(1e21), 3),
+        ]));
+        assert!(to_string(&FloatMap(vec![(FloatKey(f64::NAN), 1)])).is_err());
+        let raw = serde_json::value::RawValue::from_string(String::from("[1, 2]")).unwrap();
+        assert!(to_string(&raw).is_err());
         same(&serde_bytes_like());
         assert!(to_string(&BTreeMap::from([(vec![1], 1)])).is_err());
+    }
+
+    /// A float map key (serde_json writes it quoted).
+    struct FloatKey(f64);
+
+    impl Serialize for FloatKey {
+        fn serialize<S: ser::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            serializer.serialize_f64(self.0)
+        }
+    }
+
+    struct FloatMap(Vec<(FloatKey, i32)>);
+
+    /// A map with float keys, in the order given.
+    impl Serialize for FloatMap {
+        fn serialize<S: ser::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            use ser::SerializeMap as _;
+            let mut map = serializer.serialize_map(Some(self.0.len()))?;
+            for (key, value) in &self.0 {
+                map.serialize_entry(key, value)?;
+            }
+            map.end()
+        }
     }
 
     fn serde_bytes_like() -> Value {

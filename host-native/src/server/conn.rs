@@ -64,6 +64,9 @@ pub fn raise_fd_limit() -> Option<u64> {
     rlimit::increase_nofile_limit(u64::MAX).ok()
 }
 
+/// Most a request body's buffer is sized to from its `content-length` before the bytes come.
+const RESERVE_AT_MOST: usize = 4 << 20;
+
 /// Why a request body could not be read.
 #[derive(Debug)]
 pub enum BodyError {
@@ -106,7 +109,10 @@ pub async fn read_request_body(
                     None if out.is_empty() => first = Some(data),
                     earlier => {
                         if out.is_empty() {
-                            out.reserve(expected.max(data.len()));
+                            // What came and what is announced, up to 4 MiB: a client that
+                            // announces more and stalls holds no more than that.
+                            let arrived = earlier.as_ref().map_or(0, Bytes::len) + data.len();
+                            out.reserve(expected.min(RESERVE_AT_MOST).max(arrived));
                         }
                         if let Some(earlier) = earlier {
                             out.extend_from_slice(&earlier);

@@ -246,7 +246,10 @@ impl Routes {
     /// The targets to try for a request, in order, and why the first was chosen.
     ///
     /// # Errors
-    /// The body is not a Messages request (the client's fault).
+    /// The body is not a Messages request (the client's fault), as far as routing reads it: a
+    /// router that reads only the model name stops at the `model` key, and a body that is bad
+    /// after it is refused by the provider's parse (same status and message; the answer then
+    /// names the target, and the request is logged and counted for it).
     pub fn plan(&self, body: &[u8]) -> Result<(Vec<&TargetEntry>, Reason, String), BridgeError> {
         // Only a long_context target needs the token estimate, and so the whole request built;
         // without a think target either, the model name is all routing reads.

@@ -14,6 +14,13 @@
 //!   `redacted_thinking` and the image `source` variants keep none, as their derive keeps none);
 //! - `null` in an optional field is `None`; a missing `tool_use.input` is `null`.
 //!
+//! Three inputs read differently from the derive, on purpose (no client sends them, and the
+//! derive's reading came from serde internals, not from the Messages API): a `type` given as a
+//! number (the derive took `0` for `text`, its variant's position) or a block written as an
+//! array (`["redacted_thinking","…"]`) stays [`Block::Other`]; and a key given twice counts once,
+//! its last value winning (the derive refused the block as known and kept it as `Other`), as
+//! JSON parsers that keep the last value read it.
+//!
 //! ```
 //! use bridge_core::anthropic::request::{Block, Content, KnownBlock};
 //!
@@ -269,6 +276,40 @@ mod tests {
                 serde_json::to_string(&derived(&case)).unwrap()
             );
         }
+    }
+
+    #[test]
+    fn numeric_tags_arrays_and_repeated_keys_are_read_as_documented() {
+        for kept in [
+            r#"{"type":0,"text":"hi"}"#,
+            r#"{"type":5,"data":"x"}"#,
+            r#"["redacted_thinking","opaque"]"#,
+        ] {
+            let block: Block = serde_json::from_str(kept).unwrap();
+            assert_eq!(
+                block,
+                Block::Other(serde_json::from_str(kept).unwrap()),
+                "{kept}"
+            );
+        }
+        let source: Block =
+            serde_json::from_str(r#"{"type":"image","source":{"type":1,"url":"u"}}"#).unwrap();
+        assert!(matches!(
+            source,
+            Block::Known(KnownBlock::Image {
+                source: ImageSource::Other(_),
+                ..
+            })
+        ));
+        let repeated: Block =
+            serde_json::from_str(r#"{"type":"text","text":"a","text":"b"}"#).unwrap();
+        assert_eq!(
+            repeated,
+            Block::Known(KnownBlock::Text {
+                text: "b".into(),
+                extra: Map::new()
+            })
+        );
     }
 
     #[test]
