@@ -322,49 +322,28 @@ impl<'a> Compound<'a> {
     }
 }
 
-impl ser::SerializeSeq for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+/// The four element-list traits: each element after a comma, then the closing bracket.
+macro_rules! elements {
+    ($($trait:ident :: $method:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn $method<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
+                self.element(value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeTuple for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_element<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
-
-impl ser::SerializeTupleVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
-        self.element(value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
+elements!(
+    SerializeSeq::serialize_element,
+    SerializeTuple::serialize_element,
+    SerializeTupleStruct::serialize_field,
+    SerializeTupleVariant::serialize_field
+);
 
 impl ser::SerializeMap for Compound<'_> {
     type Ok = ();
@@ -387,35 +366,27 @@ impl ser::SerializeMap for Compound<'_> {
     }
 }
 
-impl ser::SerializeStruct for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
+/// The two field-list traits: `"key":value` after a comma, then the closing brace(s).
+macro_rules! fields {
+    ($($trait:ident),*) => {$(
+        impl ser::$trait for Compound<'_> {
+            type Ok = ();
+            type Error = Error;
+            fn serialize_field<T: ?Sized + Serialize>(
+                &mut self,
+                key: &'static str,
+                value: &T,
+            ) -> Result<(), Error> {
+                self.field(key, value)
+            }
+            fn end(self) -> Result<(), Error> {
+                self.close()
+            }
+        }
+    )*};
 }
 
-impl ser::SerializeStructVariant for Compound<'_> {
-    type Ok = ();
-    type Error = Error;
-    fn serialize_field<T: ?Sized + Serialize>(
-        &mut self,
-        key: &'static str,
-        value: &T,
-    ) -> Result<(), Error> {
-        self.field(key, value)
-    }
-    fn end(self) -> Result<(), Error> {
-        self.close()
-    }
-}
+fields!(SerializeStruct, SerializeStructVariant);
 
 /// A map key: a string as it is; an integer, boolean or character quoted, as serde_json
 /// writes them; anything else refused with serde_json's message.
@@ -428,6 +399,15 @@ impl KeyWriter<'_> {
         write_str(self.out, text);
         Ok(())
     }
+}
+
+/// Integer keys, quoted.
+macro_rules! integer_keys {
+    ($($method:ident : $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<(), Error> {
+            self.quoted(&v.to_string())
+        }
+    )*};
 }
 
 fn key_must_be_a_string() -> Error {
@@ -448,36 +428,18 @@ impl ser::Serializer for KeyWriter<'_> {
     fn serialize_bool(self, v: bool) -> Result<(), Error> {
         self.quoted(if v { "true" } else { "false" })
     }
-    fn serialize_i8(self, v: i8) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_i16(self, v: i16) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_i32(self, v: i32) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_i64(self, v: i64) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_i128(self, v: i128) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_u8(self, v: u8) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_u16(self, v: u16) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_u32(self, v: u32) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_u64(self, v: u64) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
-    fn serialize_u128(self, v: u128) -> Result<(), Error> {
-        self.quoted(&v.to_string())
-    }
+    integer_keys!(
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128
+    );
     fn serialize_f32(self, v: f32) -> Result<(), Error> {
         if !v.is_finite() {
             return Err(ser::Error::custom(
