@@ -113,9 +113,8 @@ fuzz:
 ## mode, no AG-UI) and for both wasm targets.
 lint: setup-rust
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) clippy --workspace --all-targets --features bridge-tests/bench -- -D warnings
 	$(CARGO) clippy -p claude-bridge --no-default-features --all-targets -- -D warnings
-	$(CARGO) clippy -p bridge-tests --features bench --bin bench-proxy -- -D warnings
 	$(CARGO) clippy -p bridge-core -p bridge-core-js --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-js --no-default-features --target wasm32-unknown-unknown -- -D warnings
 	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 -- -D warnings
