@@ -159,9 +159,72 @@ pub fn skim_model(request: &[u8]) -> Option<String> {
     }
 }
 
+/// The routing facts `config` decides on, read from a raw body only as far as it needs: built
+/// from the whole request for a `long_context` target (the token estimate), skimmed for a
+/// `think` target ([`skim_features`]), and otherwise read up to the `model` key
+/// ([`skim_model`]), the one fact the rules and the `background` target look at. A body that
+/// cannot be read that far gets [`skim_features`]' error.
+///
+/// # Errors
+/// As [`skim_features`].
+pub fn features_for(
+    config: &super::RouterConfig,
+    request: &[u8],
+) -> Result<Features, RequestError> {
+    if config.long_context.is_none()
+        && config.think.is_none()
+        && let Some(model) = skim_model(request)
+    {
+        return Ok(Features {
+            model,
+            ..Features::default()
+        });
+    }
+    skim_features(request, config.long_context.is_some())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_router_reads_only_what_it_decides_on() {
+        let config = |json: &str| super::super::RouterConfig::from_json(json).unwrap();
+        let cut_short =
+            br#"{"model":"claude-haiku-4-5","thinking":{"type":"enabled"},"messages":[ oops"#;
+        // Model rules and background only: the model is all that is read.
+        let by_model = config(r#"{"default":"local","background":"local,small"}"#);
+        assert_eq!(
+            features_for(&by_model, cut_short).unwrap(),
+            Features {
+                model: "claude-haiku-4-5".into(),
+                ..Features::default()
+            }
+        );
+        // A think or long_context target reads further, and so refuses the broken body.
+        for further in [
+            r#"{"default":"local","think":"local,big"}"#,
+            r#"{"default":"local","long_context":"local,big"}"#,
+        ] {
+            assert!(
+                features_for(&config(further), cut_short).is_err(),
+                "{further}"
+            );
+        }
+        let whole = br#"{"model":"m","thinking":{"type":"enabled"},"messages":[{"role":"user","content":"hi"}]}"#;
+        let think =
+            features_for(&config(r#"{"default":"local","think":"local,big"}"#), whole).unwrap();
+        assert_eq!(think.thinking.as_deref(), Some("enabled"));
+        // A body without a readable model gets the full parse's error.
+        assert_eq!(
+            features_for(&by_model, br#"{"messages":[]}"#)
+                .unwrap_err()
+                .to_string(),
+            features_from_bytes(br#"{"messages":[]}"#)
+                .unwrap_err()
+                .to_string()
+        );
+    }
 
     #[test]
     fn the_model_is_read_where_it_is_and_only_so_far() {

@@ -45,6 +45,8 @@ pub mod target;
 
 pub use config::{DEFAULT_LONG_CONTEXT_THRESHOLD, InvalidRouter, RouterConfig, RouterKey, Rule};
 pub use decide::{Reason, Route, route};
-pub use features::{Features, features, features_from_bytes, skim_features, skim_model};
+pub use features::{
+    Features, features, features_for, features_from_bytes, skim_features, skim_model,
+};
 pub use glob::glob_match;
 pub use target::{Target, TargetError};

@@ -251,25 +251,12 @@ impl Routes {
     /// after it is refused by the provider's parse (same status and message; the answer then
     /// names the target, and the request is logged and counted for it).
     pub fn plan(&self, body: &[u8]) -> Result<(Vec<&TargetEntry>, Reason, String), BridgeError> {
-        // Only a long_context target needs the token estimate, and so the whole request built;
-        // without a think target either, the model name is all routing reads.
-        let with_tokens = self.router.long_context.is_some();
-        let model_only = self.router.think.is_none() && !with_tokens;
-        let features = match model_only
-            .then(|| bridge_core::route::skim_model(body))
-            .flatten()
-        {
-            Some(model) => bridge_core::route::Features {
-                model,
-                ..Default::default()
-            },
-            None => bridge_core::route::skim_features(body, with_tokens).map_err(|e| {
-                BridgeError::Engine(crate::engine::EngineError::Request {
-                    kind: e.kind(),
-                    message: e.to_string(),
-                })
-            })?,
-        };
+        let features = bridge_core::route::features_for(&self.router, body).map_err(|e| {
+            BridgeError::Engine(crate::engine::EngineError::Request {
+                kind: e.kind(),
+                message: e.to_string(),
+            })
+        })?;
         let route = bridge_core::route::route(&self.router, &features);
         let entries = route
             .targets()
