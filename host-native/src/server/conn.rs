@@ -94,32 +94,32 @@ pub async fn read_request_body(
         .unwrap_or(usize::MAX)
         .min(limit);
     let mut body = Limited::new(body, limit);
+    // The first frame, until a second comes: then both go into `out`.
     let mut first: Option<Bytes> = None;
     let mut out = BytesMut::new();
     loop {
         match tokio::time::timeout(stall, body.frame()).await {
             Err(_) => return Err(BodyError::Stalled),
-            Ok(None) if out.is_empty() => return Ok(first.unwrap_or_default()),
-            Ok(None) => return Ok(out.freeze()),
+            Ok(None) => return Ok(first.unwrap_or_else(|| out.freeze())),
             Ok(Some(Ok(frame))) => {
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
-                match first.take() {
-                    None if out.is_empty() => first = Some(data),
-                    earlier => {
-                        if out.is_empty() {
-                            // What came and what is announced, up to 4 MiB: a client that
-                            // announces more and stalls holds no more than that.
-                            let arrived = earlier.as_ref().map_or(0, Bytes::len) + data.len();
-                            out.reserve(expected.min(RESERVE_AT_MOST).max(arrived));
-                        }
-                        if let Some(earlier) = earlier {
-                            out.extend_from_slice(&earlier);
-                        }
-                        out.extend_from_slice(&data);
-                    }
+                if first.is_none() && out.is_empty() {
+                    first = Some(data);
+                    continue;
                 }
+                if let Some(earlier) = first.take() {
+                    // What came and what is announced, up to 4 MiB: a client that announces
+                    // more and stalls holds no more than that.
+                    out.reserve(
+                        expected
+                            .min(RESERVE_AT_MOST)
+                            .max(earlier.len() + data.len()),
+                    );
+                    out.extend_from_slice(&earlier);
+                }
+                out.extend_from_slice(&data);
             }
             Ok(Some(Err(e)))
                 if e.downcast_ref::<http_body_util::LengthLimitError>()
