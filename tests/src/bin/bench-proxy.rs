@@ -257,18 +257,22 @@ impl Drop for BridgeProc {
     }
 }
 
+/// A command running `program`, under `taskset -c 0` when `pinned`.
+fn on_core_0(program: &Path, pinned: bool) -> Command {
+    if pinned {
+        let mut c = Command::new("taskset");
+        c.args(["-c", "0"]).arg(program);
+        c
+    } else {
+        Command::new(program)
+    }
+}
+
 /// The pass-through floor (see [`pass_through`]), pinned like the bridge.
 async fn start_pass_through(upstream: SocketAddr, pinned: bool) -> Result<BridgeProc> {
     let port = free_port()?;
     let exe = std::env::current_exe()?;
-    let mut cmd = if pinned {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "0"]).arg(&exe);
-        c
-    } else {
-        Command::new(&exe)
-    };
-    let mut child = cmd
+    let mut child = on_core_0(&exe, pinned)
         .args(["--pass-through", &port.to_string(), &upstream.to_string()])
         .env_remove("BENCH_PROXY_PINNED")
         .stdin(Stdio::null())
@@ -306,13 +310,7 @@ async fn start_bridge(upstream: SocketAddr, engine: &str, pinned: bool) -> Resul
     let log_path =
         std::env::temp_dir().join(format!("bench-proxy-{engine}-{}.log", std::process::id()));
     let log = File::create(&log_path)?;
-    let mut cmd = if pinned {
-        let mut c = Command::new("taskset");
-        c.args(["-c", "0"]).arg(&bin);
-        c
-    } else {
-        Command::new(&bin)
-    };
+    let mut cmd = on_core_0(&bin, pinned);
     cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
         .args(["--provider", "openai", "--base-url"])
         .arg(format!("http://{upstream}/v1"))
@@ -1007,27 +1005,16 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             let d = run(&sc, &direct, upstream_body, *upstream_streams, None, tck).await?;
             println!("{}", row(&d, None));
             rows.push(d.clone());
-            let p = run(
-                &sc,
-                &pass,
-                upstream_body,
-                *upstream_streams,
-                Some(floor.child.id()),
-                tck,
-            )
-            .await?;
-            println!("{}", row(&p, Some(&d)));
-            rows.push(p);
-            for b in &bridges {
-                let r = run(
-                    &sc,
-                    &bridge_target(b),
-                    client,
-                    *streaming,
-                    Some(b.child.id()),
-                    tck,
-                )
-                .await?;
+            // The floor gets what direct gets; the bridges get the client's request.
+            let measured = [(&floor, Arc::clone(&pass), upstream_body, *upstream_streams)]
+                .into_iter()
+                .chain(
+                    bridges
+                        .iter()
+                        .map(|b| (b, bridge_target(b), client, *streaming)),
+                );
+            for (process, target, body, streams) in measured {
+                let r = run(&sc, &target, body, streams, Some(process.child.id()), tck).await?;
                 println!("{}", row(&r, Some(&d)));
                 rows.push(r);
             }
