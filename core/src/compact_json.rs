@@ -28,10 +28,9 @@ use serde_json::Error;
 /// As `serde_json::to_string`: a `Serialize` impl that fails, or a map key that is not a string,
 /// number, boolean or character.
 pub fn to_string<T: ?Sized + Serialize>(value: &T) -> Result<String, Error> {
-    let mut out = Vec::with_capacity(128);
+    let mut out = String::with_capacity(128);
     value.serialize(Writer { out: &mut out })?;
-    // Only whole UTF-8 strings and ASCII are ever written.
-    String::from_utf8(out).map_err(|e| ser::Error::custom(e.to_string()))
+    Ok(out)
 }
 
 /// What a byte becomes inside a JSON string: 0 = itself, `u` = `\u00XX`, else `\` + that byte.
@@ -55,53 +54,62 @@ static ESCAPE: [u8; 256] = {
 const ONES: u64 = 0x0101_0101_0101_0101;
 const HIGHS: u64 = 0x8080_8080_8080_8080;
 
-/// Whether any byte of `word` is below 0x20, `"` or `\` (may say yes for a word that has none
-/// after a byte ≥ 0x80; never no for one that has one).
-fn needs_escape(word: u64) -> bool {
+/// The high bit of each byte of `word` that is below 0x20, `"` or `\\`, and possibly of bytes
+/// after the first such byte (a borrow carries into the next byte up), never of one before it:
+/// so the lowest set bit is exactly the first byte to escape (little-endian order).
+fn escape_mask(word: u64) -> u64 {
     let zero_byte = |v: u64| v.wrapping_sub(ONES) & !v & HIGHS;
     let control = word.wrapping_sub(ONES * 0x20) & !word & HIGHS;
-    (control
+    control
         | zero_byte(word ^ (ONES * u64::from(b'"')))
-        | zero_byte(word ^ (ONES * u64::from(b'\\'))))
-        != 0
+        | zero_byte(word ^ (ONES * u64::from(b'\\')))
+}
+
+/// The index of the first byte at or after `from` that JSON must escape.
+fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
+    let rest = bytes.get(from..)?;
+    let mut words = rest.chunks_exact(8);
+    let mut at = from;
+    for word in words.by_ref() {
+        let mask = escape_mask(u64::from_le_bytes(
+            <[u8; 8]>::try_from(word).unwrap_or([0; 8]),
+        ));
+        if mask != 0 {
+            return Some(at + (mask.trailing_zeros() / 8) as usize);
+        }
+        at += 8;
+    }
+    let mut tail = words.remainder().iter();
+    tail.position(|&byte| ESCAPE[usize::from(byte)] != 0)
+        .map(|i| at + i)
 }
 
 /// `text` as a JSON string literal, quotes included.
-fn write_str(out: &mut Vec<u8>, text: &str) {
+fn write_str(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);
-    out.push(b'"');
-    let mut run_start = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        while let Some(word) = bytes.get(i..i + 8) {
-            let word = u64::from_le_bytes(<[u8; 8]>::try_from(word).unwrap_or([0; 8]));
-            if needs_escape(word) {
-                break;
+    out.push('"');
+    let mut from = 0;
+    while let Some(at) = next_escape(bytes, from) {
+        // `at` is an ASCII byte, so a character boundary.
+        out.push_str(text.get(from..at).unwrap_or_default());
+        let byte = bytes.get(at).copied().unwrap_or_default();
+        match ESCAPE[usize::from(byte)] {
+            b'u' => {
+                out.push_str("\\u00");
+                out.push(char::from(HEX[usize::from(byte >> 4)]));
+                out.push(char::from(HEX[usize::from(byte & 0xf)]));
             }
-            i += 8;
-        }
-        let end = (i + 8).min(bytes.len());
-        while i < end {
-            let byte = bytes.get(i).copied().unwrap_or_default();
-            let escape = ESCAPE.get(usize::from(byte)).copied().unwrap_or_default();
-            if escape != 0 {
-                out.extend_from_slice(bytes.get(run_start..i).unwrap_or_default());
-                out.push(b'\\');
-                out.push(escape);
-                if escape == b'u' {
-                    out.extend_from_slice(b"00");
-                    out.push(HEX[usize::from(byte >> 4)]);
-                    out.push(HEX[usize::from(byte & 0xf)]);
-                }
-                run_start = i + 1;
+            escape => {
+                out.push('\\');
+                out.push(char::from(escape));
             }
-            i += 1;
         }
+        from = at + 1;
     }
-    out.extend_from_slice(bytes.get(run_start..).unwrap_or_default());
-    out.push(b'"');
+    out.push_str(text.get(from..).unwrap_or_default());
+    out.push('"');
 }
 
 /// The struct name a `serde_json::value::RawValue` serializes under (serde_json writes its text
@@ -110,20 +118,40 @@ const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
 /// A serializer writing compact JSON into `out`.
 struct Writer<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
 }
 
-impl Writer<'_> {
-    /// serde_json's own serializer, for a scalar it writes (numbers, booleans, `null`).
-    fn json(&mut self) -> serde_json::Serializer<&mut Vec<u8>> {
-        serde_json::Serializer::new(&mut *self.out)
-    }
+/// Room for the longest scalar serde_json writes (an `i128` takes 40 bytes, an `f64` 24).
+const SCALAR_ROOM: usize = 48;
+
+/// Appends serde_json's own text for a scalar (a number, boolean or `null`), which `write`
+/// produces with serde_json's serializer.
+fn scalar(
+    out: &mut String,
+    write: impl FnOnce(&mut serde_json::Serializer<&mut &mut [u8]>) -> Result<(), Error>,
+) -> Result<(), Error> {
+    let mut room = [0u8; SCALAR_ROOM];
+    let mut free: &mut [u8] = &mut room;
+    write(&mut serde_json::Serializer::new(&mut free))?;
+    let used = SCALAR_ROOM - free.len();
+    let text = room.get(..used).unwrap_or_default();
+    out.push_str(std::str::from_utf8(text).map_err(ser::Error::custom)?);
+    Ok(())
+}
+
+/// Scalars, written by serde_json.
+macro_rules! scalars {
+    ($($method:ident : $ty:ty),*) => {$(
+        fn $method(self, v: $ty) -> Result<(), Error> {
+            scalar(self.out, |json| ser::Serializer::$method(json, v))
+        }
+    )*};
 }
 
 /// Writes `"name":` — the opening of an externally tagged variant's object or of a field.
-fn write_key(out: &mut Vec<u8>, name: &str) {
+fn write_key(out: &mut String, name: &str) {
     write_str(out, name);
-    out.push(b':');
+    out.push(':');
 }
 
 impl<'a> ser::Serializer for Writer<'a> {
@@ -137,45 +165,21 @@ impl<'a> ser::Serializer for Writer<'a> {
     type SerializeStruct = Compound<'a>;
     type SerializeStructVariant = Compound<'a>;
 
-    fn serialize_bool(mut self, v: bool) -> Result<(), Error> {
-        ser::Serializer::serialize_bool(&mut self.json(), v)
-    }
-    fn serialize_i8(mut self, v: i8) -> Result<(), Error> {
-        ser::Serializer::serialize_i8(&mut self.json(), v)
-    }
-    fn serialize_i16(mut self, v: i16) -> Result<(), Error> {
-        ser::Serializer::serialize_i16(&mut self.json(), v)
-    }
-    fn serialize_i32(mut self, v: i32) -> Result<(), Error> {
-        ser::Serializer::serialize_i32(&mut self.json(), v)
-    }
-    fn serialize_i64(mut self, v: i64) -> Result<(), Error> {
-        ser::Serializer::serialize_i64(&mut self.json(), v)
-    }
-    fn serialize_i128(mut self, v: i128) -> Result<(), Error> {
-        ser::Serializer::serialize_i128(&mut self.json(), v)
-    }
-    fn serialize_u8(mut self, v: u8) -> Result<(), Error> {
-        ser::Serializer::serialize_u8(&mut self.json(), v)
-    }
-    fn serialize_u16(mut self, v: u16) -> Result<(), Error> {
-        ser::Serializer::serialize_u16(&mut self.json(), v)
-    }
-    fn serialize_u32(mut self, v: u32) -> Result<(), Error> {
-        ser::Serializer::serialize_u32(&mut self.json(), v)
-    }
-    fn serialize_u64(mut self, v: u64) -> Result<(), Error> {
-        ser::Serializer::serialize_u64(&mut self.json(), v)
-    }
-    fn serialize_u128(mut self, v: u128) -> Result<(), Error> {
-        ser::Serializer::serialize_u128(&mut self.json(), v)
-    }
-    fn serialize_f32(mut self, v: f32) -> Result<(), Error> {
-        ser::Serializer::serialize_f32(&mut self.json(), v)
-    }
-    fn serialize_f64(mut self, v: f64) -> Result<(), Error> {
-        ser::Serializer::serialize_f64(&mut self.json(), v)
-    }
+    scalars!(
+        serialize_bool: bool,
+        serialize_i8: i8,
+        serialize_i16: i16,
+        serialize_i32: i32,
+        serialize_i64: i64,
+        serialize_i128: i128,
+        serialize_u8: u8,
+        serialize_u16: u16,
+        serialize_u32: u32,
+        serialize_u64: u64,
+        serialize_u128: u128,
+        serialize_f32: f32,
+        serialize_f64: f64
+    );
     fn serialize_char(self, v: char) -> Result<(), Error> {
         write_str(self.out, v.encode_utf8(&mut [0; 4]));
         Ok(())
@@ -184,17 +188,23 @@ impl<'a> ser::Serializer for Writer<'a> {
         write_str(self.out, v);
         Ok(())
     }
-    fn serialize_bytes(mut self, v: &[u8]) -> Result<(), Error> {
-        ser::Serializer::serialize_bytes(&mut self.json(), v)
+    fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
+        // An array of numbers, as long as the bytes: written by serde_json, then appended.
+        let mut text = Vec::with_capacity(v.len() * 4 + 2);
+        ser::Serializer::serialize_bytes(&mut serde_json::Serializer::new(&mut text), v)?;
+        self.out
+            .push_str(std::str::from_utf8(&text).map_err(ser::Error::custom)?);
+        Ok(())
     }
-    fn serialize_none(mut self) -> Result<(), Error> {
-        ser::Serializer::serialize_unit(&mut self.json())
+    fn serialize_none(self) -> Result<(), Error> {
+        self.serialize_unit()
     }
     fn serialize_some<T: ?Sized + Serialize>(self, value: &T) -> Result<(), Error> {
         value.serialize(self)
     }
-    fn serialize_unit(mut self) -> Result<(), Error> {
-        ser::Serializer::serialize_unit(&mut self.json())
+    fn serialize_unit(self) -> Result<(), Error> {
+        self.out.push_str("null");
+        Ok(())
     }
     fn serialize_unit_struct(self, _name: &'static str) -> Result<(), Error> {
         self.serialize_unit()
@@ -221,16 +231,16 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         value: &T,
     ) -> Result<(), Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_key(self.out, variant);
         value.serialize(Writer {
             out: &mut *self.out,
         })?;
-        self.out.push(b'}');
+        self.out.push('}');
         Ok(())
     }
     fn serialize_seq(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
-        Ok(Compound::open(self.out, b'[', b"]"))
+        Ok(Compound::open(self.out, '[', "]"))
     }
     fn serialize_tuple(self, len: usize) -> Result<Compound<'a>, Error> {
         self.serialize_seq(Some(len))
@@ -249,12 +259,12 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>, Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_key(self.out, variant);
-        Ok(Compound::open(self.out, b'[', b"]}"))
+        Ok(Compound::open(self.out, '[', "]}"))
     }
     fn serialize_map(self, _len: Option<usize>) -> Result<Compound<'a>, Error> {
-        Ok(Compound::open(self.out, b'{', b"}"))
+        Ok(Compound::open(self.out, '{', "}"))
     }
     fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
         if name == RAW_VALUE {
@@ -262,7 +272,7 @@ impl<'a> ser::Serializer for Writer<'a> {
                 "compact_json cannot write a serde_json RawValue; use serde_json::to_string",
             ));
         }
-        Ok(Compound::open(self.out, b'{', b"}"))
+        Ok(Compound::open(self.out, '{', "}"))
     }
     fn serialize_struct_variant(
         self,
@@ -271,22 +281,22 @@ impl<'a> ser::Serializer for Writer<'a> {
         variant: &'static str,
         _len: usize,
     ) -> Result<Compound<'a>, Error> {
-        self.out.push(b'{');
+        self.out.push('{');
         write_key(self.out, variant);
-        Ok(Compound::open(self.out, b'{', b"}}"))
+        Ok(Compound::open(self.out, '{', "}}"))
     }
 }
 
 /// An array or object being written: a comma before every element but the first, and `close`
 /// at the end.
 struct Compound<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
     first: bool,
-    close: &'static [u8],
+    close: &'static str,
 }
 
 impl<'a> Compound<'a> {
-    fn open(out: &'a mut Vec<u8>, open: u8, close: &'static [u8]) -> Self {
+    fn open(out: &'a mut String, open: char, close: &'static str) -> Self {
         out.push(open);
         Self {
             out,
@@ -297,7 +307,7 @@ impl<'a> Compound<'a> {
 
     fn comma(&mut self) {
         if !std::mem::take(&mut self.first) {
-            self.out.push(b',');
+            self.out.push(',');
         }
     }
 
@@ -317,7 +327,7 @@ impl<'a> Compound<'a> {
     }
 
     fn close(self) -> Result<(), Error> {
-        self.out.extend_from_slice(self.close);
+        self.out.push_str(self.close);
         Ok(())
     }
 }
@@ -353,7 +363,7 @@ impl ser::SerializeMap for Compound<'_> {
         key.serialize(KeyWriter {
             out: &mut *self.out,
         })?;
-        self.out.push(b':');
+        self.out.push(':');
         Ok(())
     }
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
@@ -391,7 +401,7 @@ fields!(SerializeStruct, SerializeStructVariant);
 /// A map key: a string as it is; an integer, boolean or character quoted, as serde_json
 /// writes them; anything else refused with serde_json's message.
 struct KeyWriter<'a> {
-    out: &'a mut Vec<u8>,
+    out: &'a mut String,
 }
 
 impl KeyWriter<'_> {
@@ -446,9 +456,9 @@ impl ser::Serializer for KeyWriter<'_> {
                 "float key must be finite (got NaN or +/-inf)",
             ));
         }
-        self.out.push(b'"');
-        ser::Serializer::serialize_f32(&mut serde_json::Serializer::new(&mut *self.out), v)?;
-        self.out.push(b'"');
+        self.out.push('"');
+        scalar(self.out, |json| ser::Serializer::serialize_f32(json, v))?;
+        self.out.push('"');
         Ok(())
     }
     fn serialize_f64(self, v: f64) -> Result<(), Error> {
@@ -457,9 +467,9 @@ impl ser::Serializer for KeyWriter<'_> {
                 "float key must be finite (got NaN or +/-inf)",
             ));
         }
-        self.out.push(b'"');
-        ser::Serializer::serialize_f64(&mut serde_json::Serializer::new(&mut *self.out), v)?;
-        self.out.push(b'"');
+        self.out.push('"');
+        scalar(self.out, |json| ser::Serializer::serialize_f64(json, v))?;
+        self.out.push('"');
         Ok(())
     }
     fn serialize_char(self, v: char) -> Result<(), Error> {

@@ -9,6 +9,26 @@
 
 use std::cell::RefCell;
 
+// Only in wasm: the arena assumes one thread (a native test build has several).
+#[cfg(target_family = "wasm")]
+#[expect(
+    unsafe_code,
+    reason = "a global allocator is unsafe to implement; the SAFETY comments say why it holds"
+)]
+mod arena;
+
+#[cfg(target_family = "wasm")]
+#[global_allocator]
+static ALLOCATOR: arena::CallArena = arena::CallArena;
+
+/// Natively the component's code runs with the host's allocator: a scope is just the call.
+#[cfg(not(target_family = "wasm"))]
+mod arena {
+    pub(crate) fn scope<R>(call: impl FnOnce() -> R) -> R {
+        call()
+    }
+}
+
 use bridge_core::anthropic::events::ErrorKind;
 use bridge_core::api::{self, StreamEnd, StreamOptions};
 use bridge_core::error::RequestError;
@@ -55,14 +75,16 @@ impl wit::Guest for Component {
         request: Vec<u8>,
         options_json: String,
     ) -> Result<Converted, CoreError> {
-        let dialect = api::Dialect::parse(&dialect).map_err(|e| request_error(&e))?;
-        api::prepare(dialect, &request, &options_json)
-            .map(converted_record)
-            .map_err(|e| request_error(&e))
+        arena::scope(|| {
+            let dialect = api::Dialect::parse(&dialect).map_err(|e| request_error(&e))?;
+            api::prepare(dialect, &request, &options_json)
+                .map(converted_record)
+                .map_err(|e| request_error(&e))
+        })
     }
 
     fn count_tokens(request: Vec<u8>) -> Result<u32, CoreError> {
-        api::count_tokens(&request).map_err(|e| request_error(&e))
+        arena::scope(|| api::count_tokens(&request).map_err(|e| request_error(&e)))
     }
 
     fn fabstir_session_init(init_json: String) -> Result<String, CoreError> {

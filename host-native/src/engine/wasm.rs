@@ -20,7 +20,8 @@ use std::time::{Duration, SystemTime};
 
 use wasmtime::component::{Component, Linker, ResourceAny, ResourceTable};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, Store, Strategy,
+    Config, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, ProfilingStrategy,
+    Store, Strategy,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
@@ -242,6 +243,11 @@ fn base_config() -> Config {
         .strategy(Strategy::Cranelift)
         .cranelift_opt_level(OptLevel::Speed)
         .parallel_compilation(true);
+    if crate::environment::non_empty("CLAUDE_BRIDGE_WASM_PERFMAP").is_some_and(|v| v != "0") {
+        // For `perf`: guest functions by name in /tmp/perf-<pid>.map (names need a component
+        // built with its name section, see the README's profiling notes).
+        config.profiler(ProfilingStrategy::PerfMap);
+    }
     config
 }
 
@@ -811,18 +817,23 @@ mod tests {
         }
     }
 
-    #[test]
-    fn streams_sharing_instances_keep_their_own_state() {
-        // An engine of its own: the process-wide one is used by the other tests meanwhile.
-        let wasm = WasmEngine::load(EMBEDDED_COMPONENT, "shared-instances test", false).unwrap();
-        let native = super::super::native();
-        let options = |seed: u64| StreamOptions {
+    /// Streaming options whose model name and ids derive from `seed`.
+    fn seeded_stream_options(seed: u64) -> StreamOptions {
+        StreamOptions {
             stream: true,
             model: format!("claude-{seed}"),
             input_tokens_estimate: 3,
             id_seed: seed,
             ..StreamOptions::default()
-        };
+        }
+    }
+
+    #[test]
+    fn streams_sharing_instances_keep_their_own_state() {
+        // An engine of its own: the process-wide one is used by the other tests meanwhile.
+        let wasm = WasmEngine::load(EMBEDDED_COMPONENT, "shared-instances test", false).unwrap();
+        let native = super::super::native();
+        let options = seeded_stream_options;
         // 40 streams at once: three instances of 16; fed in turns, each stream's bytes are
         // the native core's for the same stream.
         let mut streams: Vec<_> = (0..40u64)
@@ -866,6 +877,103 @@ mod tests {
         );
         wasm.count_tokens(big.as_bytes()).unwrap();
         assert_eq!((wasm.pool.made(), wasm.pool.len()), (4, 2));
+    }
+
+    /// A Claude Code–like conversation of `turns` turns: text with escapes, tool calls and
+    /// results, and tools with schemas.
+    fn conversation(turns: usize) -> Vec<u8> {
+        let mut messages = Vec::new();
+        for turn in 0..turns {
+            messages.push(serde_json::json!({"role": "user", "content": [
+                {"type": "text", "text": format!("turn {turn}: \"fix\" it\n\tplease \u{1} é 🦀")},
+            ]}));
+            messages.push(serde_json::json!({"role": "assistant", "content": [
+                {"type": "text", "text": "Reading."},
+                {"type": "tool_use", "id": format!("toolu_{turn}"), "name": "Read",
+                 "input": {"file_path": format!("/src/{turn}.rs"), "limit": turn}},
+            ]}));
+            messages.push(serde_json::json!({"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": format!("toolu_{turn}"),
+                 "content": "fn main() {\n    println!(\"hi\");\n}\n".repeat(40)},
+            ]}));
+        }
+        messages.push(serde_json::json!({"role": "user", "content": "go on"}));
+        let tools: Vec<_> = (0..20)
+            .map(|i| serde_json::json!({"name": format!("Tool{i}"), "description": "does a thing",
+                "input_schema": {"type": "object", "$schema": "http://json-schema.org/draft-07/schema#",
+                    "properties": {"path": {"type": "string", "format": "uri"}}, "required": ["path"]}}))
+            .collect();
+        serde_json::to_vec(&serde_json::json!({
+            "model": "claude-x", "max_tokens": 64, "stream": true,
+            "system": [{"type": "text", "text": "You are Claude Code."}],
+            "messages": messages, "tools": tools,
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn calls_between_a_streams_feeds_convert_as_native_and_leave_the_stream_alone() {
+        // The guest's `prepare` and `count-tokens` allocate in a region each call reuses
+        // (core/component/src/arena.rs). Streams made and fed between those calls, in the same
+        // instance (driven directly here: the pool sends calls to idle instances), keep their
+        // state, and every answer is the native core's.
+        let wasm = WasmEngine::load(EMBEDDED_COMPONENT, "call-arena test", false).unwrap();
+        let native = super::super::native();
+        let mut instance = wasm.instantiate().unwrap();
+        let api = instance.bindings.fabstir_bridge_core_translate();
+        let store = &mut instance.store;
+        let options = seeded_stream_options;
+        let create = |store: &mut Store<StoreState>, seed: u64| {
+            let json = encode_options(&options(seed)).unwrap();
+            let guest = api
+                .translator()
+                .call_create(arm(store), &json)
+                .unwrap()
+                .unwrap();
+            (guest, native.translator(&options(seed)).unwrap())
+        };
+        let mut streams = vec![create(store, 1)];
+        for (turn, turns) in [1, 60, 2, 120, 0, 30].into_iter().enumerate() {
+            let request = conversation(turns);
+            let guest = api
+                .call_prepare(arm(store), "openai_chat", &request, "{}")
+                .unwrap()
+                .unwrap();
+            let host = native.prepare(Dialect::OpenaiChat, &request, "{}").unwrap();
+            assert_eq!(guest.body, host.body);
+            assert_eq!(
+                api.call_count_tokens(arm(store), &request)
+                    .unwrap()
+                    .unwrap(),
+                native.count_tokens(&request).unwrap()
+            );
+            let refused = api
+                .call_prepare(
+                    arm(store),
+                    "openai_chat",
+                    br#"{"model":"x","messages":7}"#,
+                    "{}",
+                )
+                .unwrap();
+            assert!(refused.is_err(), "{refused:?}");
+            if turn == 2 {
+                streams.push(create(store, 2));
+            }
+            for (guest, host) in &mut streams {
+                let chunk = format!(
+                    "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"after {turns} turns \"}}}}]}}\n\n"
+                );
+                let fed = api
+                    .translator()
+                    .call_feed(arm(store), *guest, chunk.as_bytes());
+                assert_eq!(fed.unwrap(), host.feed(chunk.as_bytes()).unwrap());
+            }
+        }
+        for (guest, host) in &mut streams {
+            let finished = api.translator().call_finish(arm(store), *guest, "{}");
+            let end = host.finish(&StreamEnd::default()).unwrap();
+            assert_eq!(finished.unwrap().unwrap().body, end.body);
+        }
     }
 
     fn per_op(start: Instant, n: u32) -> Duration {

@@ -326,8 +326,9 @@ async fn start_bridge(upstream: SocketAddr, engine: &str, pinned: bool) -> Resul
         .stdin(Stdio::null())
         .stdout(Stdio::from(log.try_clone()?))
         .stderr(Stdio::from(log));
+    // The bridge runs with its defaults; only the profiling aid passes through.
     for (k, _) in std::env::vars_os() {
-        if k.to_string_lossy().starts_with("CLAUDE_BRIDGE_") {
+        if k.to_string_lossy().starts_with("CLAUDE_BRIDGE_") && k != "CLAUDE_BRIDGE_WASM_PERFMAP" {
             cmd.env_remove(&k);
         }
     }
