@@ -4,9 +4,10 @@
 //! `Content` buffer, then try each variant against that buffer, copying every string a second
 //! time (and building an error for each variant that did not fit). A Claude Code request is a
 //! few hundred kilobytes of such blocks, sent again every turn, so that was most of the time the
-//! bridge spent reading it. Here a block is read once into a JSON object, checked against the
-//! variant its `type` names, and its values are moved into that variant. The decisions are the
-//! derive's (`tests::same_as_the_derive` holds them to it):
+//! bridge spent reading it. Here a block is read once into a short list of its members (no hash
+//! map: a block has a handful of keys and is taken apart at once), checked against the variant
+//! its `type` names, and its values are moved into that variant. The decisions are the derive's
+//! (`tests::same_as_the_derive` holds them to it):
 //!
 //! - a block that is not an object, has no string `type`, names an unknown type, or lacks or
 //!   mistypes a field its variant requires stays [`Block::Other`] exactly as sent;
@@ -37,7 +38,7 @@
 
 use std::fmt;
 
-use serde::de::{Deserialize, Deserializer, SeqAccess, Visitor};
+use serde::de::{Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 use super::{Block, Content, ImageSource, KnownBlock};
@@ -77,16 +78,114 @@ impl<'de> Visitor<'de> for ContentVisitor {
 
 impl<'de> Deserialize<'de> for Block {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        Value::deserialize(deserializer).map(block)
+        deserializer.deserialize_any(BlockVisitor)
     }
 }
 
-/// The block `value` is: known if it fits the variant its `type` names, else kept as it is.
+/// A JSON object's members in the order they came, each key once (a repeated key keeps its
+/// first place and its last value, as `serde_json::Map` does). A block has a handful of keys,
+/// so looking one up is a short scan: cheaper than hashing every key into a map that the block
+/// is taken apart from at once.
+type Fields = Vec<(String, Value)>;
+
+/// An object is read into [`Fields`] and then into its block; anything else is a JSON value
+/// kept as [`Block::Other`].
+struct BlockVisitor;
+
+impl<'de> Visitor<'de> for BlockVisitor {
+    type Value = Block;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a content block")
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block, A::Error> {
+        let mut fields = Fields::with_capacity(map.size_hint().unwrap_or(4).min(16));
+        while let Some(key) = map.next_key::<String>()? {
+            let value: Value = map.next_value()?;
+            match fields.iter_mut().find(|(k, _)| *k == key) {
+                Some((_, earlier)) => *earlier = value,
+                None => fields.push((key, value)),
+            }
+        }
+        Ok(object_block(fields))
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Block, A::Error> {
+        let mut values = Vec::with_capacity(seq.size_hint().unwrap_or(0).min(1024));
+        while let Some(value) = seq.next_element::<Value>()? {
+            values.push(value);
+        }
+        Ok(Block::Other(Value::Array(values)))
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, v: bool) -> Result<Block, E> {
+        Ok(Block::Other(Value::Bool(v)))
+    }
+
+    fn visit_i64<E: serde::de::Error>(self, v: i64) -> Result<Block, E> {
+        Ok(Block::Other(Value::from(v)))
+    }
+
+    fn visit_u64<E: serde::de::Error>(self, v: u64) -> Result<Block, E> {
+        Ok(Block::Other(Value::from(v)))
+    }
+
+    fn visit_f64<E: serde::de::Error>(self, v: f64) -> Result<Block, E> {
+        // A non-finite float is `null`, as `serde_json::Value` reads it.
+        Ok(Block::Other(Value::from(v)))
+    }
+
+    fn visit_str<E: serde::de::Error>(self, v: &str) -> Result<Block, E> {
+        Ok(Block::Other(Value::String(v.to_owned())))
+    }
+
+    fn visit_string<E: serde::de::Error>(self, v: String) -> Result<Block, E> {
+        Ok(Block::Other(Value::String(v)))
+    }
+
+    fn visit_unit<E: serde::de::Error>(self) -> Result<Block, E> {
+        Ok(Block::Other(Value::Null))
+    }
+
+    fn visit_none<E: serde::de::Error>(self) -> Result<Block, E> {
+        Ok(Block::Other(Value::Null))
+    }
+
+    fn visit_some<D: Deserializer<'de>>(self, deserializer: D) -> Result<Block, D::Error> {
+        Block::deserialize(deserializer)
+    }
+}
+
+/// The block `value` is (a block inside a `tool_result`'s content, already a JSON value).
 fn block(value: Value) -> Block {
     match value {
-        Value::Object(object) if fits(&object) => Block::Known(known(object)),
+        Value::Object(object) => object_block(object.into_iter().collect()),
         other => Block::Other(other),
     }
+}
+
+/// The object `fields`: known if it fits the variant its `type` names, else kept as it came.
+fn object_block(fields: Fields) -> Block {
+    if fits(&fields) {
+        Block::Known(known(fields))
+    } else {
+        Block::Other(Value::Object(fields.into_iter().collect()))
+    }
+}
+
+/// The value at `key`.
+fn get<'a>(fields: &'a [(String, Value)], key: &str) -> Option<&'a Value> {
+    fields
+        .iter()
+        .find(|(k, _)| k == key)
+        .map(|(_, value)| value)
+}
+
+/// The value at `key`, moved out (the others keep their order).
+fn take(fields: &mut Fields, key: &str) -> Option<Value> {
+    let at = fields.iter().position(|(k, _)| k == key)?;
+    Some(fields.remove(at).1)
 }
 
 fn is_string(value: Option<&Value>) -> bool {
@@ -98,81 +197,85 @@ fn optional(value: Option<&Value>, fits: fn(&Value) -> bool) -> bool {
     value.is_none_or(|v| v.is_null() || fits(v))
 }
 
-/// Whether `object` reads as the [`KnownBlock`] its `type` names (checked before anything moves,
-/// so a block that does not fit is kept untouched, its keys in their order).
-fn fits(object: &Map<String, Value>) -> bool {
-    let Some(Value::String(kind)) = object.get("type") else {
+/// Whether `fields` read as the [`KnownBlock`] their `type` names (checked before anything
+/// moves, so a block that does not fit is kept untouched, its keys in their order).
+fn fits(fields: &[(String, Value)]) -> bool {
+    let Some(Value::String(kind)) = get(fields, "type") else {
         return false;
     };
+    let at = |key| get(fields, key);
     match kind.as_str() {
-        "text" => is_string(object.get("text")),
-        "image" | "document" => object.contains_key("source"),
-        "tool_use" => is_string(object.get("id")) && is_string(object.get("name")),
+        "text" => is_string(at("text")),
+        "image" | "document" => at("source").is_some(),
+        "tool_use" => is_string(at("id")) && is_string(at("name")),
         "tool_result" => {
-            is_string(object.get("tool_use_id"))
-                && optional(object.get("content"), |c| c.is_string() || c.is_array())
-                && optional(object.get("is_error"), Value::is_boolean)
+            is_string(at("tool_use_id"))
+                && optional(at("content"), |c| c.is_string() || c.is_array())
+                && optional(at("is_error"), Value::is_boolean)
         }
-        "thinking" => {
-            is_string(object.get("thinking")) && optional(object.get("signature"), Value::is_string)
-        }
-        "redacted_thinking" => is_string(object.get("data")),
+        "thinking" => is_string(at("thinking")) && optional(at("signature"), Value::is_string),
+        "redacted_thinking" => is_string(at("data")),
         _ => false,
     }
 }
 
 /// The string at `key` (checked by [`fits`]), moved out.
-fn take_string(object: &mut Map<String, Value>, key: &str) -> String {
-    match object.shift_remove(key) {
+fn take_string(fields: &mut Fields, key: &str) -> String {
+    match take(fields, key) {
         Some(Value::String(text)) => text,
         _ => String::new(),
     }
 }
 
-/// `object`, which [`fits`], as its variant; what is left of it becomes `extra`.
-fn known(mut object: Map<String, Value>) -> KnownBlock {
-    let kind = take_string(&mut object, "type");
+/// What is left of a block's fields: its `extra` map, in the order the keys came.
+fn extra(fields: Fields) -> Map<String, Value> {
+    fields.into_iter().collect()
+}
+
+/// `fields`, which [`fits`], as their variant; what is left becomes `extra`.
+fn known(mut fields: Fields) -> KnownBlock {
+    let kind = take_string(&mut fields, "type");
     match kind.as_str() {
         "text" => KnownBlock::Text {
-            text: take_string(&mut object, "text"),
-            extra: object,
+            text: take_string(&mut fields, "text"),
+            extra: extra(fields),
         },
         "image" => KnownBlock::Image {
-            source: image_source(object.shift_remove("source").unwrap_or(Value::Null)),
-            extra: object,
+            source: image_source(take(&mut fields, "source").unwrap_or(Value::Null)),
+            extra: extra(fields),
         },
         "tool_use" => KnownBlock::ToolUse {
-            id: take_string(&mut object, "id"),
-            name: take_string(&mut object, "name"),
-            input: object.shift_remove("input").unwrap_or(Value::Null),
-            extra: object,
+            id: take_string(&mut fields, "id"),
+            name: take_string(&mut fields, "name"),
+            input: take(&mut fields, "input").unwrap_or(Value::Null),
+            extra: extra(fields),
         },
         "tool_result" => KnownBlock::ToolResult {
-            tool_use_id: take_string(&mut object, "tool_use_id"),
-            content: match object.shift_remove("content") {
+            tool_use_id: take_string(&mut fields, "tool_use_id"),
+            content: match take(&mut fields, "content") {
                 Some(Value::String(text)) => Some(Content::Text(text)),
                 Some(Value::Array(blocks)) => {
                     Some(Content::Blocks(blocks.into_iter().map(block).collect()))
                 }
                 _ => None,
             },
-            is_error: object.shift_remove("is_error").and_then(|v| v.as_bool()),
-            extra: object,
+            is_error: take(&mut fields, "is_error").and_then(|v| v.as_bool()),
+            extra: extra(fields),
         },
         "thinking" => KnownBlock::Thinking {
-            thinking: take_string(&mut object, "thinking"),
-            signature: match object.shift_remove("signature") {
+            thinking: take_string(&mut fields, "thinking"),
+            signature: match take(&mut fields, "signature") {
                 Some(Value::String(signature)) => Some(signature),
                 _ => None,
             },
-            extra: object,
+            extra: extra(fields),
         },
         "redacted_thinking" => KnownBlock::RedactedThinking {
-            data: take_string(&mut object, "data"),
+            data: take_string(&mut fields, "data"),
         },
         _ => KnownBlock::Document {
-            source: object.shift_remove("source").unwrap_or(Value::Null),
-            extra: object,
+            source: take(&mut fields, "source").unwrap_or(Value::Null),
+            extra: extra(fields),
         },
     }
 }
@@ -180,20 +283,22 @@ fn known(mut object: Map<String, Value>) -> KnownBlock {
 /// An image `source`: `base64` with string `media_type` and `data`, `url` with a string `url`
 /// (other fields of those two dropped, as the derive drops them), else kept as it is.
 fn image_source(source: Value) -> ImageSource {
-    let Value::Object(mut object) = source else {
+    let Value::Object(object) = source else {
         return ImageSource::Other(source);
     };
-    match object.get("type").and_then(Value::as_str) {
-        Some("base64") if is_string(object.get("media_type")) && is_string(object.get("data")) => {
+    let mut fields: Fields = object.into_iter().collect();
+    let at = |key| get(&fields, key);
+    match at("type").and_then(Value::as_str) {
+        Some("base64") if is_string(at("media_type")) && is_string(at("data")) => {
             ImageSource::Base64 {
-                media_type: take_string(&mut object, "media_type"),
-                data: take_string(&mut object, "data"),
+                media_type: take_string(&mut fields, "media_type"),
+                data: take_string(&mut fields, "data"),
             }
         }
-        Some("url") if is_string(object.get("url")) => ImageSource::Url {
-            url: take_string(&mut object, "url"),
+        Some("url") if is_string(at("url")) => ImageSource::Url {
+            url: take_string(&mut fields, "url"),
         },
-        _ => ImageSource::Other(Value::Object(object)),
+        _ => ImageSource::Other(Value::Object(extra(fields))),
     }
 }
 
@@ -310,6 +415,19 @@ mod tests {
                 extra: Map::new()
             })
         );
+        // A repeated key keeps its first place and its last value, in `extra` and in `Other`.
+        let Block::Known(KnownBlock::Text { extra, .. }) =
+            serde_json::from_str(r#"{"z":1,"type":"text","y":2,"text":"t","z":3}"#).unwrap()
+        else {
+            panic!("a text block")
+        };
+        assert_eq!(serde_json::to_string(&extra).unwrap(), r#"{"z":3,"y":2}"#);
+        let Block::Other(other) =
+            serde_json::from_str(r#"{"type":"x","a":1,"b":2,"a":3}"#).unwrap()
+        else {
+            panic!("an unknown block")
+        };
+        assert_eq!(other.to_string(), r#"{"type":"x","a":3,"b":2}"#);
     }
 
     #[test]
