@@ -31,9 +31,9 @@
 //!   only if it got 200 and a complete answer (`message_stop` / `[DONE]` / a closing `}`).
 //! - Bridge CPU from `/proc/<pid>/stat` (utime + stime, clock ticks) around each scenario; this
 //!   process's own CPU too (`gen CPU`: near 100% would mean the generator side was the limit).
-//! - RSS: the bridge's `VmRSS` after start and one request (idle), then with `BENCH_PROXY_HOLD`
-//!   streams held open at once (the upstream pauses after its third chunk), per stream; the
-//!   pass-through's too.
+//! - RSS: the bridge's `VmRSS` after start and one request of each kind, small and 292 KB,
+//!   streamed and not (idle), then with `BENCH_PROXY_HOLD` streams held open at once (the
+//!   upstream pauses after its third chunk), per stream; the pass-through's too.
 //!
 //! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
@@ -954,10 +954,24 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             client.len(),
             upstream_body.len()
         );
+        // The other bridges convert the same request once too, so that every bridge's idle
+        // memory below is read after the same four requests.
+        for other in bridges.iter().skip(1) {
+            let mut sender = connect(other.addr).await?;
+            if !one(&mut sender, &bridge_target(other), &client, streaming)
+                .await
+                .ok
+            {
+                return Err(err(format!(
+                    "a {size} request (stream {streaming}) through the {} bridge failed",
+                    other.engine
+                )));
+            }
+        }
         bodies.push((size, streaming, client, upstream_body, upstream_streams));
     }
 
-    // Memory: idle (after one request), then with `hold` streams open.
+    // Memory: idle (after the four requests above), then with `hold` streams open.
     let mut memory = serde_json::Map::new();
     let small_stream = bodies
         .first()
