@@ -933,14 +933,16 @@ mod tests {
             (guest, native.translator(&options(seed)).unwrap())
         };
         let mut streams = vec![create(store, 1)];
-        for (turn, turns) in [1, 60, 2, 120, 0, 30].into_iter().enumerate() {
+        // 900 turns (about 2 MB) allocate more than the region holds: the call goes on in the
+        // system allocator, and the next calls reuse the region again.
+        for (turn, turns) in [1, 60, 2, 900, 120, 0, 30].into_iter().enumerate() {
             let request = conversation(turns);
             let guest = api
                 .call_prepare(arm(store), "openai_chat", &request, "{}")
                 .unwrap()
                 .unwrap();
             let host = native.prepare(Dialect::OpenaiChat, &request, "{}").unwrap();
-            assert_eq!(guest.body, host.body);
+            assert_eq!(converted(guest), host, "{turns} turns");
             assert_eq!(
                 api.call_count_tokens(arm(store), &request)
                     .unwrap()

@@ -88,6 +88,9 @@ impl<'de> Deserialize<'de> for Block {
 /// is taken apart from at once.
 type Fields = Vec<(String, Value)>;
 
+/// Keys a block may have before it is read into a map instead (see `visit_map`).
+const SCANNED_KEYS: usize = 16;
+
 /// An object is read into [`Fields`] and then into its block; anything else is a JSON value
 /// kept as [`Block::Other`].
 struct BlockVisitor;
@@ -100,12 +103,23 @@ impl<'de> Visitor<'de> for BlockVisitor {
     }
 
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Block, A::Error> {
-        let mut fields = Fields::with_capacity(map.size_hint().unwrap_or(4).min(16));
+        let mut fields = Fields::with_capacity(map.size_hint().unwrap_or(4).min(SCANNED_KEYS));
         while let Some(key) = map.next_key::<String>()? {
             let value: Value = map.next_value()?;
+            let scanned = fields.len() < SCANNED_KEYS;
             match fields.iter_mut().find(|(k, _)| *k == key) {
                 Some((_, earlier)) => *earlier = value,
-                None => fields.push((key, value)),
+                None if scanned => fields.push((key, value)),
+                None => {
+                    // A block with many keys (no client sends one) goes on in a map, so that
+                    // checking for a repeated key stays one lookup, not a scan of them all.
+                    let mut object: Map<String, Value> = fields.drain(..).collect();
+                    object.insert(key, value);
+                    while let Some((key, value)) = map.next_entry::<String, Value>()? {
+                        object.insert(key, value);
+                    }
+                    return Ok(block(Value::Object(object)));
+                }
             }
         }
         Ok(object_block(fields))
@@ -315,7 +329,18 @@ mod tests {
     }
 
     fn cases() -> Vec<Value> {
-        vec![
+        // Wider than the keys that are scanned: read through a map.
+        let wide = |kind: &str| {
+            let mut object = Map::new();
+            for i in 0..20 {
+                object.insert(format!("x{i}"), json!(i));
+            }
+            object.insert("type".into(), json!(kind));
+            object.insert("text".into(), json!("wide"));
+            Value::Object(object)
+        };
+        let mut cases = vec![wide("text"), wide("future_block")];
+        cases.extend([
             json!("just a string"),
             json!(42),
             json!(null),
@@ -364,7 +389,8 @@ mod tests {
             json!({"type": "document", "source": {"type": "text", "data": "doc"}, "title": "t"}),
             json!({"type": "document", "source": null}),
             json!({"type": "document", "title": "no source"}),
-        ]
+        ]);
+        cases
     }
 
     #[test]
@@ -428,6 +454,19 @@ mod tests {
             panic!("an unknown block")
         };
         assert_eq!(other.to_string(), r#"{"type":"x","a":3,"b":2}"#);
+        // Past the keys that are scanned, a map: the same reading (first place, last value).
+        let many: String = (0..40).map(|i| format!(r#","k{}":{i}"#, i % 30)).collect();
+        let text = format!(r#"{{"type":"text","text":"t"{many},"text":"u"}}"#);
+        let Block::Known(KnownBlock::Text { text: last, extra }) =
+            serde_json::from_str(&text).unwrap()
+        else {
+            panic!("a text block")
+        };
+        assert_eq!(last, "u");
+        let keys: Vec<_> = extra.keys().cloned().collect();
+        assert_eq!(keys, (0..30).map(|i| format!("k{i}")).collect::<Vec<_>>());
+        assert_eq!(extra["k5"], json!(35));
+        assert_eq!(extra["k29"], json!(29));
     }
 
     #[test]
