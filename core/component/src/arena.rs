@@ -39,8 +39,9 @@ static ACTIVE: AtomicBool = AtomicBool::new(false);
 ///
 /// `call` must not call a WASI import that returns a list or a string (environment, files,
 /// random bytes): the canonical ABI could allocate the result in the region through
-/// `cabi_realloc`, and wasi-libc then give it to its own `free`, which does not know the region. The core calls none (it has
-/// no host capabilities; its hash maps are seeded without `get-random-bytes`).
+/// `cabi_realloc`, and wasi-libc then give it to its own `free`, which does not know the
+/// region. The core calls none (it has no host capabilities; its hash maps are seeded without
+/// `get-random-bytes`).
 pub(crate) fn scope<R>(call: impl FnOnce() -> R) -> R {
     if START.load(Relaxed) == 0 {
         take_region();
