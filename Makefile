@@ -83,7 +83,7 @@ bench: js
 ## CPU-s per 1000 requests, RSS idle and per open stream -> tests/bench/results/proxy-*.json.
 ## Knobs: BENCH_PROXY_CONCURRENCY (1,16,64,256,512), BENCH_PROXY_REQUESTS (3000 per small
 ## scenario), BENCH_PROXY_LARGE_REQUESTS (500 per 300 KB scenario), BENCH_PROXY_HOLD (512),
-## BENCH_PROXY_ENGINES (native,wasm).
+## BENCH_PROXY_ENGINES (native,wasm), BENCH_PROXY_IDLE_WAIT (36 s before idle RSS is read).
 bench-proxy:
 	$(CARGO) build --release -q -p claude-bridge
 	$(CARGO) build --release -q -p bridge-tests --features bench --bin bench-proxy

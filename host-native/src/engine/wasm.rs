@@ -16,7 +16,7 @@ use std::fmt;
 use std::hash::{DefaultHasher, Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use wasmtime::component::{Component, Linker, ResourceAny, ResourceTable};
 use wasmtime::{
@@ -81,6 +81,13 @@ const EMBEDDED_POOL: PoolLimits = PoolLimits {
     retire_after_bytes: 64 << 20,
     private_above_bytes: 1 << 20,
 };
+/// An instance with no user for this long is dropped (its pages returned): a bridge left alone
+/// goes back to the memory it started with. Long enough that a client's turns (a tool run
+/// between two requests) keep finding it; the request after a longer pause pays a new
+/// instance and its page faults, well under a millisecond.
+const IDLE_INSTANCE_TTL: Duration = Duration::from_secs(30);
+/// How often the pool is checked for such instances.
+const TRIM_EVERY: Duration = Duration::from_secs(5);
 /// A plug-in's: nothing shared, nothing kept.
 const PLUGIN_POOL: PoolLimits = PoolLimits {
     streams_per_instance: 1,
@@ -135,11 +142,18 @@ impl WasmEngine {
             .and_then(|()| guest_io::link_non_blocking(&mut linker))
             .and_then(|()| linker.instantiate_pre(&component))
             .and_then(BridgeCorePre::new)
-            .map(|pre| Self {
-                pre,
-                pool: Arc::new(Pool::new(if plugin { PLUGIN_POOL } else { EMBEDDED_POOL })),
-                plugin,
-                label: label.to_owned(),
+            .map(|pre| {
+                let limits = if plugin { PLUGIN_POOL } else { EMBEDDED_POOL };
+                let pool = Arc::new(Pool::new(limits));
+                if limits.keep_idle > 0 {
+                    start_trimming(&pool);
+                }
+                Self {
+                    pre,
+                    pool,
+                    plugin,
+                    label: label.to_owned(),
+                }
             })
             .map_err(|e| {
                 EngineError::Trap(format!(
@@ -226,6 +240,27 @@ fn start_epoch_clock(engine: &wasmtime::Engine) -> Result<(), String> {
         })
         .map(drop)
         .map_err(|e| format!("cannot start the wasm epoch clock: {e}"))
+}
+
+/// The thread that drops `pool`'s instances idle for [`IDLE_INSTANCE_TTL`]; it ends with the
+/// pool. Without it (it could not start) instances are kept as before, so it only logs.
+fn start_trimming(pool: &Arc<Pool<Instance>>) {
+    let pool = Arc::downgrade(pool);
+    let started = std::thread::Builder::new()
+        .name("wasm-pool-trim".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(TRIM_EVERY);
+                let Some(pool) = pool.upgrade() else { return };
+                let dropped = pool.trim(Instant::now(), IDLE_INSTANCE_TTL);
+                if dropped > 0 {
+                    tracing::debug!(dropped, "dropped idle core instances");
+                }
+            }
+        });
+    if let Err(e) = started {
+        tracing::warn!(error = %e, "cannot start the thread that drops idle core instances");
+    }
 }
 
 /// `store`, with a fresh deadline for the call about to be made, and the guest's kept output
@@ -554,7 +589,7 @@ impl<'a> Lease<'a> {
 impl Drop for Lease<'_> {
     fn drop(&mut self) {
         if !self.kept {
-            self.pool.release(&self.pooled);
+            self.pool.release(&self.pooled, Instant::now());
         }
     }
 }
@@ -668,14 +703,12 @@ impl Drop for WasmSession {
                 self.pooled.retire();
             }
         }
-        self.pool.release(&self.pooled);
+        self.pool.release(&self.pooled, Instant::now());
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Instant;
-
     use super::super::ConvertOptions;
     use super::*;
 
@@ -877,6 +910,16 @@ mod tests {
         );
         wasm.count_tokens(big.as_bytes()).unwrap();
         assert_eq!((wasm.pool.made(), wasm.pool.len()), (4, 2));
+        // Left alone, the kept instances go; the next request gets a new one, same answers.
+        let later = Instant::now() + IDLE_INSTANCE_TTL;
+        assert_eq!(wasm.pool.trim(later, IDLE_INSTANCE_TTL), 2);
+        assert_eq!(wasm.pool.len(), 0);
+        let options = ConvertOptions::default();
+        assert_eq!(
+            wasm.convert_request(REQUEST, &options).unwrap(),
+            native.convert_request(REQUEST, &options).unwrap()
+        );
+        assert_eq!((wasm.pool.made(), wasm.pool.len()), (5, 1));
     }
 
     /// A Claude Code–like conversation of `turns` turns: text with escapes, tool calls and

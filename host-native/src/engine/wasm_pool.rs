@@ -15,9 +15,15 @@
 //!   when its last user leaves;
 //! - an input larger than `private_above_bytes` gets an instance of its own, dropped after use;
 //! - plug-ins (`--core`) run one stream per instance, as before: their traps are theirs.
+//!
+//! And kept instances do not hold memory for ever: [`Pool::trim`] drops those that have had no
+//! user for a while (the engine calls it from a thread, see `wasm.rs`), so a bridge left alone
+//! goes back to the memory it started with. The next request pays one instantiation and the
+//! page faults of its first use, which a pause that long hides.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
 
 /// How a [`Pool`] shares and keeps instances.
 #[derive(Debug, Clone, Copy)]
@@ -80,11 +86,28 @@ impl<I> Pooled<I> {
     }
 }
 
+/// A pooled instance and, when it has no user, since when.
+#[derive(Debug)]
+struct Slot<I> {
+    pooled: Arc<Pooled<I>>,
+    /// Set by the release that left it without users; stale while it has users again.
+    idle_since: Option<Instant>,
+}
+
+impl<I> Slot<I> {
+    fn new(pooled: &Arc<Pooled<I>>) -> Self {
+        Self {
+            pooled: Arc::clone(pooled),
+            idle_since: None,
+        }
+    }
+}
+
 /// Every shared instance of one component.
 #[derive(Debug)]
 pub(super) struct Pool<I> {
     limits: PoolLimits,
-    instances: Mutex<Vec<Arc<Pooled<I>>>>,
+    instances: Mutex<Vec<Slot<I>>>,
     /// Instances made so far.
     made: AtomicUsize,
 }
@@ -102,7 +125,7 @@ impl<I> Pool<I> {
         &self.limits
     }
 
-    fn list(&self) -> MutexGuard<'_, Vec<Arc<Pooled<I>>>> {
+    fn list(&self) -> MutexGuard<'_, Vec<Slot<I>>> {
         self.instances
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -115,6 +138,7 @@ impl<I> Pool<I> {
             let list = self.list();
             let best = list
                 .iter()
+                .map(|slot| &slot.pooled)
                 .filter(|p| p.is_open())
                 .filter(|p| p.users.load(Ordering::Relaxed) < self.limits.streams_per_instance)
                 .max_by_key(|p| p.users.load(Ordering::Relaxed));
@@ -124,7 +148,7 @@ impl<I> Pool<I> {
             }
         }
         let pooled = Pooled::new(self.make(make)?, false);
-        self.list().push(Arc::clone(&pooled));
+        self.list().push(Slot::new(&pooled));
         Ok(pooled)
     }
 
@@ -142,6 +166,7 @@ impl<I> Pool<I> {
             let list = self.list();
             let idle = list
                 .iter()
+                .map(|slot| &slot.pooled)
                 .find(|p| p.is_open() && p.users.load(Ordering::Relaxed) == 0);
             if let Some(pooled) = idle {
                 pooled.users.fetch_add(1, Ordering::Relaxed);
@@ -149,7 +174,7 @@ impl<I> Pool<I> {
             }
         }
         let pooled = Pooled::new(self.make(make)?, false);
-        self.list().push(Arc::clone(&pooled));
+        self.list().push(Slot::new(&pooled));
         Ok(pooled)
     }
 
@@ -165,9 +190,9 @@ impl<I> Pool<I> {
         self.made.load(Ordering::Relaxed)
     }
 
-    /// A user of `pooled` is done. An instance left without users is dropped if it is retired
-    /// or more than `keep_idle` are idle.
-    pub fn release(&self, pooled: &Arc<Pooled<I>>) {
+    /// A user of `pooled` is done (at `now`). An instance left without users is dropped if it
+    /// is retired or more than `keep_idle` are idle; else it is idle from `now`.
+    pub fn release(&self, pooled: &Arc<Pooled<I>>, now: Instant) {
         let mut list = self.list();
         let before = pooled.users.fetch_sub(1, Ordering::Relaxed);
         debug_assert!(before > 0, "an instance released more often than taken");
@@ -177,11 +202,40 @@ impl<I> Pool<I> {
         }
         let idle = list
             .iter()
-            .filter(|p| p.users.load(Ordering::Relaxed) == 0)
+            .filter(|slot| slot.pooled.users.load(Ordering::Relaxed) == 0)
             .count();
         if !pooled.is_open() || idle > self.limits.keep_idle {
-            list.retain(|p| !Arc::ptr_eq(p, pooled));
+            list.retain(|slot| !Arc::ptr_eq(&slot.pooled, pooled));
+        } else if let Some(slot) = list.iter_mut().find(|s| Arc::ptr_eq(&s.pooled, pooled)) {
+            slot.idle_since = Some(now);
         }
+    }
+
+    /// Drops the instances that, at `now`, have had no user for `after` or longer, and says
+    /// how many. (Taking an instance and releasing it go through the same lock, so one that
+    /// is picked up again is never dropped under its new user.)
+    pub fn trim(&self, now: Instant, after: Duration) -> usize {
+        let mut list = self.list();
+        let before = list.len();
+        let mut gone = Vec::new();
+        let mut kept = Vec::with_capacity(before);
+        for slot in list.drain(..) {
+            let unused = slot.pooled.users.load(Ordering::Relaxed) == 0
+                && slot
+                    .idle_since
+                    .is_some_and(|since| now.saturating_duration_since(since) >= after);
+            if unused {
+                gone.push(slot);
+            } else {
+                kept.push(slot);
+            }
+        }
+        *list = kept;
+        drop(list);
+        // The instances go (their pages returned) outside the lock.
+        let n = gone.len();
+        drop(gone);
+        n
     }
 
     /// Instances alive in the pool (for tests and the measure).
@@ -204,6 +258,11 @@ mod tests {
         })
     }
 
+    /// The tests that do not trim release at any time.
+    fn now() -> Instant {
+        Instant::now()
+    }
+
     fn ok(n: u32) -> impl FnOnce() -> Result<u32, ()> {
         move || Ok(n)
     }
@@ -220,9 +279,9 @@ mod tests {
         );
         assert_eq!(*c.lock(), 3, "the third needs a new one");
         assert_eq!(p.len(), 2);
-        p.release(&a);
-        p.release(&b);
-        p.release(&c);
+        p.release(&a, now());
+        p.release(&b, now());
+        p.release(&c, now());
         assert_eq!(p.len(), 1, "one idle instance is kept");
     }
 
@@ -232,15 +291,15 @@ mod tests {
         let s = p.for_stream(ok(1)).unwrap();
         let call = p.for_call(10, ok(2)).unwrap();
         assert_eq!(*call.lock(), 2, "the busy instance is not used for a call");
-        p.release(&call);
+        p.release(&call, now());
         let again = p.for_call(10, ok(3)).unwrap();
         assert_eq!(*again.lock(), 2, "the idle one is reused");
-        p.release(&again);
+        p.release(&again, now());
         let big = p.for_call(51, ok(4)).unwrap();
         assert_eq!(*big.lock(), 4);
-        p.release(&big);
+        p.release(&big, now());
         assert_eq!(p.len(), 2, "the private instance was never pooled");
-        p.release(&s);
+        p.release(&s, now());
     }
 
     #[test]
@@ -252,11 +311,51 @@ mod tests {
         a.took(101, p.limits());
         let c = p.for_stream(ok(3)).unwrap();
         assert_eq!(*c.lock(), 3);
-        p.release(&a);
+        p.release(&a, now());
         assert_eq!(p.len(), 2);
-        p.release(&b);
+        p.release(&b, now());
         assert_eq!(p.len(), 1, "the retired one is gone");
-        p.release(&c);
+        p.release(&c, now());
         assert_eq!(p.len(), 1);
+    }
+
+    #[test]
+    fn instances_idle_for_the_trim_time_are_dropped_and_busy_ones_kept() {
+        let p = Pool::new(PoolLimits {
+            streams_per_instance: 1,
+            keep_idle: 3,
+            retire_after_bytes: 100,
+            private_above_bytes: 50,
+        });
+        let t0 = Instant::now();
+        let secs = Duration::from_secs;
+        let a = p.for_stream(ok(1)).unwrap();
+        let b = p.for_stream(ok(2)).unwrap();
+        let c = p.for_stream(ok(3)).unwrap();
+        p.release(&a, t0);
+        p.release(&b, t0 + secs(5));
+        assert_eq!(p.len(), 3, "two idle instances are within keep_idle");
+        assert_eq!(
+            p.trim(t0 + secs(9), secs(10)),
+            0,
+            "nobody idle for 10 s yet"
+        );
+        assert_eq!(p.trim(t0 + secs(10), secs(10)), 1, "a went");
+        assert_eq!(p.len(), 2);
+        // b is taken again before its time is up, and released later: its clock restarts.
+        let again = p.for_call(1, ok(4)).unwrap();
+        assert!(Arc::ptr_eq(&again, &b));
+        assert_eq!(p.trim(t0 + secs(20), secs(10)), 0, "b is in use");
+        p.release(&again, t0 + secs(21));
+        assert_eq!(p.trim(t0 + secs(30), secs(10)), 0, "b idle for 9 s only");
+        assert_eq!(p.trim(t0 + secs(31), secs(10)), 1, "b went");
+        assert_eq!(p.trim(t0 + secs(99), secs(10)), 0, "c was never released");
+        assert_eq!(p.len(), 1);
+        p.release(&c, t0 + secs(100));
+        assert_eq!(p.trim(t0 + secs(110), secs(10)), 1);
+        assert_eq!(p.len(), 0);
+        let fresh = p.for_call(1, ok(5)).unwrap();
+        assert_eq!(*fresh.lock(), 5, "a new instance after the trim");
+        assert_eq!(p.made(), 4);
     }
 }

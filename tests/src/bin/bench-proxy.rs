@@ -32,13 +32,15 @@
 //! - Bridge CPU from `/proc/<pid>/stat` (utime + stime, clock ticks) around each scenario; this
 //!   process's own CPU too (`gen CPU`: near 100% would mean the generator side was the limit).
 //! - RSS: the bridge's `VmRSS` after start and one request of each kind, small and 292 KB,
-//!   streamed and not (idle), then with `BENCH_PROXY_HOLD` streams held open at once (the
-//!   upstream pauses after its third chunk), per stream; the pass-through's too.
+//!   streamed and not; again `BENCH_PROXY_IDLE_WAIT` seconds later (36: idle, after the wasm
+//!   engine's 30-second trim of unused instances); then with `BENCH_PROXY_HOLD` streams held
+//!   open at once (the upstream pauses after its third chunk), per stream from idle; the
+//!   pass-through's too. PSS beside RSS (see `pss_kb`).
 //!
 //! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
 //! (per 300 KB scenario, 500), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
-//! `BENCH_PROXY_LARGE_KB` (300). Writes `tests/bench/results/proxy-<UTC time>.json`.
+//! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_IDLE_WAIT` (seconds, 36). Writes `tests/bench/results/proxy-<UTC time>.json`.
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
 
@@ -377,12 +379,24 @@ fn cpu_ticks(pid: &str) -> Option<u64> {
     Some(utime + stime)
 }
 
-fn rss_kb(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
+/// A `<key> <n> kB` line of a `/proc` file.
+fn proc_kb(path: &str, key: &str) -> Option<u64> {
+    let text = std::fs::read_to_string(path).ok()?;
+    text.lines()
+        .find_map(|l| l.strip_prefix(key))
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// `Pss` of `/proc/<pid>/smaps_rollup`: resident memory with each page shared by several
+/// mappings or processes counted once in all. Beside RSS because the wasm engine maps its
+/// core's data image copy-on-write into every instance, and RSS counts those shared pages
+/// once per instance.
+fn pss_kb(pid: u32) -> Option<u64> {
+    proc_kb(&format!("/proc/{pid}/smaps_rollup"), "Pss:")
+}
+
+fn rss_kb(pid: u32) -> Option<u64> {
+    proc_kb(&format!("/proc/{pid}/status"), "VmRSS:")
 }
 
 fn clock_ticks_per_s() -> f64 {
@@ -616,14 +630,15 @@ async fn run(
 }
 
 /// Hold `n` streams open through the bridge (the upstream pauses after its third chunk) and
-/// read the bridge's RSS; returns (kB with the streams open, streams that got content).
+/// read the bridge's memory; returns (RSS and PSS in kB with the streams open, streams that got
+/// content).
 async fn hold_streams(
     up: &Arc<Upstream>,
     target: &Arc<Target>,
     body: &Bytes,
     pid: u32,
     n: usize,
-) -> Result<(u64, usize)> {
+) -> Result<(u64, u64, usize)> {
     up.release.send_replace(false);
     up.paused.store(true, Ordering::Relaxed);
     let open = Arc::new(AtomicUsize::new(0));
@@ -662,13 +677,14 @@ async fn hold_streams(
     }
     tokio::time::sleep(Duration::from_millis(500)).await;
     let rss = rss_kb(pid).unwrap_or(0);
+    let pss = pss_kb(pid).unwrap_or(0);
     let opened = open.load(Ordering::Relaxed);
     up.paused.store(false, Ordering::Relaxed);
     up.release.send_replace(true);
     for t in tasks {
         let _ = t.await;
     }
-    Ok((rss, opened))
+    Ok((rss, pss, opened))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -848,6 +864,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     let large_requests: usize = env_or("BENCH_PROXY_LARGE_REQUESTS", 500);
     let hold: usize = env_or("BENCH_PROXY_HOLD", 512);
     let large_kb: usize = env_or("BENCH_PROXY_LARGE_KB", 300);
+    let idle_wait = Duration::from_secs(env_or("BENCH_PROXY_IDLE_WAIT", 36));
     let engines = env_list("BENCH_PROXY_ENGINES", "native,wasm");
     let tck = clock_ticks_per_s();
     let date = utc("+%Y-%m-%dT%H:%M:%SZ");
@@ -971,8 +988,17 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         bodies.push((size, streaming, client, upstream_body, upstream_streams));
     }
 
-    // Memory: idle (after the four requests above), then with `hold` streams open.
+    // Memory: right after the four requests above, and idle (`idle_wait` later, every bridge
+    // left alone: the wasm engine drops instances unused for 30 s), then with `hold` streams
+    // open. Per open stream counts from idle, as the table does.
     let mut memory = serde_json::Map::new();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let after_requests: Vec<u64> = bridges
+        .iter()
+        .chain([&floor])
+        .map(|b| rss_kb(b.child.id()).unwrap_or(0))
+        .collect();
+    tokio::time::sleep(idle_wait).await;
     let small_stream = bodies
         .first()
         .map(|b| b.2.clone())
@@ -985,20 +1011,32 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         .iter()
         .map(|b| (b, bridge_target(b), &small_stream))
         .chain([(&floor, Arc::clone(&pass), &small_upstream)]);
-    for (b, target, body) in held {
+    let idle_now: Vec<(u64, u64)> = bridges
+        .iter()
+        .chain([&floor])
+        .map(|b| {
+            let pid = b.child.id();
+            (rss_kb(pid).unwrap_or(0), pss_kb(pid).unwrap_or(0))
+        })
+        .collect();
+    for (((b, target, body), warm), (idle, idle_pss)) in held.zip(after_requests).zip(idle_now) {
         tokio::time::sleep(Duration::from_millis(500)).await;
         let pid = b.child.id();
-        let idle = rss_kb(pid).unwrap_or(0);
-        let (open_kb, opened) = hold_streams(&up, &target, body, pid, hold).await?;
-        let per = (open_kb.saturating_sub(idle)) as f64 / opened.max(1) as f64;
+        let (open_kb, open_pss, opened) = hold_streams(&up, &target, body, pid, hold).await?;
+        let per_stream =
+            |open: u64, idle: u64| open.saturating_sub(idle) as f64 / opened.max(1) as f64;
+        let (per, per_pss) = (per_stream(open_kb, idle), per_stream(open_pss, idle_pss));
         println!(
-            "  RSS {:<6}: idle {idle} kB; {opened}/{hold} streams open {open_kb} kB; {per:.1} kB per open stream",
-            b.engine
+            "  RSS {:<6}: {warm} kB after the requests, idle {idle} kB {} s later; {opened}/{hold} streams open {open_kb} kB; {per:.1} kB per open stream (PSS: idle {idle_pss} kB, open {open_pss} kB, {per_pss:.1} kB per stream)",
+            b.engine,
+            idle_wait.as_secs()
         );
         memory.insert(
             b.engine.clone(),
-            json!({"rss_idle_kb": idle, "streams": hold, "streams_open": opened,
-                   "rss_open_kb": open_kb, "rss_per_stream_kb": per}),
+            json!({"rss_after_requests_kb": warm, "idle_wait_s": idle_wait.as_secs(),
+                   "rss_idle_kb": idle, "streams": hold, "streams_open": opened,
+                   "rss_open_kb": open_kb, "rss_per_stream_kb": per,
+                   "pss_idle_kb": idle_pss, "pss_open_kb": open_pss, "pss_per_stream_kb": per_pss}),
         );
     }
 
