@@ -44,12 +44,12 @@ impl SseDecoder {
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseFrame> {
         let mut frames = Vec::new();
         let mut input = chunk;
-        if self.skip_lf {
+        // A CR ended the last chunk: this one's first byte settles it, LF or not. (An empty
+        // chunk settles nothing; a chunk that is just that LF settles it too.)
+        if self.skip_lf && !input.is_empty() {
+            self.skip_lf = false;
             if let Some((&b'\n', rest)) = input.split_first() {
                 input = rest;
-            }
-            if !input.is_empty() {
-                self.skip_lf = false;
             }
         }
         // Line breaks are found with `memchr2` (word at a time, vectorised where the target
@@ -160,7 +160,7 @@ mod tests {
 
     #[test]
     fn every_split_point_gives_the_same_frames() {
-        let input = "\u{feff}event: a\r\ndata: h\u{e9}llo \u{1f600}\r\ndata: two\r\r: c\ndata: x\n\nid: 7\ndata: last";
+        let input = "\u{feff}event: a\r\ndata: h\u{e9}llo \u{1f600}\r\ndata: two\r\r: c\ndata: x\r\n\nid: 7\ndata: last";
         let expected = all_at_once(input.as_bytes());
         assert_eq!(expected.len(), 3);
         assert_eq!(expected[0].data, "h\u{e9}llo \u{1f600}\ntwo");

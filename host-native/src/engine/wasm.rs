@@ -120,7 +120,11 @@ impl WasmEngine {
         static EMBEDDED: OnceLock<Result<Arc<WasmEngine>, EngineError>> = OnceLock::new();
         EMBEDDED
             .get_or_init(|| {
-                Self::load(EMBEDDED_COMPONENT, "embedded bridge-core", false).map(Arc::new)
+                let engine = Self::load(EMBEDDED_COMPONENT, "embedded bridge-core", false)?;
+                // The process's engine gives back instances left unused (an engine a test
+                // makes for itself keeps them, so its counts stay deterministic).
+                start_trimming(&engine.pool);
+                Ok(Arc::new(engine))
             })
             .clone()
     }
@@ -142,18 +146,11 @@ impl WasmEngine {
             .and_then(|()| guest_io::link_non_blocking(&mut linker))
             .and_then(|()| linker.instantiate_pre(&component))
             .and_then(BridgeCorePre::new)
-            .map(|pre| {
-                let limits = if plugin { PLUGIN_POOL } else { EMBEDDED_POOL };
-                let pool = Arc::new(Pool::new(limits));
-                if limits.keep_idle > 0 {
-                    start_trimming(&pool);
-                }
-                Self {
-                    pre,
-                    pool,
-                    plugin,
-                    label: label.to_owned(),
-                }
+            .map(|pre| Self {
+                pre,
+                pool: Arc::new(Pool::new(if plugin { PLUGIN_POOL } else { EMBEDDED_POOL })),
+                plugin,
+                label: label.to_owned(),
             })
             .map_err(|e| {
                 EngineError::Trap(format!(

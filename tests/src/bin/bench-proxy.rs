@@ -35,7 +35,8 @@
 //!   streamed and not; again `BENCH_PROXY_IDLE_WAIT` seconds later (36: idle, after the wasm
 //!   engine's 30-second trim of unused instances); then with `BENCH_PROXY_HOLD` streams held
 //!   open at once (the upstream pauses after its third chunk), per stream from idle; the
-//!   pass-through's too. PSS beside RSS (see `pss_kb`).
+//!   pass-through's too. PSS beside RSS (see `pss_kb`). RSS again right after the last
+//!   scenario and `BENCH_PROXY_IDLE_WAIT` seconds later.
 //!
 //! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
@@ -1076,6 +1077,21 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     for b in bridges.iter().chain([&floor]) {
         if let Some(m) = memory.get_mut(&b.engine) {
             m["rss_after_load_kb"] = json!(rss_kb(b.child.id()).unwrap_or(0));
+        }
+    }
+    // And once left alone again: what the heaviest scenarios leave behind.
+    tokio::time::sleep(idle_wait).await;
+    println!();
+    for b in bridges.iter().chain([&floor]) {
+        if let Some(m) = memory.get_mut(&b.engine) {
+            let idle = rss_kb(b.child.id()).unwrap_or(0);
+            m["rss_after_load_idle_kb"] = json!(idle);
+            println!(
+                "  RSS {:<6}: {} kB right after the last scenario, {idle} kB {} s later",
+                b.engine,
+                m["rss_after_load_kb"],
+                idle_wait.as_secs()
+            );
         }
     }
 
