@@ -557,7 +557,8 @@ pub fn fabstir_session_init(init_json: &str) -> Result<String, RequestError> {
 }
 
 fn encode_all(events: &[StreamEvent]) -> String {
-    let mut out = String::new();
+    // Room for a typical event each (a text delta is about 100 bytes).
+    let mut out = String::with_capacity(events.len() * 128);
     for event in events {
         crate::sse::encoder::encode_event(&mut out, event);
     }

@@ -29,8 +29,16 @@ use serde_json::Error;
 /// number, boolean or character.
 pub fn to_string<T: ?Sized + Serialize>(value: &T) -> Result<String, Error> {
     let mut out = String::with_capacity(128);
-    value.serialize(Writer { out: &mut out })?;
+    write_into(&mut out, value)?;
     Ok(out)
+}
+
+/// Appends `value` to `out` as [`to_string`] writes it. On an error, `out` may hold part of it.
+///
+/// # Errors
+/// As [`to_string`].
+pub fn write_into<T: ?Sized + Serialize>(out: &mut String, value: &T) -> Result<(), Error> {
+    value.serialize(Writer { out })
 }
 
 /// What a byte becomes inside a JSON string: 0 = itself, `u` = `\u00XX`, else `\` + that byte.
@@ -85,7 +93,7 @@ fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
 }
 
 /// `text` as a JSON string literal, quotes included.
-fn write_str(out: &mut String, text: &str) {
+pub(crate) fn write_str(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     out.reserve(bytes.len() + 2);

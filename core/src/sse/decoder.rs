@@ -22,6 +22,10 @@ pub struct SseFrame {
     pub id: Option<String>,
 }
 
+/// Buffers up to this size are kept from one frame or line to the next (a stream's frames are
+/// mostly small); a larger one, held for one large frame, is given back.
+const KEEP_CAPACITY: usize = 4096;
+
 /// The decoder's state between chunks.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
@@ -43,6 +47,14 @@ impl SseDecoder {
     /// Feed bytes; returns the frames completed by them.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseFrame> {
         let mut frames = Vec::new();
+        self.feed_each(chunk, |frame| frames.push(frame.clone()));
+        frames
+    }
+
+    /// Feed bytes; `each` sees every frame they complete, in order. What [`Self::feed`] does
+    /// without collecting the frames: the frame being built is reused, so a stream of frames
+    /// costs no allocation per frame.
+    pub fn feed_each(&mut self, chunk: &[u8], mut each: impl FnMut(&SseFrame)) {
         let mut input = chunk;
         // A CR ended the last chunk: this one's first byte settles it, LF or not. (An empty
         // chunk settles nothing; a chunk that is just that LF settles it too.)
@@ -66,16 +78,20 @@ impl SseDecoder {
                 }
             }
             if self.buf.is_empty() {
-                self.line(&input[start..line_end], &mut frames);
+                self.line(&input[start..line_end], &mut each);
             } else {
                 let mut line = std::mem::take(&mut self.buf);
                 line.extend_from_slice(&input[start..line_end]);
-                self.line(&line, &mut frames);
+                self.line(&line, &mut each);
+                // The line's buffer is kept for the next unfinished line, unless it is large.
+                if line.capacity() <= KEEP_CAPACITY {
+                    line.clear();
+                    self.buf = line;
+                }
             }
             start = next;
         }
         self.buf.extend_from_slice(&input[start..]);
-        frames
     }
 
     /// Bytes held between calls: the unfinished line and the frame being built.
@@ -91,15 +107,16 @@ impl SseDecoder {
     /// blank line are still delivered (servers often omit them).
     pub fn finish(&mut self) -> Vec<SseFrame> {
         let mut frames = Vec::new();
+        let mut each = |frame: &SseFrame| frames.push(frame.clone());
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
-            self.line(&line, &mut frames);
+            self.line(&line, &mut each);
         }
-        self.line(b"", &mut frames);
+        self.line(b"", &mut each);
         frames
     }
 
-    fn line(&mut self, raw: &[u8], frames: &mut Vec<SseFrame>) {
+    fn line(&mut self, raw: &[u8], each: &mut impl FnMut(&SseFrame)) {
         let mut raw = raw;
         if !self.seen_first_line {
             self.seen_first_line = true;
@@ -109,10 +126,15 @@ impl SseDecoder {
         }
         if raw.is_empty() {
             if self.has_data {
-                frames.push(std::mem::take(&mut self.pending));
-            } else {
-                self.pending = SseFrame::default();
+                each(&self.pending);
             }
+            // The next frame starts empty, in the same buffer unless that is large.
+            if self.pending.data.capacity() > KEEP_CAPACITY {
+                self.pending.data = String::new();
+            }
+            self.pending.data.clear();
+            self.pending.event = None;
+            self.pending.id = None;
             self.has_data = false;
             return;
         }
@@ -196,5 +218,26 @@ mod tests {
         let f = all_at_once(b"event: a\xff\ndata: caf\xc3\xa9 \xc3\n\n");
         assert_eq!(f[0].event.as_deref(), Some("a\u{fffd}"));
         assert_eq!(f[0].data, "caf\u{e9} \u{fffd}");
+    }
+
+    #[test]
+    fn small_buffers_are_reused_and_a_large_frames_given_back() {
+        let mut d = SseDecoder::new();
+        let mut seen = Vec::new();
+        d.feed_each(b"data: sm", |f| seen.push(f.data.clone()));
+        d.feed_each(b"all\n\n", |f| seen.push(f.data.clone()));
+        assert!(
+            d.buf.capacity() > 0 && d.pending.data.capacity() > 0,
+            "kept for the next frame"
+        );
+        let big = format!("data: {}", "x".repeat(2 * KEEP_CAPACITY));
+        d.feed_each(big.as_bytes(), |f| seen.push(f.data.clone()));
+        d.feed_each(b"\n\n", |f| seen.push(f.data.clone()));
+        assert_eq!(seen, ["small".to_owned(), "x".repeat(2 * KEEP_CAPACITY)]);
+        assert_eq!(
+            (d.buf.capacity(), d.pending.data.capacity()),
+            (0, 0),
+            "a large line and frame are not kept"
+        );
     }
 }

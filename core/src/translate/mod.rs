@@ -72,11 +72,13 @@ impl SseBody {
         self.raw = Vec::new();
     }
 
-    fn feed(&mut self, chunk: &[u8]) -> Vec<SseFrame> {
+    /// Keeps the bytes of a body not yet known to be SSE, and takes the decoder out so that
+    /// its frames can go to the translator as they complete (see `feed_body`).
+    fn take_decoder(&mut self, chunk: &[u8]) -> SseDecoder {
         if self.frames == 0 && self.raw.len() < MAX_RAW_BODY {
             self.raw.extend_from_slice(chunk);
         }
-        self.decoder.feed(chunk)
+        std::mem::take(&mut self.decoder)
     }
 
     /// A frame is handed to the translator: the body is SSE, its raw bytes are not needed.
@@ -125,13 +127,15 @@ pub(crate) trait SseTranslate {
             return Vec::new();
         }
         self.writer().start();
-        for frame in self.body().feed(chunk) {
-            self.body().handed_over();
-            self.dispatch(&frame);
-            if self.writer().is_done() {
-                break;
+        let mut decoder = self.body().take_decoder(chunk);
+        decoder.feed_each(chunk, |frame| {
+            // Frames after the message is done are read and dropped.
+            if !self.writer().is_done() {
+                self.body().handed_over();
+                self.dispatch(frame);
             }
-        }
+        });
+        self.body().decoder = decoder;
         let held = self.held() + self.body().held() + self.writer().held();
         if held > MAX_HELD_BYTES && !self.writer().is_done() {
             self.writer().fail(held_too_much(held));
