@@ -47,7 +47,9 @@ impl SseDecoder {
     /// Feed bytes; returns the frames completed by them.
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<SseFrame> {
         let mut frames = Vec::new();
-        self.feed_each(chunk, |frame| frames.push(frame.clone()));
+        self.read(chunk, &mut |frame: &mut SseFrame| {
+            frames.push(std::mem::take(frame));
+        });
         frames
     }
 
@@ -55,6 +57,11 @@ impl SseDecoder {
     /// without collecting the frames: the frame being built is reused, so a stream of frames
     /// costs no allocation per frame.
     pub fn feed_each(&mut self, chunk: &[u8], mut each: impl FnMut(&SseFrame)) {
+        self.read(chunk, &mut |frame: &mut SseFrame| each(frame));
+    }
+
+    /// `feed` and `feed_each`: `each` gets each completed frame, and may take it.
+    fn read(&mut self, chunk: &[u8], each: &mut impl FnMut(&mut SseFrame)) {
         let mut input = chunk;
         // A CR ended the last chunk: this one's first byte settles it, LF or not. (An empty
         // chunk settles nothing; a chunk that is just that LF settles it too.)
@@ -78,11 +85,11 @@ impl SseDecoder {
                 }
             }
             if self.buf.is_empty() {
-                self.line(&input[start..line_end], &mut each);
+                self.line(&input[start..line_end], each);
             } else {
                 let mut line = std::mem::take(&mut self.buf);
                 line.extend_from_slice(&input[start..line_end]);
-                self.line(&line, &mut each);
+                self.line(&line, each);
                 // The line's buffer is kept for the next unfinished line, unless it is large.
                 if line.capacity() <= KEEP_CAPACITY {
                     line.clear();
@@ -107,7 +114,7 @@ impl SseDecoder {
     /// blank line are still delivered (servers often omit them).
     pub fn finish(&mut self) -> Vec<SseFrame> {
         let mut frames = Vec::new();
-        let mut each = |frame: &SseFrame| frames.push(frame.clone());
+        let mut each = |frame: &mut SseFrame| frames.push(std::mem::take(frame));
         if !self.buf.is_empty() {
             let line = std::mem::take(&mut self.buf);
             self.line(&line, &mut each);
@@ -116,7 +123,7 @@ impl SseDecoder {
         frames
     }
 
-    fn line(&mut self, raw: &[u8], each: &mut impl FnMut(&SseFrame)) {
+    fn line(&mut self, raw: &[u8], each: &mut impl FnMut(&mut SseFrame)) {
         let mut raw = raw;
         if !self.seen_first_line {
             self.seen_first_line = true;
@@ -126,7 +133,7 @@ impl SseDecoder {
         }
         if raw.is_empty() {
             if self.has_data {
-                each(&self.pending);
+                each(&mut self.pending);
             }
             // The next frame starts empty, in the same buffer unless that is large.
             if self.pending.data.capacity() > KEEP_CAPACITY {
@@ -239,5 +246,30 @@ mod tests {
             (0, 0),
             "a large line and frame are not kept"
         );
+    }
+
+    #[test]
+    fn nothing_of_a_frame_carries_into_the_next() {
+        let frames =
+            all_at_once(b"event: x\nid: 1\n\ndata: y\n\nevent: e\nid: 2\ndata: z\n\ndata: w\n\n");
+        let fields: Vec<_> = frames
+            .iter()
+            .map(|f| (f.event.as_deref(), f.data.as_str(), f.id.as_deref()))
+            .collect();
+        assert_eq!(
+            fields,
+            [
+                (None, "y", None),
+                (Some("e"), "z", Some("2")),
+                (None, "w", None)
+            ]
+        );
+        let mut d = SseDecoder::new();
+        let mut each = Vec::new();
+        d.feed_each(
+            b"event: x\nid: 1\n\ndata: y\n\nevent: e\nid: 2\ndata: z\n\ndata: w\n\n",
+            |f| each.push(f.clone()),
+        );
+        assert_eq!(each, frames, "feed_each sees what feed returns");
     }
 }

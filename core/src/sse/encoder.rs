@@ -161,7 +161,11 @@ mod tests {
 
     proptest::proptest! {
         #[test]
-        fn any_block_delta_is_written_as_the_derive_writes_it(index: u32, text: String, kind in 0usize..4) {
+        fn any_block_delta_is_written_as_the_derive_writes_it(
+            index: u32,
+            text in "[ -~\\t\\n\\r\\x00-\\x1f\\x7f\"\\\\\u{e9}\u{1f600}]{0,48}",
+            kind in 0usize..4,
+        ) {
             let delta = every_delta(&text).into_iter().nth(kind).unwrap();
             let event = StreamEvent::ContentBlockDelta { index, delta };
             let mut out = String::new();
