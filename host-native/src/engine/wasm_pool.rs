@@ -216,20 +216,12 @@ impl<I> Pool<I> {
     /// is picked up again is never dropped under its new user.)
     pub fn trim(&self, now: Instant, after: Duration) -> usize {
         let mut list = self.list();
-        let before = list.len();
-        let mut gone = Vec::new();
-        let mut kept = Vec::with_capacity(before);
-        for slot in list.drain(..) {
-            let unused = slot.pooled.users.load(Ordering::Relaxed) == 0
+        let (gone, kept): (Vec<_>, Vec<_>) = list.drain(..).partition(|slot| {
+            slot.pooled.users.load(Ordering::Relaxed) == 0
                 && slot
                     .idle_since
-                    .is_some_and(|since| now.saturating_duration_since(since) >= after);
-            if unused {
-                gone.push(slot);
-            } else {
-                kept.push(slot);
-            }
-        }
+                    .is_some_and(|since| now.saturating_duration_since(since) >= after)
+        });
         *list = kept;
         drop(list);
         // The instances go (their pages returned) outside the lock.
@@ -258,11 +250,6 @@ mod tests {
         })
     }
 
-    /// The tests that do not trim release at any time.
-    fn now() -> Instant {
-        Instant::now()
-    }
-
     fn ok(n: u32) -> impl FnOnce() -> Result<u32, ()> {
         move || Ok(n)
     }
@@ -279,9 +266,9 @@ mod tests {
         );
         assert_eq!(*c.lock(), 3, "the third needs a new one");
         assert_eq!(p.len(), 2);
-        p.release(&a, now());
-        p.release(&b, now());
-        p.release(&c, now());
+        p.release(&a, Instant::now());
+        p.release(&b, Instant::now());
+        p.release(&c, Instant::now());
         assert_eq!(p.len(), 1, "one idle instance is kept");
     }
 
@@ -291,15 +278,15 @@ mod tests {
         let s = p.for_stream(ok(1)).unwrap();
         let call = p.for_call(10, ok(2)).unwrap();
         assert_eq!(*call.lock(), 2, "the busy instance is not used for a call");
-        p.release(&call, now());
+        p.release(&call, Instant::now());
         let again = p.for_call(10, ok(3)).unwrap();
         assert_eq!(*again.lock(), 2, "the idle one is reused");
-        p.release(&again, now());
+        p.release(&again, Instant::now());
         let big = p.for_call(51, ok(4)).unwrap();
         assert_eq!(*big.lock(), 4);
-        p.release(&big, now());
+        p.release(&big, Instant::now());
         assert_eq!(p.len(), 2, "the private instance was never pooled");
-        p.release(&s, now());
+        p.release(&s, Instant::now());
     }
 
     #[test]
@@ -311,11 +298,11 @@ mod tests {
         a.took(101, p.limits());
         let c = p.for_stream(ok(3)).unwrap();
         assert_eq!(*c.lock(), 3);
-        p.release(&a, now());
+        p.release(&a, Instant::now());
         assert_eq!(p.len(), 2);
-        p.release(&b, now());
+        p.release(&b, Instant::now());
         assert_eq!(p.len(), 1, "the retired one is gone");
-        p.release(&c, now());
+        p.release(&c, Instant::now());
         assert_eq!(p.len(), 1);
     }
 
