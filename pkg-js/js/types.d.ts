@@ -44,6 +44,8 @@ export interface FrontOptions {
   include_usage?: boolean;
   /** Responses: the request's `custom` tools (their calls become `custom_tool_call` items). */
   custom_tools?: string[];
+  /** Responses: tools that came inside a `namespace` (their calls go back with it). */
+  namespaced_tools?: { sent: string; namespace: string; name: string }[];
   /** Responses: `include: ["reasoning.encrypted_content"]`. */
   include_encrypted_reasoning?: boolean;
 }

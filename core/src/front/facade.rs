@@ -45,6 +45,7 @@ use crate::anthropic::events::{ApiError, ErrorKind};
 use crate::anthropic::request::MessagesRequest;
 use crate::api::Dialect;
 use crate::front::FrontError;
+use crate::front::client_tools::ResponsesTools;
 use crate::front::transcode::{FrontAnswer, FrontFold, FrontShape, FrontStream};
 use crate::translate::chat_request::ConvertedRequest;
 
@@ -94,13 +95,10 @@ pub struct FrontOptions {
         deserialize_with = "null_as_default"
     )]
     pub include_usage: bool,
-    /// Responses: the request's `custom` tools (their calls go back as `custom_tool_call`).
-    #[serde(
-        default,
-        skip_serializing_if = "Vec::is_empty",
-        deserialize_with = "null_as_default"
-    )]
-    pub custom_tools: Vec<String>,
+    /// Responses: how the request's tools are called on the way back (`custom_tools`,
+    /// `namespaced_tools`, flat in the JSON).
+    #[serde(flatten)]
+    pub tools: ResponsesTools,
     /// Responses: `include: ["reasoning.encrypted_content"]`.
     #[serde(
         default,
@@ -171,7 +169,7 @@ pub fn prepare(front: Front, request: &[u8]) -> ConvertedRequest {
         Front::Responses => {
             crate::front::responses_request::responses_to_anthropic(request).map(|c| {
                 let answer = FrontOptions {
-                    custom_tools: c.custom_tools,
+                    tools: c.client_tools,
                     include_encrypted_reasoning: c.include_encrypted_reasoning,
                     ..FrontOptions::default()
                 };
@@ -235,7 +233,7 @@ pub fn answer(front: Front, model: &str, id_seed: u64, options: &FrontOptions) -
                 include_usage: options.include_usage,
             },
             Front::Responses => FrontShape::Responses {
-                custom_tools: options.custom_tools.clone(),
+                tools: options.tools.clone(),
                 include_encrypted_reasoning: options.include_encrypted_reasoning,
             },
         },

@@ -80,7 +80,7 @@
 //!     "tools":[{"type":"custom","name":"apply_patch"}]}"#).unwrap();
 //! let mut enc = ResponsesStreamEncoder::new(ResponsesStreamOptions {
 //!     id: "r1".into(), created_at: 1_700_000_000, model: "gpt-5.5".into(),
-//!     custom_tools: front.custom_tools.clone(),
+//!     tools: front.client_tools.clone(),
 //!     include_encrypted_reasoning: front.include_encrypted_reasoning,
 //! });
 //! let mut sse = String::new();
@@ -109,6 +109,7 @@
 pub mod chat_request;
 pub mod chat_stream;
 pub mod chat_validate;
+pub mod client_tools;
 pub mod facade;
 pub mod responses_request;
 pub mod responses_stream;

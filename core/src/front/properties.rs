@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use crate::anthropic::accumulate::{Accumulator, parse_tool_input};
 use crate::anthropic::events::{ApiError, ContentBlock, ErrorKind, StopReason, StreamEvent};
+use crate::front::client_tools::ResponsesTools;
 use crate::front::chat_stream::{ChatCompletionFold, ChatStreamEncoder, finish_reason};
 use crate::front::chat_validate::check_chat_sse;
 use crate::front::responses_stream::{
@@ -235,7 +236,10 @@ proptest! {
             id: String::from("p"),
             created_at: 5,
             model: String::from("gpt-x"),
-            custom_tools: custom_tools(&ops),
+            tools: ResponsesTools {
+                custom_tools: custom_tools(&ops),
+                namespaced_tools: Vec::new(),
+            },
             include_encrypted_reasoning: include,
         });
         let mut sse: String = events.iter().map(|e| enc.push(e)).collect();
@@ -260,7 +264,10 @@ proptest! {
         let custom = custom_tools(&ops);
         let mut fold = ResponsesFold::new(ResponsesStreamOptions {
             id: String::from("p"),
-            custom_tools: custom.clone(),
+            tools: ResponsesTools {
+                custom_tools: custom.clone(),
+                namespaced_tools: Vec::new(),
+            },
             ..ResponsesStreamOptions::default()
         });
         for e in &events {

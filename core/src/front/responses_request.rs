@@ -14,6 +14,8 @@
 //! | `reasoning` without `encrypted_content` | dropped (a thinking block needs a signature) |
 //! | `function` tools | tools, `parameters` as `input_schema` |
 //! | `custom` tools (Codex's `apply_patch`) | a tool taking `{"input": string}`, the grammar in its description ([`custom_tool_schema`]) |
+//! | `namespace` tools, in `tools` or in an `additional_tools` input item (Codex's lite models) | their tools, flat ([`crate::front::client_tools`]: calls go back with their `namespace`) |
+//! | `function_call` / `custom_tool_call` with a `namespace` | `tool_use` of the name that tool was offered under |
 //! | hosted tools (`web_search`, `file_search`, …) | dropped with a warning |
 //! | `tool_choice` `none`/`auto`/`required`/`{type:"function"|"custom", name}` | `none`/`auto`/`any`/`{type:"tool", name}` |
 //! | `parallel_tool_calls: false` | `disable_parallel_tool_use: true` |
@@ -49,7 +51,7 @@
 //! assert_eq!(body["system"], "You are Codex.");
 //! assert_eq!(body["messages"][1]["content"][0]["input"]["input"], "*** Begin Patch");
 //! assert_eq!(body["tools"][0]["input_schema"]["required"][0], "input");
-//! assert_eq!(front.custom_tools, ["apply_patch"]);
+//! assert_eq!(front.client_tools.custom_tools, ["apply_patch"]);
 //! assert!(front.stream && front.include_encrypted_reasoning);
 //! ```
 
@@ -60,6 +62,7 @@ use crate::anthropic::request::{
 };
 use crate::front::FrontError;
 use crate::front::chat_request::JSON_OBJECT_INSTRUCTION;
+use crate::front::client_tools::{NamespacedTool, ResponsesTools};
 use crate::front::convert::{
     arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
     optional_number, positive_int, push_message, string_field, text_block,
@@ -77,8 +80,8 @@ pub struct ResponsesFrontRequest {
     pub request: MessagesRequest,
     /// Whether the client wants SSE or one response object.
     pub stream: bool,
-    /// Names of the client's `custom` tools: their calls go back as `custom_tool_call` items.
-    pub custom_tools: Vec<String>,
+    /// How the client's tools are called on the way back (`custom` tools, namespaces).
+    pub client_tools: ResponsesTools,
     /// `include` has `reasoning.encrypted_content`: reasoning items carry it.
     pub include_encrypted_reasoning: bool,
     /// What was dropped or degraded, for the host's log.
@@ -123,6 +126,9 @@ struct Converter {
     warnings: Vec<String>,
     system: Vec<String>,
     messages: Vec<InputMessage>,
+    /// The client's tools as the answer must name them (read before the input items, whose
+    /// calls name their tools the client's way).
+    client_tools: ResponsesTools,
 }
 
 /// Top-level fields dropped with a warning.
@@ -168,6 +174,10 @@ impl Converter {
                 ));
             }
         }
+        // Tools first (their warnings keep their place below): the input's calls and its
+        // `additional_tools` items need the names the tools are offered under.
+        let (tools, client_tools, mut tool_warnings) = read_tools(req)?;
+        self.client_tools = client_tools;
         match non_null(req, "instructions") {
             Some(Value::String(text)) => self.system.push(text.clone()),
             Some(_) => return Err(FrontError::invalid("instructions", "must be a string")),
@@ -234,7 +244,7 @@ impl Converter {
             None => None,
         };
         self.text_format(req, &mut output_config)?;
-        let (tools, custom_tools) = self.tools(req)?;
+        self.warnings.append(&mut tool_warnings);
         let tool_choice = self.tool_choice(req, !tools.is_empty())?;
         let mut extra = Map::new();
         match non_null(req, "user").or_else(|| non_null(req, "safety_identifier")) {
@@ -270,7 +280,7 @@ impl Converter {
         Ok(ResponsesFrontRequest {
             request,
             stream,
-            custom_tools,
+            client_tools: self.client_tools,
             include_encrypted_reasoning,
             warnings: self.warnings,
         })
@@ -294,18 +304,20 @@ impl Converter {
             "message" => self.message(item, at),
             "function_call" => {
                 let id = string_field(item, "call_id", at)?;
-                let name = string_field(item, "name", at)?;
+                let name = self.called(item, at)?;
                 let input = arguments_object(item.get("arguments"), &format!("{at}.arguments"))?;
-                self.assistant(tool_use(id, name, input));
+                self.assistant(tool_use(id, &name, input));
                 Ok(())
             }
             "custom_tool_call" => {
                 let id = string_field(item, "call_id", at)?;
-                let name = string_field(item, "name", at)?;
+                let name = self.called(item, at)?;
                 let input = string_field(item, "input", at)?;
-                self.assistant(tool_use(id, name, json!({ "input": input })));
+                self.assistant(tool_use(id, &name, json!({ "input": input })));
                 Ok(())
             }
+            // Read with the tools, before the items.
+            "additional_tools" => Ok(()),
             "function_call_output" | "custom_tool_call_output" => {
                 let id = string_field(item, "call_id", at)?.to_owned();
                 let content = tool_output(item.get("output"), &format!("{at}.output"))?;
@@ -337,6 +349,17 @@ impl Converter {
                 Ok(())
             }
         }
+    }
+
+    /// The name a history call's tool was offered under (its `namespace` taken into account).
+    fn called(&self, item: &Value, at: &str) -> Result<String, FrontError> {
+        let name = string_field(item, "name", at)?;
+        let namespace = match item.get("namespace") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(ns)) => Some(ns.as_str()),
+            Some(_) => return Err(FrontError::invalid(format!("{at}.namespace"), "must be a string")),
+        };
+        Ok(self.client_tools.sent_name(namespace, name).to_owned())
     }
 
     fn assistant(&mut self, block: Block) {
@@ -513,74 +536,158 @@ impl Converter {
         Ok(())
     }
 
-    fn tools(&mut self, req: &Map<String, Value>) -> Result<(Vec<Tool>, Vec<String>), FrontError> {
-        let mut tools = Vec::new();
-        let mut custom = Vec::new();
-        let Some(list) = non_null(req, "tools") else {
-            return Ok((tools, custom));
-        };
-        let Value::Array(list) = list else {
-            return Err(FrontError::invalid("tools", "must be an array"));
-        };
-        for (i, tool) in list.iter().enumerate() {
-            let at = format!("tools[{i}]");
-            let kind = tool.get("type").and_then(Value::as_str).unwrap_or("");
-            if hosted(kind) {
-                self.warnings.push(format!(
-                    "{at}: the hosted tool {kind:?} is not available through the bridge and was dropped"
-                ));
+}
+
+/// One tool as the client gave it: where, its JSON, and the namespace it came in.
+struct GivenTool<'a> {
+    at: String,
+    tool: &'a Value,
+    namespace: Option<&'a str>,
+}
+
+/// The client's tools: the `tools` field and `additional_tools` input items, namespaces
+/// flattened ([`crate::front::client_tools`]); the Anthropic tools, how to name calls on the way
+/// back, and what was dropped.
+fn read_tools(
+    req: &Map<String, Value>,
+) -> Result<(Vec<Tool>, ResponsesTools, Vec<String>), FrontError> {
+    let mut given = Vec::new();
+    match non_null(req, "tools") {
+        None => {}
+        Some(Value::Array(list)) => given_tools(list, "tools", None, &mut given)?,
+        Some(_) => return Err(FrontError::invalid("tools", "must be an array")),
+    }
+    if let Some(Value::Array(items)) = req.get("input") {
+        for (i, item) in items.iter().enumerate() {
+            if item.get("type").and_then(Value::as_str) != Some("additional_tools") {
                 continue;
             }
-            let name = string_field(tool, "name", &at)?;
-            if name.is_empty() {
+            let at = format!("input[{i}].tools");
+            match item.get("tools") {
+                Some(Value::Array(list)) => given_tools(list, &at, None, &mut given)?,
+                None | Some(Value::Null) => {
+                    return Err(FrontError::missing(at, "the item's tools"));
+                }
+                Some(_) => return Err(FrontError::invalid(at, "must be an array")),
+            }
+        }
+    }
+    fn name_of<'a>(t: &GivenTool<'a>) -> &'a str {
+        t.tool.get("name").and_then(Value::as_str).unwrap_or("")
+    }
+    let mut warnings = Vec::new();
+    let mut tools = Vec::new();
+    let mut client = ResponsesTools::default();
+    for t in &given {
+        let kind = t.tool.get("type").and_then(Value::as_str).unwrap_or("");
+        let at = &t.at;
+        if hosted(kind) {
+            warnings.push(format!(
+                "{at}: the hosted tool {kind:?} is not available through the bridge and was dropped"
+            ));
+            continue;
+        }
+        let name = string_field(t.tool, "name", at)?;
+        if name.is_empty() {
+            return Err(FrontError::invalid(format!("{at}.name"), "must not be empty"));
+        }
+        let sent = match t.namespace {
+            // Two namespaces (or a namespace and the top level) with one name: qualify it.
+            Some(ns) if given.iter().filter(|o| name_of(o) == name).count() > 1 => {
+                format!("{ns}_{name}")
+            }
+            _ => name.to_owned(),
+        };
+        if let Some(ns) = t.namespace {
+            client.namespaced_tools.push(NamespacedTool {
+                sent: sent.clone(),
+                namespace: ns.to_owned(),
+                name: name.to_owned(),
+            });
+        }
+        let description = match t.tool.get("description") {
+            None | Some(Value::Null) => None,
+            Some(Value::String(d)) => Some(d.clone()),
+            Some(_) => {
                 return Err(FrontError::invalid(
-                    format!("{at}.name"),
-                    "must not be empty",
+                    format!("{at}.description"),
+                    "must be a string",
                 ));
             }
-            let description = match tool.get("description") {
-                None | Some(Value::Null) => None,
-                Some(Value::String(d)) => Some(d.clone()),
+        };
+        let (description, schema) = if kind == "custom" {
+            client.custom_tools.push(sent.clone());
+            (
+                Some(custom_description(
+                    description.as_deref(),
+                    t.tool.get("format"),
+                )),
+                custom_tool_schema(),
+            )
+        } else {
+            let schema = match t.tool.get("parameters") {
+                None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
+                Some(p @ Value::Object(_)) => p.clone(),
                 Some(_) => {
                     return Err(FrontError::invalid(
-                        format!("{at}.description"),
-                        "must be a string",
+                        format!("{at}.parameters"),
+                        "must be a JSON Schema object",
                     ));
                 }
             };
-            let (description, schema) = if kind == "custom" {
-                custom.push(name.to_owned());
-                (
-                    Some(custom_description(
-                        description.as_deref(),
-                        tool.get("format"),
-                    )),
-                    custom_tool_schema(),
-                )
-            } else {
-                let schema = match tool.get("parameters") {
-                    None | Some(Value::Null) => json!({"type": "object", "properties": {}}),
-                    Some(p @ Value::Object(_)) => p.clone(),
-                    Some(_) => {
-                        return Err(FrontError::invalid(
-                            format!("{at}.parameters"),
-                            "must be a JSON Schema object",
-                        ));
-                    }
-                };
-                (description, schema)
-            };
-            tools.push(Tool {
-                name: name.to_owned(),
-                description,
-                input_schema: Some(schema),
-                kind: None,
-                extra: Map::new(),
-            });
-        }
-        Ok((tools, custom))
+            (description, schema)
+        };
+        tools.push(Tool {
+            name: sent,
+            description,
+            input_schema: Some(schema),
+            kind: None,
+            extra: Map::new(),
+        });
     }
+    Ok((tools, client, warnings))
+}
 
+/// The tools of `list` (at `at`), a `namespace` tool's own tools in its place.
+fn given_tools<'a>(
+    list: &'a [Value],
+    at: &str,
+    namespace: Option<&'a str>,
+    out: &mut Vec<GivenTool<'a>>,
+) -> Result<(), FrontError> {
+    for (i, tool) in list.iter().enumerate() {
+        let here = format!("{at}[{i}]");
+        if tool.get("type").and_then(Value::as_str) != Some("namespace") {
+            out.push(GivenTool {
+                at: here,
+                tool,
+                namespace,
+            });
+            continue;
+        }
+        if namespace.is_some() {
+            return Err(FrontError::invalid(
+                format!("{here}.type"),
+                "a namespace cannot hold another namespace",
+            ));
+        }
+        let name = string_field(tool, "name", &here)?;
+        match tool.get("tools") {
+            Some(Value::Array(inner)) => {
+                given_tools(inner, &format!("{here}.tools"), Some(name), out)?;
+            }
+            _ => {
+                return Err(FrontError::missing(
+                    format!("{here}.tools"),
+                    "a namespace's tools, as an array",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+impl Converter {
     fn tool_choice(
         &mut self,
         req: &Map<String, Value>,
@@ -771,7 +878,7 @@ mod tests {
             json!({"model": "m", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}],
                 "system": "Be brief.", "temperature": 0.5, "stream": false, "metadata": {"user_id": "u"}})
         );
-        assert!(!front.stream && front.custom_tools.is_empty());
+        assert!(!front.stream && front.client_tools.custom_tools.is_empty());
         let (default, _) = convert(json!({"model": "m", "input": "hi"}));
         assert_eq!(default["max_tokens"], DEFAULT_MAX_OUTPUT_TOKENS);
     }
@@ -844,7 +951,51 @@ mod tests {
             out["tool_choice"],
             json!({"type": "tool", "name": "apply_patch", "disable_parallel_tool_use": true})
         );
-        assert_eq!(front.custom_tools, ["apply_patch"]);
+        assert_eq!(front.client_tools.custom_tools, ["apply_patch"]);
+    }
+
+    #[test]
+    fn namespaces_in_additional_tools_are_offered_flat_and_named_back() {
+        let (out, front) = convert(json!({"model": "gpt-6.1-sol", "input": [
+            {"type": "additional_tools", "id": "at_1", "role": "developer", "tools": [
+                {"type": "namespace", "name": "functions", "description": "", "tools": [
+                    {"type": "custom", "name": "exec", "description": "Run JS."},
+                    {"type": "function", "name": "wait", "parameters": {"type": "object"}}]},
+                {"type": "namespace", "name": "collaboration", "tools": [
+                    {"type": "function", "name": "wait", "parameters": {"type": "object"}}]}]},
+            {"type": "message", "role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "c1", "name": "wait", "namespace": "collaboration", "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+            "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]}));
+        let names: Vec<&str> = out["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        // `wait` is in two namespaces: each is qualified; the others keep their names.
+        assert_eq!(
+            names,
+            ["shell", "exec", "functions_wait", "collaboration_wait"]
+        );
+        assert_eq!(out["messages"][1]["content"][0]["name"], "collaboration_wait");
+        let tools = &front.client_tools;
+        assert_eq!(tools.custom_tools, ["exec"]);
+        assert_eq!(tools.client_name("collaboration_wait"), (Some("collaboration"), "wait"));
+        assert_eq!(tools.client_name("exec"), (Some("functions"), "exec"));
+        assert_eq!(tools.client_name("shell"), (None, "shell"));
+        assert!(front.warnings.is_empty(), "{:?}", front.warnings);
+    }
+
+    #[test]
+    fn a_namespace_in_a_namespace_or_without_tools_is_refused() {
+        let nested = refuse(json!({"model": "m", "input": "hi", "tools": [
+            {"type": "namespace", "name": "a", "tools": [{"type": "namespace", "name": "b", "tools": []}]}]}));
+        assert!(nested.to_string().contains("tools[0].tools[0].type"), "{nested}");
+        let empty = refuse(json!({"model": "m", "input": [
+            {"type": "additional_tools", "role": "developer"},
+            {"role": "user", "content": "hi"}]}));
+        assert!(empty.to_string().contains("input[0].tools"), "{empty}");
     }
 
     #[test]

@@ -44,6 +44,7 @@ use crate::anthropic::events::{
     ApiError, BlockStart, Delta, ErrorKind, StopReason, StreamEvent, Usage,
 };
 use crate::front::Failure;
+use crate::front::client_tools::ResponsesTools;
 use crate::sse::encoder::encode_frame;
 
 /// What the encoder needs to know about the response it writes.
@@ -55,8 +56,9 @@ pub struct ResponsesStreamOptions {
     pub created_at: u64,
     /// The model name reported to the client.
     pub model: String,
-    /// The request's `custom` tools ([`crate::front::responses_request::ResponsesFrontRequest::custom_tools`]).
-    pub custom_tools: Vec<String>,
+    /// How the request's tools are called on the way back
+    /// ([`crate::front::responses_request::ResponsesFrontRequest::client_tools`]).
+    pub tools: ResponsesTools,
     /// Put thinking signatures into reasoning items' `encrypted_content`.
     pub include_encrypted_reasoning: bool,
 }
@@ -90,12 +92,14 @@ enum Kind {
     Function {
         call_id: String,
         name: String,
+        namespace: Option<String>,
         args: String,
         start_input: Value,
     },
     Custom {
         call_id: String,
         name: String,
+        namespace: Option<String>,
         json: String,
     },
 }
@@ -186,16 +190,22 @@ impl ResponsesStreamEncoder {
                         signature: String::new(),
                     },
                     BlockStart::ToolUse { id, name, input } => {
-                        if self.options.custom_tools.contains(name) {
+                        let tools = &self.options.tools;
+                        let (namespace, client_name) = tools.client_name(name);
+                        let (namespace, client_name) =
+                            (namespace.map(str::to_owned), client_name.to_owned());
+                        if tools.is_custom(name) {
                             Kind::Custom {
                                 call_id: id.clone(),
-                                name: name.clone(),
+                                name: client_name,
+                                namespace,
                                 json: String::new(),
                             }
                         } else {
                             Kind::Function {
                                 call_id: id.clone(),
-                                name: name.clone(),
+                                name: client_name,
+                                namespace,
                                 args: String::new(),
                                 start_input: input.clone(),
                             }
@@ -295,17 +305,27 @@ impl ResponsesStreamEncoder {
                     json!({"id": id, "type": "reasoning", "summary": []}),
                 )
             }
-            Kind::Function { call_id, name, .. } => {
+            Kind::Function {
+                call_id,
+                name,
+                namespace,
+                ..
+            } => {
                 let id = self.item_id("fc");
                 let item = json!({"id": id, "type": "function_call", "status": "in_progress",
                     "arguments": "", "call_id": call_id, "name": name});
-                (id, item)
+                (id, in_namespace(item, namespace.as_deref()))
             }
-            Kind::Custom { call_id, name, .. } => {
+            Kind::Custom {
+                call_id,
+                name,
+                namespace,
+                ..
+            } => {
                 let id = self.item_id("ctc");
                 let item = json!({"id": id, "type": "custom_tool_call", "status": "in_progress",
                     "call_id": call_id, "name": name, "input": ""});
-                (id, item)
+                (id, in_namespace(item, namespace.as_deref()))
             }
         };
         self.frame(
@@ -466,6 +486,7 @@ impl ResponsesStreamEncoder {
             Kind::Function {
                 call_id,
                 name,
+                namespace,
                 mut args,
                 start_input,
             } => {
@@ -485,12 +506,16 @@ impl ResponsesStreamEncoder {
                     with(json!({"name": name, "arguments": args})),
                     out,
                 );
-                json!({"id": id, "type": "function_call", "status": "completed",
-                    "arguments": args, "call_id": call_id, "name": name})
+                in_namespace(
+                    json!({"id": id, "type": "function_call", "status": "completed",
+                        "arguments": args, "call_id": call_id, "name": name}),
+                    namespace.as_deref(),
+                )
             }
             Kind::Custom {
                 call_id,
                 name,
+                namespace,
                 json,
             } => {
                 let input = custom_input(&json);
@@ -506,8 +531,11 @@ impl ResponsesStreamEncoder {
                     with(json!({"input": input})),
                     out,
                 );
-                json!({"id": id, "type": "custom_tool_call", "status": "completed",
-                    "call_id": call_id, "name": name, "input": input})
+                in_namespace(
+                    json!({"id": id, "type": "custom_tool_call", "status": "completed",
+                        "call_id": call_id, "name": name, "input": input}),
+                    namespace.as_deref(),
+                )
             }
         };
         self.frame(
@@ -675,6 +703,14 @@ impl ResponsesFold {
     }
 }
 
+/// A call item with the client's `namespace`, when its tool came in one.
+fn in_namespace(mut item: Value, namespace: Option<&str>) -> Value {
+    if let (Some(ns), Value::Object(fields)) = (namespace, &mut item) {
+        fields.insert(String::from("namespace"), Value::String(ns.to_owned()));
+    }
+    item
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -686,7 +722,10 @@ mod tests {
             id: String::from("r1"),
             created_at: 9,
             model: String::from("gpt-5.5"),
-            custom_tools: custom.iter().map(|s| (*s).to_owned()).collect(),
+            tools: ResponsesTools {
+                custom_tools: custom.iter().map(|s| (*s).to_owned()).collect(),
+                namespaced_tools: Vec::new(),
+            },
             include_encrypted_reasoning: true,
         }
     }

@@ -31,6 +31,7 @@ use crate::anthropic::events::{
     StreamEvent,
 };
 use crate::front::Failure;
+use crate::front::client_tools::ResponsesTools;
 use crate::front::chat_stream::{ChatCompletionFold, ChatStreamEncoder};
 use crate::front::responses_stream::{
     ResponsesFold, ResponsesStreamEncoder, ResponsesStreamOptions,
@@ -47,8 +48,8 @@ pub enum FrontShape {
     },
     /// Responses.
     Responses {
-        /// The request's `custom` tools (their calls go back as `custom_tool_call` items).
-        custom_tools: Vec<String>,
+        /// How the request's tools are called on the way back (`custom`, namespaces).
+        tools: ResponsesTools,
         /// `include: ["reasoning.encrypted_content"]`.
         include_encrypted_reasoning: bool,
     },
@@ -72,13 +73,13 @@ impl FrontAnswer {
         match &self.shape {
             FrontShape::Chat { .. } => None,
             FrontShape::Responses {
-                custom_tools,
+                tools,
                 include_encrypted_reasoning,
             } => Some(ResponsesStreamOptions {
                 id: self.id.clone(),
                 created_at: self.created,
                 model: self.model.clone(),
-                custom_tools: custom_tools.clone(),
+                tools: tools.clone(),
                 include_encrypted_reasoning: *include_encrypted_reasoning,
             }),
         }
@@ -379,7 +380,7 @@ mod tests {
     fn responses() -> FrontAnswer {
         FrontAnswer {
             shape: FrontShape::Responses {
-                custom_tools: Vec::new(),
+                tools: ResponsesTools::default(),
                 include_encrypted_reasoning: false,
             },
             ..chat(false)
