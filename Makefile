@@ -77,7 +77,7 @@ test-js: js
 bench: js
 	@scripts/bench.sh
 
-## Proxy benchmark (not in CI; measurement only, issue 15): the release bridge (both engines)
+## Proxy benchmark (not in CI; measurement only, docs/benchmarks.md): the release bridge (both engines)
 ## against a scripted upstream and a Rust load generator, beside a direct baseline measured in the
 ## same run; the bridge on core 0, the rest on core 1. TTFT and total p50/p99, requests/s, bridge
 ## CPU-s per 1000 requests, RSS idle and per open stream -> tests/bench/results/proxy-*.json.

@@ -482,9 +482,10 @@ pub struct ServeArgs {
         default_value = "info"
     )]
     pub log: String,
-    /// A config file of providers and routes (DESIGN §5); else `CLAUDE_BRIDGE_CONFIG`, else
-    /// `./claude-bridge.toml`, else `$XDG_CONFIG_HOME/claude-bridge/config.toml`. Without one,
-    /// the flags describe a single provider named `default`.
+    /// A config file of providers and routes (docs/configuration.md); else
+    /// `CLAUDE_BRIDGE_CONFIG`, else `./claude-bridge.toml`, else
+    /// `$XDG_CONFIG_HOME/claude-bridge/config.toml`. Without one, the flags describe a single
+    /// provider named `default`.
     #[arg(help_heading = "Common", long)]
     pub config: Option<PathBuf>,
     /// Extra upstream headers (a config file's `headers = {…}`).

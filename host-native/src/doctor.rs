@@ -5,7 +5,9 @@
 //! for its model list (`GET {base}/models`, Anthropic's `GET {base}/v1/models`) to see that it is
 //! reachable, that the key is accepted and that the configured models exist; and warns about an
 //! OpenAI-compatible `base_url` without the `/v1` such servers need. It prints one row per
-//! provider and exits non-zero when something is wrong.
+//! provider (`ok`, `warn` or `FAIL`) and a verdict, and exits 1 when a provider fails (cannot be
+//! reached, refuses the key, lacks a configured model); a warning alone (no `/v1`, a provider no
+//! route uses) keeps exit status 0.
 //!
 //! ```text
 //! provider  kind       base_url                      status  models
@@ -49,8 +51,14 @@ pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
         }
     };
     let (header, rows) = check(args, config.as_ref()).await?;
-    let ok = rows.iter().all(|r| !r.problem);
-    Ok((header + &table(&rows), ok))
+    let failing = rows.iter().filter(|r| r.problem).count();
+    let warned = rows.iter().filter(|r| r.status == "warn").count();
+    let verdict = match (failing, warned) {
+        (0, 0) => String::from("all ok\n"),
+        (0, w) => format!("ok, with {w} warning(s) (warnings do not fail the check)\n"),
+        (f, _) => format!("{f} provider(s) failing: exit status 1\n"),
+    };
+    Ok((header + &table(&rows) + &verdict, failing == 0))
 }
 
 /// The same checks when `serve` starts, in the background: each provider that is down, refuses
@@ -60,12 +68,18 @@ pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
 /// With flags and no `--model` (a client's model name goes upstream unchanged), the ids the
 /// upstream listed are kept in `state` for `GET /v1/models`.
 pub async fn log_at_start(args: ServeArgs, state: std::sync::Arc<crate::server::AppState>) {
-    let config = crate::run::load_config(&args).ok().flatten();
-    let rows = match check(&args, config.as_ref()).await {
+    let _ = check_at_start(&args, &state).await;
+}
+
+/// [`log_at_start`], returning one plain line per problem (`provider (base_url): what`), for a
+/// launcher to print before the tool it starts takes the terminal.
+pub async fn check_at_start(args: &ServeArgs, state: &crate::server::AppState) -> Vec<String> {
+    let config = crate::run::load_config(args).ok().flatten();
+    let rows = match check(args, config.as_ref()).await {
         Ok((_, rows)) => rows,
         Err(why) => {
             tracing::warn!(%why, "could not check the upstreams at start");
-            return;
+            return vec![format!("could not check the upstreams: {why}")];
         }
     };
     if config.is_none()
@@ -77,6 +91,7 @@ pub async fn log_at_start(args: ServeArgs, state: std::sync::Arc<crate::server::
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner) = row.listed.clone();
     }
+    let mut problems = Vec::new();
     for row in rows {
         if row.status == "-" {
             continue;
@@ -89,6 +104,7 @@ pub async fn log_at_start(args: ServeArgs, state: std::sync::Arc<crate::server::
                 status = %row.status,
                 "upstream check at start: {notes} (serving anyway; `claude-bridge doctor` checks again)"
             );
+            problems.push(format!("provider {} ({}): {notes}", row.name, row.base_url));
         } else {
             tracing::info!(
                 provider = %row.name,
@@ -98,6 +114,7 @@ pub async fn log_at_start(args: ServeArgs, state: std::sync::Arc<crate::server::
             );
         }
     }
+    problems
 }
 
 /// One row per provider of `config` (or of the flags).
@@ -125,6 +142,11 @@ async fn check(args: &ServeArgs, config: Option<&Config>) -> Result<(String, Vec
                 "config: none (the flags describe one provider, `default`)"
             );
             rows.push(check_flags(&http, args).await);
+        }
+    }
+    for row in &mut rows {
+        if row.status == "ok" && !row.notes.is_empty() {
+            row.status = String::from("warn");
         }
     }
     Ok((header, rows))
@@ -301,11 +323,27 @@ async fn probe(
         }
     }
     row.models = if shown.is_empty() {
-        format!("{} listed", listed.len())
+        listed_models(&listed)
     } else {
         shown.join(" ")
     };
 }
+
+/// The models a provider listed, by name: up to [`LISTED_SHOWN`], then how many more.
+fn listed_models(listed: &[String]) -> String {
+    match listed.len() {
+        0 => String::from("(none listed)"),
+        n if n <= LISTED_SHOWN => listed.join(" "),
+        n => format!(
+            "{} … ({} more)",
+            listed[..LISTED_SHOWN].join(" "),
+            n - LISTED_SHOWN
+        ),
+    }
+}
+
+/// Model names a row shows when no model is configured.
+const LISTED_SHOWN: usize = 6;
 
 fn table(rows: &[Row]) -> String {
     let headers = ["provider", "kind", "base_url", "status", "models"];

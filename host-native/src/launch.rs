@@ -22,27 +22,33 @@ pub async fn claude(
 ) -> Result<u8, String> {
     let cannot_run =
         format!("cannot run {claude_bin:?} (install Claude Code or pass --claude-bin)");
-    beside(args, listen, claude_bin, &cannot_run, |command, local| {
-        command
-            .args(claude_args)
-            .env("ANTHROPIC_BASE_URL", format!("http://{local}"));
-        if crate::environment::var("ANTHROPIC_API_KEY").is_none()
-            && crate::environment::var("ANTHROPIC_AUTH_TOKEN").is_none()
-        {
-            command.env(
-                "ANTHROPIC_API_KEY",
-                args.client_key.as_deref().unwrap_or("claude-bridge"),
-            );
-        }
-        Ok(())
-    })
+    beside(
+        args,
+        listen,
+        claude_bin,
+        &cannot_run,
+        |command, local, args| {
+            command
+                .args(claude_args)
+                .env("ANTHROPIC_BASE_URL", format!("http://{local}"));
+            if crate::environment::var("ANTHROPIC_API_KEY").is_none()
+                && crate::environment::var("ANTHROPIC_AUTH_TOKEN").is_none()
+            {
+                command.env(
+                    "ANTHROPIC_API_KEY",
+                    args.client_key.as_deref().unwrap_or("claude-bridge"),
+                );
+            }
+            Ok(())
+        },
+    )
     .await
 }
 
-/// Like [`claude`], for the OpenAI Codex CLI: Codex runs with a throwaway `CODEX_HOME` whose
-/// `config.toml` ([`crate::codex_home`]) points its model provider at this bridge's
-/// `/v1/responses`; the user's own `~/.codex` is neither read nor changed. The directory is
-/// removed when Codex exits.
+/// Like [`claude`], for the OpenAI Codex CLI: Codex runs with a `CODEX_HOME` of the bridge's
+/// own, kept under the state directory, whose `config.toml` ([`crate::codex_home`]) points its
+/// model provider at this bridge's `/v1/responses`; the user's own `~/.codex` is neither read
+/// nor changed.
 ///
 /// # Errors
 /// Set-up failed, the address cannot be bound, the directory cannot be written, or Codex could
@@ -53,34 +59,47 @@ pub async fn codex(
     codex_bin: &str,
     codex_args: &[String],
 ) -> Result<u8, String> {
-    let home = crate::codex_home::CodexHome::create(crate::ids::seed())?;
+    let home = crate::codex_home::CodexHome::open(run::state_dir().as_deref(), crate::ids::seed())?;
     let cannot_run = format!(
         "cannot run {codex_bin:?} (install the Codex CLI, npm install -g @openai/codex, or pass \
          --codex-bin)"
     );
-    let result = beside(args, listen, codex_bin, &cannot_run, |command, local| {
-        home.write_config(&format!("http://{local}/v1"))?;
-        command.args(codex_args).env("CODEX_HOME", home.path()).env(
-            crate::codex_home::KEY_VAR,
-            args.client_key.as_deref().unwrap_or("claude-bridge"),
-        );
-        Ok(())
-    })
+    let result = beside(
+        args,
+        listen,
+        codex_bin,
+        &cannot_run,
+        |command, local, args| {
+            home.write_config(&format!("http://{local}/v1"))?;
+            command.args(codex_args).env("CODEX_HOME", home.path()).env(
+                crate::codex_home::KEY_VAR,
+                args.client_key.as_deref().unwrap_or("claude-bridge"),
+            );
+            Ok(())
+        },
+    )
     .await;
-    home.remove();
+    home.close();
     result
 }
 
-/// Serve beside a child process: bind, start serving, run `program` as `configure` sets it up
-/// for the bound address (on top of `--env-file`'s variables), stop serving when it exits;
-/// its exit code.
+/// Serve beside a child process, exactly as `serve` serves (the config file's defaults, the
+/// start-up upstream check, reload on change and on SIGHUP, the same log): bind, start serving,
+/// run `program` as `configure` sets it up for the bound address (on top of `--env-file`'s
+/// variables), stop serving when it exits and end whatever it left running
+/// ([`crate::process_tree`]); its exit code.
 async fn beside(
     args: &ServeArgs,
     listen: Option<std::net::SocketAddr>,
     program: &str,
     cannot_run: &str,
-    configure: impl FnOnce(&mut tokio::process::Command, std::net::SocketAddr) -> Result<(), String>,
+    configure: impl FnOnce(
+        &mut tokio::process::Command,
+        std::net::SocketAddr,
+        &ServeArgs,
+    ) -> Result<(), String>,
 ) -> Result<u8, String> {
+    let args = &run::with_config_defaults(args)?;
     let state = run::build_state(args).await?;
     let (listener, local) = match listen {
         // The same checks as `serve` (a reachable address needs a client key).
@@ -94,6 +113,10 @@ async fn beside(
         }
     };
     run::announce(args, &state, local);
+    if !args.no_upstream_check {
+        warn_before_start(args, &state, program).await;
+    }
+    run::watch_config(&state, args, run::Hangup::Taken);
     // Ctrl-C is the child's to handle while it runs, as a shell leaves it: the terminal sends
     // SIGINT to the whole process group, and the bridge must outlive the child (to answer its
     // last requests and clean up after it). Tokio's handler, once installed, stays for the
@@ -101,9 +124,10 @@ async fn beside(
     #[cfg(unix)]
     let _sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| format!("cannot take SIGINT: {e}"))?;
+    let adopted = crate::process_tree::adopt_orphans();
     let mut command = tokio::process::Command::new(program);
     command.envs(crate::environment::file_only());
-    configure(&mut command, local)?;
+    configure(&mut command, local, args)?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::serve(
         listener,
@@ -113,17 +137,75 @@ async fn beside(
         },
         Duration::from_secs(2),
     ));
-    let status = command
-        .kill_on_drop(true)
-        .status()
-        .await
-        .map_err(|e| format!("{cannot_run}: {e}"));
+    let status = match command.kill_on_drop(true).spawn() {
+        Ok(mut child) => {
+            let pid = child.id();
+            loop {
+                tokio::select! {
+                    status = child.wait() => break status.map_err(|e| format!("{cannot_run}: {e}")),
+                    () = tokio::time::sleep(REAP_EVERY) => {
+                        let _ = crate::process_tree::reap_orphans(pid);
+                    }
+                }
+            }
+        }
+        Err(e) => Err(format!("{cannot_run}: {e}")),
+    };
+    if adopted {
+        let ended =
+            tokio::task::spawn_blocking(|| crate::process_tree::end_descendants(LEFT_BEHIND_GRACE))
+                .await
+                .unwrap_or_default();
+        if ended.asked > 0 {
+            tracing::info!(
+                stopped = ended.asked,
+                killed = ended.killed,
+                "ended the processes {program} left running"
+            );
+        }
+    }
     let _ = stop_tx.send(());
     let _ = server.await;
     Ok(status?
         .code()
         .and_then(|c| u8::try_from(c).ok())
         .unwrap_or(1))
+}
+
+/// How often orphans the tool left (re-parented to the launcher) are collected while it runs.
+const REAP_EVERY: Duration = Duration::from_secs(5);
+
+/// How long processes the tool left running get to stop on SIGTERM before SIGKILL.
+const LEFT_BEHIND_GRACE: Duration = Duration::from_secs(2);
+
+/// How long the launcher waits for the start-up upstream check before starting the tool (a
+/// refused connection answers at once; a slow upstream is checked on in the background).
+const START_CHECK_WAIT: Duration = Duration::from_secs(3);
+
+/// Run the start-up upstream check (as `serve` does) and print what it finds on the terminal,
+/// in plain words, before the tool takes it over.
+async fn warn_before_start(args: &ServeArgs, state: &std::sync::Arc<server::AppState>, tool: &str) {
+    let check = tokio::spawn({
+        let args = args.clone();
+        let state = std::sync::Arc::clone(state);
+        async move { crate::doctor::check_at_start(&args, &state).await }
+    });
+    let Ok(Ok(problems)) = tokio::time::timeout(START_CHECK_WAIT, check).await else {
+        return;
+    };
+    if problems.is_empty() {
+        return;
+    }
+    for problem in &problems {
+        eprintln!("claude-bridge: warning: {problem}");
+    }
+    let tool = Path::new(tool)
+        .file_name()
+        .map_or_else(|| tool.to_owned(), |n| n.to_string_lossy().into_owned());
+    eprintln!(
+        "claude-bridge: starting {tool} anyway: its requests fail until this is fixed \
+         (`claude-bridge doctor` checks again)"
+    );
 }
 
 /// Print the upstream request `--provider`'s dialect makes of `request`, then (with `capture`,

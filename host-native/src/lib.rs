@@ -14,6 +14,8 @@
 //!   `fabstir-chain`), the ledger).
 //! - `agui` (feature `agui`): `claude-bridge agui`, AG-UI / CopilotKit front ends driving Claude
 //!   Code.
+//! - [`launch`]: `claude-bridge claude` and `codex`, a bridge beside the tool they start;
+//!   [`process_tree`] ends whatever that tool leaves running.
 //! - [`run`]: wiring them together.
 
 #[cfg(feature = "agui")]
@@ -28,6 +30,7 @@ pub mod error;
 pub mod guard;
 pub mod ids;
 pub mod launch;
+pub mod process_tree;
 pub mod provider;
 pub mod redact;
 pub mod run;

@@ -41,6 +41,12 @@ fn launched<F: std::future::Future<Output = Result<u8, String>>>(
         .clone()
         .or_else(|| run::launcher_log_file(tool, now, std::process::id()));
     run::init_tracing_to(serve, log_file.as_deref())?;
+    // A log file per run, so old ones go: the newest few stay for looking back.
+    if serve.log_file.is_none()
+        && let Some(dir) = log_file.as_deref().and_then(std::path::Path::parent)
+    {
+        let _ = run::prune_launcher_logs(dir, tool, run::LAUNCHER_LOGS_KEPT);
+    }
     if let Some(file) = log_file.filter(|f| f.as_os_str() != "-") {
         eprintln!(
             "claude-bridge: logging to {} (--log-file - for the terminal)",

@@ -68,11 +68,46 @@ pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Resu
 /// neither directory is known (then stderr).
 #[must_use]
 pub fn launcher_log_file(tool: &str, now_unix_secs: u64, pid: u32) -> Option<std::path::PathBuf> {
+    Some(state_dir()?.join(format!("{tool}-{now_unix_secs}-{pid}.log")))
+}
+
+/// The bridge's own state directory: `$XDG_STATE_HOME/claude-bridge`, else
+/// `~/.local/state/claude-bridge`; `None` when neither is known.
+#[must_use]
+pub fn state_dir() -> Option<std::path::PathBuf> {
     let from_env = |name: &str| crate::environment::non_empty(name).map(std::path::PathBuf::from);
-    let dir = from_env("XDG_STATE_HOME")
-        .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
-        .join("claude-bridge");
-    Some(dir.join(format!("{tool}-{now_unix_secs}-{pid}.log")))
+    Some(
+        from_env("XDG_STATE_HOME")
+            .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
+            .join("claude-bridge"),
+    )
+}
+
+/// Launcher log files kept per tool: older ones are removed when a launcher starts.
+pub const LAUNCHER_LOGS_KEPT: usize = 10;
+
+/// Remove all but the newest `keep` launcher logs of `tool` (`TOOL-<secs>-<pid>.log`) in `dir`,
+/// newest by the time in the name; returns how many were removed. Other files are left alone.
+#[must_use]
+pub fn prune_launcher_logs(dir: &std::path::Path, tool: &str, keep: usize) -> usize {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return 0;
+    };
+    let prefix = format!("{tool}-");
+    let mut logs: Vec<(u64, u32, std::path::PathBuf)> = entries
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name().into_string().ok()?;
+            let stem = name.strip_prefix(&prefix)?.strip_suffix(".log")?;
+            let (secs, pid) = stem.split_once('-')?;
+            Some((secs.parse().ok()?, pid.parse().ok()?, entry.path()))
+        })
+        .collect();
+    logs.sort_unstable_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    logs.iter()
+        .skip(keep)
+        .filter(|(_, _, path)| std::fs::remove_file(path).is_ok())
+        .count()
 }
 
 /// Register every secret the arguments carry with [`crate::redact`]: the upstream and client
@@ -202,12 +237,44 @@ pub async fn serve(args: &ServeArgs) -> Result<(), String> {
             Arc::clone(&state),
         ));
     }
-    if let Some(file) = state.routes().file.clone() {
-        tokio::spawn(reload_on_change(Arc::clone(&state), args.clone(), file));
-    }
+    watch_config(&state, args, Hangup::Default);
     server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
         .await
         .map_err(|e| e.to_string())
+}
+
+/// What SIGHUP does to a process with no config file to re-read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hangup {
+    /// `serve`: the default action (the process ends), as for any daemon with nothing to reload.
+    Default,
+    /// The launchers: SIGHUP is taken (and logged) even without a file, so a `kill -HUP` meant
+    /// as "reload" never ends the tool that runs on the bridge.
+    Taken,
+}
+
+/// Re-read the config file (when there is one) on change and on SIGHUP, in the background;
+/// `hangup` says whether SIGHUP is taken when there is no file.
+pub fn watch_config(state: &Arc<AppState>, args: &ServeArgs, hangup: Hangup) {
+    match state.routes().file.clone() {
+        Some(file) => {
+            tokio::spawn(reload_on_change(Arc::clone(state), args.clone(), file));
+        }
+        None if hangup == Hangup::Taken => {
+            tokio::spawn(hangups_without_a_file());
+        }
+        None => {}
+    }
+}
+
+/// SIGHUP with no config file: nothing to reload; say so.
+async fn hangups_without_a_file() {
+    #[cfg(unix)]
+    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
+        while hup.recv().await.is_some() {
+            info!("SIGHUP: no config file to re-read (the flags describe the provider)");
+        }
+    }
 }
 
 /// The config file the arguments and environment name or the default places hold, read and
@@ -395,5 +462,45 @@ pub async fn shutdown_signal() {
     tokio::select! {
         () = ctrl_c => info!("SIGINT received"),
         () = term => info!("SIGTERM received"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn old_launcher_logs_are_pruned_newest_kept_others_untouched() {
+        let dir = std::env::temp_dir().join(format!(
+            "claude-bridge-prune-{}-{}",
+            std::process::id(),
+            crate::ids::seed()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (secs, pid) in [(100, 1), (300, 2), (200, 3), (300, 1), (50, 9)] {
+            std::fs::write(dir.join(format!("claude-{secs}-{pid}.log")), "x").unwrap();
+        }
+        for other in ["codex-10-1.log", "claude-notes.txt", "claude-x-1.log"] {
+            std::fs::write(dir.join(other), "x").unwrap();
+        }
+        assert_eq!(prune_launcher_logs(&dir, "claude", 3), 2);
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .flatten()
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(
+            left,
+            [
+                "claude-200-3.log",
+                "claude-300-1.log",
+                "claude-300-2.log",
+                "claude-notes.txt",
+                "claude-x-1.log",
+                "codex-10-1.log"
+            ]
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

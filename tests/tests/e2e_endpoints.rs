@@ -65,13 +65,18 @@ async fn models_list_is_in_anthropic_shape() {
     assert!(v["data"].is_array(), "no data array: {v:#}");
     let data = v["data"].as_array().unwrap();
     assert!(!data.is_empty(), "{v:#}");
+    let ids: Vec<&str> = data.iter().filter_map(|m| m["id"].as_str()).collect();
+    // Claude Code's model discovery keeps only ids that start with `claude` (pitfalls 12): they
+    // come first; then the model the flags serve (`--model test-model`), for OpenAI clients.
+    assert!(ids[0].starts_with("claude"), "{ids:?}");
+    assert_eq!(ids.last(), Some(&"test-model"), "{ids:?}");
+    assert_eq!(
+        ids.iter().filter(|id| !id.starts_with("claude")).count(),
+        1,
+        "{ids:?}"
+    );
     for m in data {
         assert_eq!(m["type"], "model", "{v:#}");
-        let id = m["id"].as_str().unwrap_or_default();
-        assert!(
-            id.starts_with("claude"),
-            "Claude Code only lists ids that start with claude (pitfalls 12): {id}"
-        );
         assert!(
             m["display_name"].is_string() && m["created_at"].is_string(),
             "{v:#}"
@@ -174,6 +179,26 @@ async fn cors_preflight_and_headers() {
     assert_eq!(r.status, 200, "{}", r.text());
     assert!(
         r.header("access-control-allow-origin").is_some(),
+        "{:?}",
+        r.headers
+    );
+    // A page may read which target answered, and whether to retry a failure.
+    let exposed = r
+        .header("access-control-expose-headers")
+        .unwrap_or_default();
+    for name in [
+        "request-id",
+        "retry-after",
+        "x-should-retry",
+        "x-claude-bridge-target",
+    ] {
+        assert!(
+            exposed.split(',').any(|h| h.trim() == name),
+            "{name} is not exposed: {exposed:?}"
+        );
+    }
+    assert!(
+        r.header("x-claude-bridge-target").is_some(),
         "{:?}",
         r.headers
     );

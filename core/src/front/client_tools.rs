@@ -72,7 +72,9 @@ impl ResponsesTools {
         self.namespaced_tools
             .iter()
             .find(|t| t.sent == sent)
-            .map_or((None, sent), |t| (Some(t.namespace.as_str()), t.name.as_str()))
+            .map_or((None, sent), |t| {
+                (Some(t.namespace.as_str()), t.name.as_str())
+            })
     }
 
     /// The name a call of the client's `name` in `namespace` was offered under (a history item

@@ -7,9 +7,9 @@ use serde_json::{Value, json};
 
 use crate::anthropic::accumulate::{Accumulator, parse_tool_input};
 use crate::anthropic::events::{ApiError, ContentBlock, ErrorKind, StopReason, StreamEvent};
-use crate::front::client_tools::ResponsesTools;
 use crate::front::chat_stream::{ChatCompletionFold, ChatStreamEncoder, finish_reason};
 use crate::front::chat_validate::check_chat_sse;
+use crate::front::client_tools::ResponsesTools;
 use crate::front::responses_stream::{
     ResponsesFold, ResponsesStreamEncoder, ResponsesStreamOptions,
 };

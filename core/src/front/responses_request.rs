@@ -357,7 +357,12 @@ impl Converter {
         let namespace = match item.get("namespace") {
             None | Some(Value::Null) => None,
             Some(Value::String(ns)) => Some(ns.as_str()),
-            Some(_) => return Err(FrontError::invalid(format!("{at}.namespace"), "must be a string")),
+            Some(_) => {
+                return Err(FrontError::invalid(
+                    format!("{at}.namespace"),
+                    "must be a string",
+                ));
+            }
         };
         Ok(self.client_tools.sent_name(namespace, name).to_owned())
     }
@@ -535,7 +540,6 @@ impl Converter {
         }
         Ok(())
     }
-
 }
 
 /// One tool as the client gave it: where, its JSON, and the namespace it came in.
@@ -589,7 +593,10 @@ fn read_tools(
         }
         let name = string_field(t.tool, "name", at)?;
         if name.is_empty() {
-            return Err(FrontError::invalid(format!("{at}.name"), "must not be empty"));
+            return Err(FrontError::invalid(
+                format!("{at}.name"),
+                "must not be empty",
+            ));
         }
         let sent = match t.namespace {
             // Two namespaces (or a namespace and the top level) with one name: qualify it.
@@ -978,10 +985,16 @@ mod tests {
             names,
             ["shell", "exec", "functions_wait", "collaboration_wait"]
         );
-        assert_eq!(out["messages"][1]["content"][0]["name"], "collaboration_wait");
+        assert_eq!(
+            out["messages"][1]["content"][0]["name"],
+            "collaboration_wait"
+        );
         let tools = &front.client_tools;
         assert_eq!(tools.custom_tools, ["exec"]);
-        assert_eq!(tools.client_name("collaboration_wait"), (Some("collaboration"), "wait"));
+        assert_eq!(
+            tools.client_name("collaboration_wait"),
+            (Some("collaboration"), "wait")
+        );
         assert_eq!(tools.client_name("exec"), (Some("functions"), "exec"));
         assert_eq!(tools.client_name("shell"), (None, "shell"));
         assert!(front.warnings.is_empty(), "{:?}", front.warnings);
@@ -991,7 +1004,10 @@ mod tests {
     fn a_namespace_in_a_namespace_or_without_tools_is_refused() {
         let nested = refuse(json!({"model": "m", "input": "hi", "tools": [
             {"type": "namespace", "name": "a", "tools": [{"type": "namespace", "name": "b", "tools": []}]}]}));
-        assert!(nested.to_string().contains("tools[0].tools[0].type"), "{nested}");
+        assert!(
+            nested.to_string().contains("tools[0].tools[0].type"),
+            "{nested}"
+        );
         let empty = refuse(json!({"model": "m", "input": [
             {"type": "additional_tools", "role": "developer"},
             {"role": "user", "content": "hi"}]}));

@@ -31,8 +31,8 @@ use crate::anthropic::events::{
     StreamEvent,
 };
 use crate::front::Failure;
-use crate::front::client_tools::ResponsesTools;
 use crate::front::chat_stream::{ChatCompletionFold, ChatStreamEncoder};
+use crate::front::client_tools::ResponsesTools;
 use crate::front::responses_stream::{
     ResponsesFold, ResponsesStreamEncoder, ResponsesStreamOptions,
 };

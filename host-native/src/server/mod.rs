@@ -450,7 +450,7 @@ pub(crate) fn cors(headers: &mut HeaderMap, origin: Option<&HeaderValue>) {
     );
     headers.insert(
         http::header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("request-id, retry-after"),
+        HeaderValue::from_static("request-id, retry-after, x-should-retry, x-claude-bridge-target"),
     );
     headers.insert(
         http::header::ACCESS_CONTROL_MAX_AGE,

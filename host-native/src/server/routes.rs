@@ -186,8 +186,14 @@ impl Routes {
         Ok(Self {
             router: RouterConfig::new(target),
             targets,
-            // Flags only: the Claude ids (each mapped to --model) are the list.
-            models: Vec::new(),
+            // Flags only: the Claude ids (each mapped to --model), then --model itself, so an
+            // OpenAI client's `models.list()` shows the model it is served.
+            models: args
+                .model
+                .iter()
+                .filter(|m| !m.is_empty())
+                .map(|m| (m.clone(), FLAGS_PROVIDER.to_owned()))
+                .collect(),
             file: None,
         })
     }
