@@ -4,6 +4,7 @@
 #     crypto libraries, @ag-ui/client, @modelcontextprotocol/sdk, openai and @openai/codex (pinned in package.json)
 #   - tests/evm/node_modules: hardhat (the local EVM node) and solc (pinned in package.json)
 #   - tests/e2e/.venv: Python venv with the `anthropic` and `openai` SDKs (pinned in requirements.txt)
+#   - tmux (Debian), the terminal the interactive client tests run in
 # Idempotent and quiet; a no-op taking well under a second when everything is in place.
 set -euo pipefail
 
@@ -70,4 +71,16 @@ if ! py_ok; then
   [[ -x .venv/bin/python ]] || python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
   py_ok || { echo "setup-e2e: anthropic==$want or openai==$want_openai did not install" >&2; exit 1; }
+fi
+
+# --- tmux: the real terminal the interactive Claude Code and Codex tests type into ---------------
+if ! command -v tmux >/dev/null 2>&1; then
+  echo "setup-e2e: apt-get install tmux"
+  if [[ "$(id -u)" != 0 ]]; then
+    echo "setup-e2e: installing tmux needs root (sudo apt-get install tmux)" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq >/dev/null
+  apt-get install -y -qq --no-install-recommends tmux >/dev/null
 fi

@@ -1,5 +1,5 @@
 //! The real OpenAI Codex CLI (npm `@openai/codex`, pinned in `tests/e2e/package.json`), started
-//! by `claude-bridge codex` with its throwaway CODEX_HOME, running one task: reasoning and two
+//! by `claude-bridge codex` with its own CODEX_HOME (kept under the state directory), running one task: reasoning and two
 //! parallel `exec_command` calls, a file written with its free-form `apply_patch` tool, then an
 //! answer. The scripted model side answers by [`CodexTurn::after`] (how many tool results it has
 //! seen).
@@ -67,8 +67,9 @@ pub fn codex_bin() -> crate::Result<PathBuf> {
 }
 
 /// Run the task with `claude-bridge codex BRIDGE_ARGS -- exec …` (and `env` for the bridge) in a
-/// fresh work directory; check that both tools really ran, the answer came back and the
-/// throwaway CODEX_HOME is gone. `describe` adds the upstream's side to a failure.
+/// fresh work directory (its own state directory); check that both tools really ran, the answer
+/// came back, and the session was kept in the bridge's CODEX_HOME (so `codex resume` works).
+/// `describe` adds the upstream's side to a failure.
 ///
 /// # Errors
 /// What went wrong, with Codex's output and the bridge's log.
@@ -102,8 +103,9 @@ pub async fn run_task(
         ])
         .arg("Make ran.txt, then patched.txt.")
         .current_dir(work.path())
-        // The CODEX_HOME is made under the bridge's temporary directory.
+        // The CODEX_HOME is kept under the state directory, never under the temporary one.
         .env("TMPDIR", &tmp)
+        .env("XDG_STATE_HOME", work.path().join("state"))
         .env_remove("CODEX_HOME")
         .env_remove("OPENAI_API_KEY");
     for (key, value) in env {
@@ -117,6 +119,7 @@ pub async fn run_task(
         .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|name| name.starts_with("claude-bridge-codex-"))
         .collect();
+    let sessions = work.path().join("state/claude-bridge/codex-home/sessions");
     let problem = if out.code != Some(0) {
         Some(String::from("codex exited with an error"))
     } else if read("ran.txt").as_deref() != Some("from-exec\n") {
@@ -133,7 +136,12 @@ pub async fn run_task(
     {
         Some(String::from("the last message is not the answer"))
     } else if !leftovers.is_empty() {
-        Some(format!("the throwaway CODEX_HOME is left: {leftovers:?}"))
+        Some(format!("a CODEX_HOME was made under TMPDIR: {leftovers:?}"))
+    } else if !sessions.is_dir() {
+        Some(format!(
+            "the session was not kept in {}",
+            sessions.display()
+        ))
     } else {
         None
     };

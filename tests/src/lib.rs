@@ -12,6 +12,7 @@
 //! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
 //! - [`tempdir`]: throw-away directories removed on drop.
 //! - [`tls`]: a self-signed certificate made at test time for the HTTPS upstream.
+//! - [`tmux`]: a real terminal (tmux) for the interactive Claude Code and Codex.
 //!
 //! The README beside this crate (`tests/README.md`) says how to run the suite.
 
@@ -29,6 +30,7 @@ pub mod responses_upstream;
 pub mod sse;
 pub mod tempdir;
 pub mod tls;
+pub mod tmux;
 pub mod upstream;
 
 /// The error type of the harness: anything, with a message good enough to fail a test on.

@@ -1,0 +1,315 @@
+//! What a person meets first: the launchers `claude-bridge claude` and `claude-bridge codex`
+//! run interactively in a real terminal (tmux) with a fresh `HOME`, against a scripted upstream;
+//! what they leave behind; a launcher that serves like `serve` (SIGHUP, reload); and the
+//! README's own commands, run as written.
+//!
+//! Needs `cargo build -p claude-bridge` and `scripts/setup-e2e.sh` (the real CLIs, tmux).
+
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail the test on purpose"
+)]
+
+use std::path::Path;
+use std::time::Duration;
+
+use bridge_tests::bridge::binary_path;
+use bridge_tests::chunks::{text_stream, tool_call_stream};
+use bridge_tests::tempdir::TempDir;
+use bridge_tests::tmux::Tmux;
+use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
+use serde_json::json;
+
+const SCREEN: Duration = Duration::from_secs(60);
+
+fn path_env() -> String {
+    std::env::var("PATH").unwrap_or_default()
+}
+
+/// The pids of processes whose environment holds `needle` (e.g. `CODEX_HOME=/that/dir`): what
+/// a launched tool started, wherever it was re-parented to.
+fn processes_with_env(needle: &str) -> Vec<(u32, String)> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|n| n.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        if environ
+            .split(|b| *b == 0)
+            .any(|var| var == needle.as_bytes())
+        {
+            let cmd = std::fs::read(entry.path().join("cmdline"))
+                .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+                .unwrap_or_default();
+            found.push((pid, cmd));
+        }
+    }
+    found
+}
+
+/// The model side of an interactive Codex task: it runs `echo hi > out.txt` with `exec_command`,
+/// then answers; anything without that tool (the title Codex asks for) gets a short text.
+async fn codex_upstream() -> Upstream {
+    Upstream::start(|req: &RecordedRequest| {
+        let offers_exec = req
+            .tools()
+            .iter()
+            .any(|t| t["function"]["name"] == "exec_command");
+        if req.method == "GET" && req.path.ends_with("/models") {
+            ScriptedResponse::json(&json!({"object": "list", "data": [{"id": "qwen3-coder"}]}))
+        } else if !req.is_chat() {
+            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
+        } else if !offers_exec {
+            text_stream(&["{\"title\":\"Write a file\"}"])
+        } else if req.has_tool_result() {
+            text_stream(&["Wrote ", "out.txt."])
+        } else {
+            let args = json!({"cmd": "echo hi > out.txt"}).to_string();
+            tool_call_stream("call_1", "exec_command", &[&args])
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// Interactive `claude-bridge codex` with a fresh HOME: no model-migration screen, the upstream
+/// is offered Codex's tools and the tool runs; after `/quit` no process Codex started is left,
+/// and the session is kept for `codex resume`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
+    let codex = bridge_tests::codex::codex_bin().unwrap();
+    let upstream = codex_upstream().await;
+    // A HOME outside the temporary directory, as a person's is (Codex refuses to put its helper
+    // binaries under it, and says so).
+    let root = OutsideTmp::new("first-run-codex");
+    let home = root.0.join("home");
+    // The work directory is in no git repository (in one, Codex first asks whether to trust it).
+    let work_dir = TempDir::new("first-run-codex-work").unwrap();
+    let work = work_dir.path().to_path_buf();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    let bridge = binary_path().unwrap();
+    let command = format!(
+        "{} codex --base-url {} --model qwen3-coder --codex-bin {}",
+        bridge.display(),
+        upstream.base_url(),
+        codex.display()
+    );
+    let term = Tmux::start(
+        &root.0,
+        "codex",
+        &work,
+        &[
+            ("PATH", path_env()),
+            ("HOME", home.to_string_lossy().into_owned()),
+        ],
+        &command,
+    )
+    .unwrap();
+    let codex_home = home.join(".local/state/claude-bridge/codex-home");
+    let shown = |term: &Tmux| format!("{}\n--- upstream:\n{}", term.screen(), upstream.dump());
+    term.wait_for(&["Ask Codex to do anything"], SCREEN)
+        .await
+        .unwrap();
+    // The upstream answered the start-up check: nothing to warn about.
+    assert!(
+        !term.screen().contains("claude-bridge: warning"),
+        "{}",
+        term.screen()
+    );
+    // The model-migration screen came a few seconds after the prompt when it was shown.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let screen = term.screen();
+    assert!(
+        !screen.contains("Try new model") && !screen.contains("Use existing model"),
+        "{screen}"
+    );
+    term.type_text("Write hi into out.txt").unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    term.press(&["Enter"]).unwrap();
+    if let Err(e) = term.wait_for(&["Wrote out.txt."], SCREEN).await {
+        panic!("{e}\n{}", shown(&term));
+    }
+    assert_eq!(
+        std::fs::read_to_string(work.join("out.txt"))
+            .ok()
+            .as_deref(),
+        Some("hi\n"),
+        "{}",
+        shown(&term)
+    );
+    let task = upstream
+        .model_requests()
+        .into_iter()
+        .find(|r| r.has_tool_result())
+        .unwrap_or_else(|| panic!("no turn carried the tool's result\n{}", shown(&term)));
+    let tools: Vec<&str> = task
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert!(
+        tools.contains(&"exec_command") && tools.contains(&"apply_patch"),
+        "{tools:?}"
+    );
+
+    term.type_text("/quit").unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    term.press(&["Enter"]).unwrap();
+    if let Err(e) = term.wait_for(&["[exited 0]"], SCREEN).await {
+        panic!("{e}\n{}", shown(&term));
+    }
+    let needle = format!("CODEX_HOME={}", codex_home.display());
+    let left = processes_with_env(&needle);
+    assert!(left.is_empty(), "left running: {left:?}");
+    let screen = term.screen();
+    assert!(
+        !screen.contains("helper binaries under temporary dir"),
+        "{screen}"
+    );
+    assert!(codex_home.join("sessions").is_dir(), "{screen}");
+    assert!(screen.contains("codex resume"), "{screen}");
+}
+
+/// A tool that leaves a helper running in a session of its own (as Codex's daemons do) and
+/// exits: the launcher ends the helper, though it is in no process group the launcher knows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_launcher_ends_what_its_tool_left_running() {
+    let root = TempDir::new("first-run-orphans").unwrap();
+    let pid_file = root.path().join("helper.pid");
+    let tool = root.path().join("tool.sh");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nsetsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+             while [ ! -s {} ]; do sleep 0.05; done\nexit 3\n",
+            pid_file.display(),
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&tool);
+    let output = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(binary_path().unwrap())
+            .args(["claude", "--no-upstream-check", "--log-file", "-"])
+            .arg("--claude-bin")
+            .arg(&tool)
+            .env("HOME", root.path())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    // The tool's exit code is the launcher's.
+    assert_eq!(output.status.code(), Some(3), "{output:?}");
+    let pid: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let alive = Path::new(&format!("/proc/{pid}")).exists();
+    assert!(!alive, "the helper {pid} is still running");
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert!(log.contains("ended the processes"), "{log}");
+}
+
+/// `SIGHUP` does not end a launcher (nor its tool) and re-reads its config file; a change to
+/// the file is picked up while the tool runs; the launcher's log says both.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_launcher_reloads_its_config_on_change_and_sighup() {
+    let upstream = Upstream::always(text_stream(&["hi"])).await.unwrap();
+    let root = TempDir::new("first-run-reload").unwrap();
+    let config = root.path().join("claude-bridge.toml");
+    let write_config = |model: &str| {
+        std::fs::write(
+            &config,
+            format!(
+                "[providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\nmodels = [\"{model}\"]\n\
+                 [router]\ndefault = \"local,{model}\"\n",
+                upstream.base_url()
+            ),
+        )
+        .unwrap();
+    };
+    write_config("first-model");
+    // The tool: hang up on the launcher, ask for the models, change the file, ask again.
+    let tool = root.path().join("tool.sh");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nset -e\nkill -HUP $PPID\nsleep 0.5\n\
+             curl -sf \"$ANTHROPIC_BASE_URL/v1/models\" > {dir}/before.json\n\
+             sed -i 's/first-model/second-model/g' {config}\nsleep 1.5\n\
+             curl -sf \"$ANTHROPIC_BASE_URL/v1/models\" > {dir}/after.json\n",
+            dir = root.path().display(),
+            config = config.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&tool);
+    let output = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(binary_path().unwrap())
+            .args([
+                "claude",
+                "--no-upstream-check",
+                "--log-file",
+                "-",
+                "--config",
+            ])
+            .arg(&config)
+            .arg("--claude-bin")
+            .arg(&tool)
+            .env("HOME", root.path())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let log = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(0), "{log}");
+    let read = |name: &str| std::fs::read_to_string(root.path().join(name)).unwrap_or_default();
+    assert!(read("before.json").contains("first-model"), "{log}");
+    assert!(read("after.json").contains("second-model"), "{log}");
+    assert!(
+        log.contains("why=SIGHUP") && log.contains("config reloaded"),
+        "{log}"
+    );
+    assert!(log.contains("the file changed"), "{log}");
+}
+
+/// A directory under the test target's own temporary directory (not the system's), removed on
+/// drop.
+struct OutsideTmp(std::path::PathBuf);
+
+impl OutsideTmp {
+    fn new(name: &str) -> Self {
+        let dir =
+            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Self(dir)
+    }
+}
+
+impl Drop for OutsideTmp {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn make_executable(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
