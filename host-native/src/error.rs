@@ -98,10 +98,31 @@ pub enum BridgeError {
         /// What the host said, naming it.
         message: String,
     },
+    /// A target whose circuit was open (it failed [`crate::server::routes::Circuit::THRESHOLD`]
+    /// times in a row) could not be reached again: the client is told at once, with what
+    /// failed, instead of being left to retry into it.
+    #[error(
+        "{error} — {failures} failures in a row, so the bridge answers at once instead of letting \
+         the client retry (`claude-bridge doctor` checks the upstream)"
+    )]
+    UpstreamDown {
+        /// The last failure (a connect error or a connect/first-byte timeout).
+        error: Box<BridgeError>,
+        /// Failures in a row.
+        failures: u32,
+    },
     /// The bridge could not build or send the upstream request.
     #[error("internal error: {0}")]
     Internal(String),
 }
+
+/// The status of an error that is the upstream's (or its configuration's) and that retrying
+/// cannot fix: `424 Failed Dependency`. Measured with Claude Code 2.1.330: with
+/// `x-should-retry: false` it shows `API Error: 424 <message>` once, while a 5xx adds "This is a
+/// server-side issue, usually temporary — try again", a 401/403 "Failed to authenticate" and a
+/// 404 "issue with the selected model". OpenAI clients get 400 ([`crate::server::error_response`]):
+/// the Codex CLI retries every other status.
+pub const FAILED_DEPENDENCY: u16 = 424;
 
 impl BridgeError {
     /// Anthropic error type.
@@ -118,7 +139,9 @@ impl BridgeError {
             Self::TooLarge { .. } => ErrorKind::RequestTooLarge,
             Self::ClientBody(_) | Self::ClientStalled { .. } => ErrorKind::InvalidRequest,
             Self::UpstreamStatus { kind, .. } | Self::Host { kind, .. } => *kind,
-            Self::UpstreamConnect { .. } | Self::Internal(_) => ErrorKind::Api,
+            Self::UpstreamConnect { .. } | Self::UpstreamDown { .. } | Self::Internal(_) => {
+                ErrorKind::Api
+            }
             Self::UpstreamTimeout { .. } => ErrorKind::Timeout,
         }
     }
@@ -131,12 +154,13 @@ impl BridgeError {
             Self::UpstreamConnect { .. } => 502,
             Self::Refused(refusal) => refusal.status().as_u16(),
             Self::ClientStalled { .. } => 408,
-            // The upstream refused the bridge's own key: a bad gateway, not the client's 401.
+            // The upstream refused the bridge's own key (not the client's 401), or stays down.
             Self::UpstreamStatus {
                 kind: ErrorKind::Api,
                 status: 401 | 403,
                 ..
-            } => 502,
+            }
+            | Self::UpstreamDown { .. } => FAILED_DEPENDENCY,
             // A host that failed is a bad gateway, not the bridge's own 500.
             Self::Host {
                 kind: ErrorKind::Api,
@@ -171,7 +195,8 @@ impl BridgeError {
             Self::UpstreamStatus { .. }
             | Self::Host { .. }
             | Self::UpstreamConnect { .. }
-            | Self::UpstreamTimeout { .. } => Fault::Upstream,
+            | Self::UpstreamTimeout { .. }
+            | Self::UpstreamDown { .. } => Fault::Upstream,
         }
     }
 
@@ -182,6 +207,7 @@ impl BridgeError {
     pub fn final_for_client(&self) -> bool {
         match self {
             Self::UpstreamStatus { status, .. } => matches!(status, 401..=404),
+            Self::UpstreamDown { .. } => true,
             Self::Host { kind, .. } => {
                 matches!(kind, ErrorKind::Billing | ErrorKind::InvalidRequest)
             }

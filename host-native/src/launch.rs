@@ -12,6 +12,8 @@ use crate::server;
 /// Serve on `listen` (`--listen`, when given), else on a free loopback port, and run Claude Code
 /// against it; returns its exit code.
 ///
+/// Claude Code gets the bridge's credential as `ANTHROPIC_AUTH_TOKEN` ([`claude_credentials`]).
+///
 /// # Errors
 /// Set-up failed, the address cannot be bound, or Claude Code could not be started.
 pub async fn claude(
@@ -31,18 +33,60 @@ pub async fn claude(
             command
                 .args(claude_args)
                 .env("ANTHROPIC_BASE_URL", format!("http://{local}"));
-            if crate::environment::var("ANTHROPIC_API_KEY").is_none()
-                && crate::environment::var("ANTHROPIC_AUTH_TOKEN").is_none()
-            {
-                command.env(
-                    "ANTHROPIC_API_KEY",
-                    args.client_key.as_deref().unwrap_or("claude-bridge"),
-                );
+            match claude_credentials(args)? {
+                Credentials::Bridge(token) => {
+                    command
+                        .env("ANTHROPIC_AUTH_TOKEN", token)
+                        .env_remove("ANTHROPIC_API_KEY");
+                }
+                Credentials::Users => {}
             }
             Ok(())
         },
     )
     .await
+}
+
+/// What Claude Code sends the bridge.
+#[derive(Debug, PartialEq, Eq)]
+enum Credentials {
+    /// This token, as `ANTHROPIC_AUTH_TOKEN` (and no `ANTHROPIC_API_KEY`).
+    Bridge(String),
+    /// The user's own (`ANTHROPIC_API_KEY`, `ANTHROPIC_AUTH_TOKEN` or the Claude login): an
+    /// Anthropic pass-through without a key of its own forwards them upstream.
+    Users,
+}
+
+/// The credential Claude Code is started with.
+///
+/// Interactive Claude Code asks about an `ANTHROPIC_API_KEY` it has not seen ("Detected a custom
+/// API key … Do you want to use it?", default No); a No is stored in `~/.claude.json` and every
+/// later launch is "Not logged in". With a new key it also first checks that it can reach
+/// api.anthropic.com, which fails offline. `ANTHROPIC_AUTH_TOKEN` (sent as `Authorization:
+/// Bearer`) raises neither, and works for a user who once answered No (measured with Claude
+/// Code 2.1.330). So the bridge's credential — its `--client-key`, or any string when it has
+/// none — goes there, and an `ANTHROPIC_API_KEY` of the user's is kept out of Claude Code's
+/// sight; unless a route forwards the client's credentials upstream (an Anthropic
+/// pass-through without its own key), where the user's own are what must arrive.
+fn claude_credentials(args: &ServeArgs) -> Result<Credentials, String> {
+    if let Some(key) = args.client_key.as_deref().filter(|k| !k.is_empty()) {
+        return Ok(Credentials::Bridge(key.to_owned()));
+    }
+    if forwards_client_credentials(args)? {
+        return Ok(Credentials::Users);
+    }
+    Ok(Credentials::Bridge(String::from("claude-bridge")))
+}
+
+/// Whether a provider the arguments (or their config file) describe is an Anthropic
+/// pass-through without a key of its own, which forwards the client's credentials.
+fn forwards_client_credentials(args: &ServeArgs) -> Result<bool, String> {
+    Ok(match run::load_config(args)? {
+        Some(config) => config.providers.values().any(|p| {
+            matches!(&p.kind, crate::config::ProviderKind::Anthropic { upstream } if upstream.api_key.is_none())
+        }),
+        None => args.provider == crate::cli::Provider::Anthropic && args.api_key.is_none(),
+    })
 }
 
 /// Like [`claude`], for the OpenAI Codex CLI: Codex runs with a `CODEX_HOME` of the bridge's

@@ -255,25 +255,53 @@ pub enum Hangup {
 
 /// Re-read the config file (when there is one) on change and on SIGHUP, in the background;
 /// `hangup` says whether SIGHUP is taken when there is no file.
+///
+/// SIGHUP is taken here, before this returns (not in the task it starts), so a SIGHUP sent the
+/// moment after — by a tool the launcher has just started — is a reload, never the default
+/// action that ends the process.
 pub fn watch_config(state: &Arc<AppState>, args: &ServeArgs, hangup: Hangup) {
-    match state.routes().file.clone() {
+    let file = state.routes().file.clone();
+    if file.is_none() && hangup == Hangup::Default {
+        return;
+    }
+    #[cfg(unix)]
+    let hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+        .map_err(|error| tracing::warn!(%error, "cannot take SIGHUP"))
+        .ok();
+    #[cfg(not(unix))]
+    let hup = None;
+    match file {
         Some(file) => {
-            tokio::spawn(reload_on_change(Arc::clone(state), args.clone(), file));
+            tokio::spawn(reload_on_change(Arc::clone(state), args.clone(), file, hup));
         }
-        None if hangup == Hangup::Taken => {
-            tokio::spawn(hangups_without_a_file());
+        None => {
+            tokio::spawn(hangups_without_a_file(hup));
         }
-        None => {}
     }
 }
 
-/// SIGHUP with no config file: nothing to reload; say so.
-async fn hangups_without_a_file() {
+/// What SIGHUP arrives on (nothing where there are no signals).
+#[cfg(unix)]
+type Hangups = Option<tokio::signal::unix::Signal>;
+#[cfg(not(unix))]
+type Hangups = Option<std::convert::Infallible>;
+
+/// The next SIGHUP (never, without a signal stream).
+async fn next_hangup(hup: &mut Hangups) {
     #[cfg(unix)]
-    if let Ok(mut hup) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()) {
-        while hup.recv().await.is_some() {
-            info!("SIGHUP: no config file to re-read (the flags describe the provider)");
-        }
+    if let Some(hup) = hup.as_mut() {
+        hup.recv().await;
+        return;
+    }
+    let _ = hup;
+    std::future::pending::<()>().await;
+}
+
+/// SIGHUP with no config file: nothing to reload; say so.
+async fn hangups_without_a_file(mut hup: Hangups) {
+    loop {
+        next_hangup(&mut hup).await;
+        info!("SIGHUP: no config file to re-read (the flags describe the provider)");
     }
 }
 
@@ -336,7 +364,12 @@ pub fn with_config_defaults(args: &ServeArgs) -> Result<ServeArgs, String> {
 
 /// Re-read the config file on SIGHUP and when it changes; a file that does not load keeps the
 /// running config (and says why). Requests in flight finish on the routes they started with.
-async fn reload_on_change(state: Arc<AppState>, args: ServeArgs, file: std::path::PathBuf) {
+async fn reload_on_change(
+    state: Arc<AppState>,
+    args: ServeArgs,
+    file: std::path::PathBuf,
+    mut hup: Hangups,
+) {
     // Held for as long as the task runs: dropping it stops the watch.
     let (_watcher, mut changed) = match crate::config::watch::watch(&file) {
         Ok((watcher, changed)) => (Some(watcher), Some(changed)),
@@ -345,22 +378,9 @@ async fn reload_on_change(state: Arc<AppState>, args: ServeArgs, file: std::path
             (None, None)
         }
     };
-    #[cfg(unix)]
-    let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup()).ok();
     loop {
-        #[cfg(unix)]
-        let signalled = async {
-            match hup.as_mut() {
-                Some(hup) => {
-                    hup.recv().await;
-                }
-                None => std::future::pending::<()>().await,
-            }
-        };
-        #[cfg(not(unix))]
-        let signalled = std::future::pending::<()>();
         let why = tokio::select! {
-            () = signalled => "SIGHUP",
+            () = next_hangup(&mut hup) => "SIGHUP",
             () = crate::config::watch::next_change(changed.as_mut()) => "the file changed",
         };
         let mut reload_args = args.clone();
@@ -422,7 +442,7 @@ pub async fn bind_listen(args: &ServeArgs) -> Result<(TcpListener, std::net::Soc
 pub fn announce(args: &ServeArgs, state: &AppState, local: std::net::SocketAddr) {
     announce_front(args, state, local);
     info!(
-        "point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_API_KEY=any claude"
+        "point Claude Code at it: ANTHROPIC_BASE_URL=http://{local} ANTHROPIC_AUTH_TOKEN=any claude"
     );
 }
 

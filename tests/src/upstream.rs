@@ -453,9 +453,31 @@ impl Upstream {
         Self::launch(Box::new(handler), Some(TestCert::generate()?)).await
     }
 
+    /// Like [`Upstream::start`], on a given address (a server's well-known port, e.g. Ollama's
+    /// `127.0.0.1:11434`, for commands written for it).
+    ///
+    /// # Errors
+    /// The address is taken (the message says which).
+    pub async fn start_at<F>(addr: SocketAddr, handler: F) -> crate::Result<Self>
+    where
+        F: Fn(&RecordedRequest) -> ScriptedResponse + Send + Sync + 'static,
+    {
+        Self::launch_on(Box::new(handler), None, addr).await
+    }
+
     async fn launch(handler: Box<Handler>, tls: Option<TestCert>) -> crate::Result<Self> {
+        Self::launch_on(handler, tls, SocketAddr::from(([127, 0, 0, 1], 0))).await
+    }
+
+    async fn launch_on(
+        handler: Box<Handler>,
+        tls: Option<TestCert>,
+        at: SocketAddr,
+    ) -> crate::Result<Self> {
         let acceptor = tls.as_ref().map(TestCert::acceptor).transpose()?;
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+        let listener = TcpListener::bind(at)
+            .await
+            .map_err(|e| crate::err(format!("cannot listen on {at}: {e}")))?;
         let addr = listener.local_addr()?;
         let state = Arc::new(State {
             requests: Mutex::new(Vec::new()),

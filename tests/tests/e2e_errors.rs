@@ -100,9 +100,10 @@ async fn upstream_400_is_invalid_request_error() {
 }
 
 /// Issue 13.1: the upstream refusing the bridge's key is the bridge's gateway failing, not the
-/// client's key being wrong (a 401 would make Claude Code ask its user to log in): 502
+/// client's key being wrong (a 401 would make Claude Code ask its user to log in): 424
 /// `api_error` naming the upstream's refusal and the fix, and `x-should-retry: false` (no retry
-/// can fix it).
+/// can fix it). Claude Code shows a 424 as it is; a 5xx would add "a server-side issue, usually
+/// temporary" (measured with the real CLI).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn upstream_401_is_the_bridges_key_refused_not_the_clients() {
     let rs = upstream_error_maps(
@@ -113,7 +114,7 @@ async fn upstream_401_is_the_bridges_key_refused_not_the_clients() {
             "invalid_request_error",
             Some("invalid_api_key"),
         ),
-        &[502],
+        &[424],
         "api_error",
     )
     .await;
@@ -491,8 +492,9 @@ async fn sdks_surface_a_mid_stream_failure() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn other_upstream_statuses_map_to_their_anthropic_types() {
     let cases: [(u16, &[u16], &[&str]); 5] = [
-        // The upstream refusing the bridge's key (13.1) and a model it lacks (13.3).
-        (403, &[502], &["api_error"]),
+        // The upstream refusing the bridge's key (13.1: 424, shown by Claude Code as it is and
+        // not retried) and a model it lacks (13.3).
+        (403, &[424], &["api_error"]),
         (404, &[400], &["invalid_request_error"]),
         (413, &[413], &["request_too_large"]),
         (422, &[400, 422], &["invalid_request_error"]),
@@ -1267,7 +1269,8 @@ async fn configured_secrets_never_reach_a_client_or_the_log() {
             .await
             .unwrap();
         let c = ctx(&r, &upstream, &bridge);
-        assert_eq!(r.status, 502, "{c}");
+        assert_eq!(r.status, 424, "{c}");
+        assert_eq!(r.header("x-should-retry"), Some("false"), "{c}");
         assert!(
             !r.text().contains(KEY),
             "the key reached the client: {}",

@@ -21,7 +21,14 @@ use bridge_tests::tmux::Tmux;
 use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
 use serde_json::json;
 
+#[path = "e2e_first_run/readme.rs"]
+mod readme;
+
 const SCREEN: Duration = Duration::from_secs(60);
+
+/// What every terminal test adds to a fresh machine's environment: Claude Code must not update
+/// itself from the registry while a test drives it.
+const NO_SELF_UPDATE: (&str, &str) = ("DISABLE_AUTOUPDATER", "1");
 
 fn path_env() -> String {
     std::env::var("PATH").unwrap_or_default()
@@ -177,6 +184,245 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
     );
     assert!(codex_home.join("sessions").is_dir(), "{screen}");
     assert!(screen.contains("codex resume"), "{screen}");
+}
+
+/// Drive an interactive Claude Code to its prompt through the first-run screens a person meets
+/// (theme, security notes, trusting the folder), failing on any that asks about a key or says
+/// it is not logged in; then ask it to create hello.txt and wait for the answer; then quit.
+async fn claude_interactive(term: &Tmux, what: &str) {
+    const REFUSED: [&str; 4] = [
+        "Detected a custom API key",
+        "Not logged in",
+        "Unable to connect to Anthropic services",
+        "Please run /login",
+    ];
+    let ready = "? for shortcuts";
+    let mut steps = 0;
+    loop {
+        steps += 1;
+        assert!(
+            steps < 10,
+            "{what}: first-run screens do not end:\n{}",
+            term.screen()
+        );
+        let screen = term
+            .wait_for(
+                &[
+                    "Choose the text style",
+                    "Press Enter to continue",
+                    "Yes, I trust this folder",
+                    ready,
+                    "auto mode on",
+                    REFUSED[0],
+                    REFUSED[1],
+                    REFUSED[2],
+                ],
+                SCREEN,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        if let Some(refused) = REFUSED.iter().find(|r| screen.contains(*r)) {
+            panic!("{what}: Claude Code showed {refused:?}:\n{screen}");
+        }
+        if screen.contains(ready) || screen.contains("auto mode on") {
+            break;
+        }
+        if screen.contains("Yes, I trust this folder") {
+            // The cursor starts on "No, exit".
+            term.press(&["Down"]).unwrap();
+            tokio::time::sleep(Duration::from_millis(300)).await;
+        }
+        term.press(&["Enter"]).unwrap();
+        tokio::time::sleep(Duration::from_millis(800)).await;
+    }
+    term.type_text("Create hello.txt with the word hello")
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    term.press(&["Enter"]).unwrap();
+    let screen = term
+        .wait_for(
+            &["Done: hello.txt is written.", REFUSED[1], "API Error"],
+            SCREEN,
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert!(
+        screen.contains("Done: hello.txt is written."),
+        "{what}:\n{screen}"
+    );
+    assert!(
+        screen.contains("Bash(echo hello > hello.txt)"),
+        "{what}:\n{screen}"
+    );
+    quit_claude(term, what).await;
+}
+
+/// Ctrl-C twice, as a person leaves Claude Code; the command then ends with 0.
+async fn quit_claude(term: &Tmux, what: &str) {
+    term.press(&["C-c"]).unwrap();
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    term.press(&["C-c"]).unwrap();
+    term.wait_for(&["[exited 0]"], SCREEN)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// Drive an interactive Codex: its prompt, a task that creates hello.txt, the answer, `/quit`.
+async fn codex_interactive(term: &Tmux, what: &str) {
+    term.wait_for(&["Ask Codex to do anything"], SCREEN)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    term.type_text("Create hello.txt with the word hello")
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    term.press(&["Enter"]).unwrap();
+    term.wait_for(&["Done: hello.txt is written."], SCREEN)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    term.type_text("/quit").unwrap();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    term.press(&["Enter"]).unwrap();
+    term.wait_for(&["[exited 0]"], SCREEN)
+        .await
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+/// The model side of an interactive Claude Code session: Bash writes hello.txt, then an answer.
+async fn claude_upstream() -> Upstream {
+    Upstream::start(|req: &RecordedRequest| {
+        let offers_bash = req.tools().iter().any(|t| t["function"]["name"] == "Bash");
+        if req.method == "GET" && req.path.ends_with("/models") {
+            ScriptedResponse::json(&json!({"object": "list", "data": [{"id": "qwen3-coder"}]}))
+        } else if !req.is_chat() {
+            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
+        } else if !offers_bash {
+            text_stream(&["A title"])
+        } else if req.has_tool_result() {
+            text_stream(&["Done: hello.txt ", "is written."])
+        } else {
+            let args =
+                json!({"command": "echo hello > hello.txt", "description": "Create hello.txt"});
+            tool_call_stream("call_1", "Bash", &[&args.to_string()])
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// Interactive `claude-bridge claude` with a fresh HOME: no API-key dialog (the bridge's
+/// credential is an auth token), a prompt answered and a tool run; then a second launch by a
+/// user who once refused a custom API key (stored in `~/.claude.json`) still works.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
+    let upstream = claude_upstream().await;
+    let root = OutsideTmp::new("first-run-claude");
+    let home = root.0.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let work_dir = TempDir::new("first-run-claude-work").unwrap();
+    let work = work_dir.path().to_path_buf();
+    let claude = bridge_tests::clients::claude_code_bin().unwrap();
+    let command = format!(
+        "{} claude --base-url {} --model qwen3-coder --claude-bin {}",
+        binary_path().unwrap().display(),
+        upstream.base_url(),
+        claude.display()
+    );
+    let env = [
+        ("PATH", path_env()),
+        ("HOME", home.to_string_lossy().into_owned()),
+        (NO_SELF_UPDATE.0, NO_SELF_UPDATE.1.to_owned()),
+    ];
+    let term = Tmux::start(&root.0, "claude-1", &work, &env, &command).unwrap();
+    claude_interactive(&term, "first launch").await;
+    assert_eq!(
+        std::fs::read_to_string(work.join("hello.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello\n")
+    );
+    let sent = upstream
+        .model_requests()
+        .into_iter()
+        .find(|r| r.has_tool_result())
+        .expect("a turn carried the tool's result");
+    assert!(
+        sent.tools().iter().any(|t| t["function"]["name"] == "Bash"),
+        "{}",
+        upstream.dump()
+    );
+    drop(term);
+
+    // The user once answered No to "Detected a custom API key" for every key the launcher has
+    // ever used: the refusal is kept in ~/.claude.json.
+    let state = home.join(".claude.json");
+    let mut config: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    config["customApiKeyResponses"] = json!({"approved": [], "rejected": ["claude-bridge"]});
+    std::fs::write(&state, config.to_string()).unwrap();
+    std::fs::remove_file(work.join("hello.txt")).unwrap();
+    let term = Tmux::start(&root.0, "claude-2", &work, &env, &command).unwrap();
+    claude_interactive(&term, "launch after a refusal").await;
+    assert!(work.join("hello.txt").is_file());
+}
+
+/// Nothing listens at `--base-url`: `claude-bridge claude -- -p` says so before Claude Code
+/// starts, and Claude Code stops within seconds (not minutes of retries) with the bridge's
+/// message naming the upstream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_upstream_ends_claude_code_quickly_with_its_address() {
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        format!("http://127.0.0.1:{port}/v1")
+    };
+    let root = TempDir::new("first-run-dead").unwrap();
+    let started = std::time::Instant::now();
+    let output = tokio::time::timeout(
+        Duration::from_secs(60),
+        tokio::process::Command::new(binary_path().unwrap())
+            .args(["claude", "--base-url", &dead, "--model", "qwen3-coder"])
+            .arg("--claude-bin")
+            .arg(bridge_tests::clients::claude_code_bin().unwrap())
+            .args(["--", "-p", "hi"])
+            .current_dir(root.path())
+            .env_clear()
+            .env("PATH", path_env())
+            .env("HOME", root.path())
+            .env(NO_SELF_UPDATE.0, NO_SELF_UPDATE.1)
+            .stdin(std::process::Stdio::null())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("Claude Code was still retrying after 60 s")
+    .unwrap();
+    let took = started.elapsed();
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    let shown = format!(
+        "after {took:?}, exit {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status.code()
+    );
+    assert!(took < Duration::from_secs(30), "{shown}");
+    assert_ne!(output.status.code(), Some(0), "{shown}");
+    // Before Claude Code started: a plain warning naming the upstream.
+    assert!(
+        stderr.contains("claude-bridge: warning") && stderr.contains(&dead),
+        "{shown}"
+    );
+    // Claude Code's last word: the bridge's message, the upstream named, nothing about a
+    // temporary server-side issue or logging in.
+    assert!(
+        stdout.contains("API Error: 424") && stdout.contains(&format!("{dead}/chat/completions")),
+        "{shown}"
+    );
+    for misleading in ["usually temporary", "/login", "Failed to authenticate"] {
+        assert!(!stdout.contains(misleading), "{misleading}: {shown}");
+    }
 }
 
 /// A tool that leaves a helper running in a session of its own (as Codex's daemons do) and

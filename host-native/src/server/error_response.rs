@@ -35,7 +35,8 @@ impl Envelope {
 }
 
 /// The error response for `error` in `envelope`'s shape. OpenAI clients do not know 529
-/// (overloaded); they get 503.
+/// (overloaded); they get 503; and a failure retrying cannot fix that is not theirs (424, see
+/// [`crate::error::FAILED_DEPENDENCY`]) reaches them as 400.
 #[must_use]
 pub fn error_response_in(
     envelope: Envelope,
@@ -44,6 +45,9 @@ pub fn error_response_in(
 ) -> Response<ResponseBody> {
     let status = match (envelope, error.status().as_u16()) {
         (Envelope::OpenAi, 529) => http::StatusCode::SERVICE_UNAVAILABLE,
+        // The Codex CLI retries every status but 400 (for half a minute), whatever
+        // `x-should-retry` says; a 400 it shows at once, body and all.
+        (Envelope::OpenAi, crate::error::FAILED_DEPENDENCY) => http::StatusCode::BAD_REQUEST,
         (_, _) => error.status(),
     };
     let retry_after = match &error {

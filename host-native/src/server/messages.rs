@@ -52,7 +52,8 @@ pub(super) async fn dispatch(
     let now = Instant::now();
     // Skip targets whose circuit is open, unless none would be left.
     let live: Vec<_> = plan.iter().filter(|t| !t.circuit.is_open(now)).collect();
-    let tries = if live.is_empty() {
+    let all_open = live.is_empty();
+    let tries = if all_open {
         plan.iter().collect()
     } else {
         live
@@ -98,6 +99,11 @@ pub(super) async fn dispatch(
     }
     match last {
         Some((error, label)) => {
+            let error = if all_open {
+                stays_down(error, tries.last().map_or(0, |t| t.circuit.failures()))
+            } else {
+                error
+            };
             let kind = error.kind();
             let response = failed(error, Some(&label));
             ended(&outcome(&label, tries.len()), kind, &response);
@@ -107,6 +113,21 @@ pub(super) async fn dispatch(
             BridgeError::Internal(String::from("the router gave no target")),
             None,
         ),
+    }
+}
+
+/// A target that could not be reached again while its circuit was open: no client retry helps
+/// within the cool-down, so say so at once ([`BridgeError::UpstreamDown`]). Other failures (an
+/// upstream that answers 429 or 5xx) keep their own status and retry advice.
+fn stays_down(error: BridgeError, failures: u32) -> BridgeError {
+    match error {
+        BridgeError::UpstreamConnect { .. } | BridgeError::UpstreamTimeout { .. } => {
+            BridgeError::UpstreamDown {
+                error: Box::new(error),
+                failures,
+            }
+        }
+        other => other,
     }
 }
 

@@ -104,6 +104,12 @@ impl Circuit {
         self.lock().open_until.is_some_and(|until| now < until)
     }
 
+    /// Failures in a row.
+    #[must_use]
+    pub fn failures(&self) -> u32 {
+        self.lock().failures
+    }
+
     /// The target answered.
     pub fn success(&self) {
         let mut state = self.lock();

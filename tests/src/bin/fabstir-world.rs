@@ -104,7 +104,7 @@ async fn main() -> bridge_tests::Result<()> {
     println!("\nIn another terminal:");
     println!("  make run ARGS=\"--env-file {}\"", env_file.display());
     println!(
-        "  ANTHROPIC_BASE_URL=http://127.0.0.1:3456 ANTHROPIC_API_KEY=any claude -p 'run `ls`' --allowedTools Bash"
+        "  ANTHROPIC_BASE_URL=http://127.0.0.1:3456 ANTHROPIC_AUTH_TOKEN=any claude -p 'run `ls`' --allowedTools Bash"
     );
     println!(
         "  target/release/claude-bridge hosts --env-file {}",

@@ -635,7 +635,7 @@ fn openai_type(anthropic: &str) -> &'static str {
 
 /// The fault matrix on the OpenAI routes: for every upstream failure an Anthropic client gets
 /// an Anthropic error for, an OpenAI client (Chat and Responses, streaming or not) gets the same
-/// status (an overloaded `529` as `503`), the same message and `retry-after`, in OpenAI's
+/// status (an overloaded `529` as `503`, a `424` as `400`), the same message and `retry-after`, in OpenAI's
 /// envelope with the matching type; garbage that starts a stream ends it with an error, never a
 /// clean end. A dead upstream likewise.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -679,6 +679,9 @@ async fn the_fault_matrix_gives_openai_clients_openai_errors() {
         assert_eq!(reference["type"], "error", "{fault}: {reference}");
         let expected_status = match anthropic.status {
             529 => 503,
+            // A failure no retry fixes that is not the client's (the upstream refusing the
+            // bridge's key): Codex retries every status but 400.
+            424 => 400,
             other => other,
         };
         let expected_type = openai_type(reference["error"]["type"].as_str().unwrap());
