@@ -18,7 +18,7 @@ use bridge_tests::tmux::Tmux;
 use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
 use serde_json::{Value, json};
 
-use super::{OutsideTmp, claude_interactive, codex_interactive, path_env};
+use super::{NO_SELF_UPDATE, OutsideTmp, claude_interactive, codex_interactive, path_env};
 
 const README: &str = include_str!("../../../README.md");
 
@@ -188,6 +188,7 @@ async fn the_readme_commands_run_as_written() {
     let env: Vec<(&str, String)> = vec![
         ("PATH", format!("{}:{}", bin.display(), path_env())),
         ("HOME", home.to_string_lossy().into_owned()),
+        (NO_SELF_UPDATE.0, NO_SELF_UPDATE.1.to_owned()),
     ];
     let mut serving: Vec<tokio::process::Child> = Vec::new();
     let mut ran = Vec::new();
@@ -245,6 +246,7 @@ async fn the_readme_commands_run_as_written() {
                 codex_interactive(&term, &what).await;
             }
         }
+        eprintln!("ran {what}");
         ran.push(command.clone());
     }
     // The README's path: doctor, both launchers both ways, the bridge by hand, curl, the config.
