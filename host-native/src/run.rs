@@ -103,7 +103,7 @@ pub fn prune_launcher_logs(dir: &std::path::Path, tool: &str, keep: usize) -> us
             Some((secs.parse().ok()?, pid.parse().ok()?, entry.path()))
         })
         .collect();
-    logs.sort_unstable_by(|a, b| (b.0, b.1).cmp(&(a.0, a.1)));
+    logs.sort_unstable_by_key(|(secs, pid, _)| std::cmp::Reverse((*secs, *pid)));
     logs.iter()
         .skip(keep)
         .filter(|(_, _, path)| std::fs::remove_file(path).is_ok())
