@@ -106,7 +106,7 @@ pub enum BridgeError {
          the client retry (`claude-bridge doctor` checks the upstream)"
     )]
     UpstreamDown {
-        /// The last failure (a connect error or a connect/first-byte timeout).
+        /// The last failure (a connect error).
         error: Box<BridgeError>,
         /// Failures in a row.
         failures: u32,

@@ -336,6 +336,50 @@ async fn dead_upstream_is_an_error_not_a_hang() {
     }
 }
 
+/// A dead upstream is retryable while it may be a blip (502, no `x-should-retry`); once it has
+/// failed to connect three times in a row (its circuit is open) the next failure is final: 424
+/// `api_error` with `x-should-retry: false`, naming the upstream and how often it failed — so
+/// Claude Code stops at once instead of retrying for three minutes. An upstream that comes back
+/// answers the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_dead_upstream_is_retryable_until_its_circuit_opens_then_final() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let upstream = Upstream::always(text_stream(&["unused"])).await.unwrap(); // only for ctx()
+    let bridge = Bridge::start(&format!("http://{addr}/v1"), "err-circuit")
+        .await
+        .unwrap();
+    for attempt in 1..=5 {
+        let r = http::post_messages(&bridge.base_url(), &request(false), T)
+            .await
+            .unwrap();
+        let c = format!("attempt {attempt}: {}", ctx(&r, &upstream, &bridge));
+        let e = assert_envelope(&r, &[r.status], "api_error", &c);
+        let message = e["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("http://{addr}/v1")), "{c}");
+        if attempt <= 3 {
+            assert_eq!(r.status, 502, "{c}");
+            assert_eq!(r.header("x-should-retry"), None, "{c}");
+        } else {
+            assert_eq!(r.status, 424, "{c}");
+            assert_eq!(r.header("x-should-retry"), Some("false"), "{c}");
+            assert!(
+                message.contains(&format!("{attempt} failures in a row")),
+                "{c}"
+            );
+        }
+    }
+    // The upstream comes back on the same address: the next request reaches it.
+    let back = Upstream::start_at(addr, |_| text_stream(&["back"]))
+        .await
+        .unwrap();
+    let r = http::post_messages(&bridge.base_url(), &request(false), T)
+        .await
+        .unwrap();
+    assert_eq!(r.status, 200, "{}", ctx(&r, &back, &bridge));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bad_client_requests_get_anthropic_errors() {
     let upstream = Upstream::always(text_stream(&["unused"])).await.unwrap();

@@ -118,15 +118,14 @@ pub(super) async fn dispatch(
 
 /// A target that could not be reached again while its circuit was open: no client retry helps
 /// within the cool-down, so say so at once ([`BridgeError::UpstreamDown`]). Other failures (an
-/// upstream that answers 429 or 5xx) keep their own status and retry advice.
+/// upstream that answers 429 or 5xx, or answers too slowly) keep their own status and retry
+/// advice.
 fn stays_down(error: BridgeError, failures: u32) -> BridgeError {
     match error {
-        BridgeError::UpstreamConnect { .. } | BridgeError::UpstreamTimeout { .. } => {
-            BridgeError::UpstreamDown {
-                error: Box::new(error),
-                failures,
-            }
-        }
+        BridgeError::UpstreamConnect { .. } => BridgeError::UpstreamDown {
+            error: Box::new(error),
+            failures,
+        },
         other => other,
     }
 }

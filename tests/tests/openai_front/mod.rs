@@ -665,6 +665,9 @@ async fn the_fault_matrix_gives_openai_clients_openai_errors() {
         .iter()
         .map(|f| (&bridge, *f))
         .chain([(&dead, "dead")]);
+    // Requests the dead upstream has failed so far: from the circuit's threshold on, its
+    // answer is final (the client is not to retry into it).
+    let mut dead_failures = 0;
     for (bridge, fault) in cases {
         let text = format!("fault {fault}");
         let anthropic = bridge_tests::http::post_messages(
@@ -677,6 +680,9 @@ async fn the_fault_matrix_gives_openai_clients_openai_errors() {
         .unwrap();
         let reference = anthropic.json().unwrap();
         assert_eq!(reference["type"], "error", "{fault}: {reference}");
+        if fault == "dead" {
+            dead_failures += 1;
+        }
         let expected_status = match anthropic.status {
             529 => 503,
             // A failure no retry fixes that is not the client's (the upstream refusing the
@@ -714,9 +720,23 @@ async fn the_fault_matrix_gives_openai_clients_openai_errors() {
                     );
                     continue;
                 }
-                assert_eq!(r.status, expected_status, "{c}");
                 let error = &r.json().unwrap()["error"];
                 assert_eq!(error["type"], expected_type, "{c}");
+                if fault == "dead" {
+                    let circuit_open = dead_failures >= 3;
+                    dead_failures += 1;
+                    if circuit_open {
+                        // 424 to Anthropic clients, 400 to OpenAI ones (Codex retries the rest).
+                        assert_eq!(r.status, 400, "{c}");
+                        assert_eq!(r.header("x-should-retry"), Some("false"), "{c}");
+                        let message = error["message"].as_str().unwrap_or_default();
+                        let first = reference["error"]["message"].as_str().unwrap_or_default();
+                        assert!(message.starts_with(first), "{c}");
+                        assert!(message.contains("failures in a row"), "{c}");
+                        continue;
+                    }
+                }
+                assert_eq!(r.status, expected_status, "{c}");
                 assert_eq!(error["message"], reference["error"]["message"], "{c}");
                 assert!(
                     error.get("param").is_some() && error.get("code").is_some(),
