@@ -75,12 +75,6 @@ fi
 
 # --- tmux: the real terminal the interactive Claude Code and Codex tests type into ---------------
 if ! command -v tmux >/dev/null 2>&1; then
-  echo "setup-e2e: apt-get install tmux"
-  if [[ "$(id -u)" != 0 ]]; then
-    echo "setup-e2e: installing tmux needs root (sudo apt-get install tmux)" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends tmux >/dev/null
+  source "$root/scripts/apt-install.sh"
+  apt_install setup-e2e tmux
 fi

@@ -29,14 +29,8 @@ fi
 
 # --- Chromium ------------------------------------------------------------------------------------
 if [[ ! -x /usr/bin/chromium ]]; then
-  echo "setup-js: apt-get install chromium"
-  if [[ "$(id -u)" != 0 ]]; then
-    echo "setup-js: installing chromium needs root (sudo apt-get install chromium)" >&2
-    exit 1
-  fi
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq >/dev/null
-  apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core >/dev/null
+  source "$root/scripts/apt-install.sh"
+  apt_install setup-js chromium fonts-dejavu-core
 fi
 
 # --- npm packages ----------------------------------------------------------------------------------

@@ -62,38 +62,19 @@ fn processes_with_env(needle: &str) -> Vec<(u32, String)> {
     found
 }
 
-/// The model side of an interactive Codex task: it runs `echo hi > out.txt` with `exec_command`,
-/// then answers; anything without that tool (the title Codex asks for) gets a short text.
-async fn codex_upstream() -> Upstream {
-    Upstream::start(|req: &RecordedRequest| {
-        let offers_exec = req
-            .tools()
-            .iter()
-            .any(|t| t["function"]["name"] == "exec_command");
-        if req.method == "GET" && req.path.ends_with("/models") {
-            ScriptedResponse::json(&json!({"object": "list", "data": [{"id": "qwen3-coder"}]}))
-        } else if !req.is_chat() {
-            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
-        } else if !offers_exec {
-            text_stream(&["{\"title\":\"Write a file\"}"])
-        } else if req.has_tool_result() {
-            text_stream(&["Wrote ", "out.txt."])
-        } else {
-            let args = json!({"cmd": "echo hi > out.txt"}).to_string();
-            tool_call_stream("call_1", "exec_command", &[&args])
-        }
-    })
-    .await
-    .unwrap()
+/// The model behind every terminal test: asked to create hello.txt it calls the client's shell
+/// tool (Codex's `exec_command`, Claude Code's `Bash`), then says "Done: hello.txt is written."
+async fn task_model() -> Upstream {
+    Upstream::start(readme::model).await.unwrap()
 }
 
 /// Interactive `claude-bridge codex` with a fresh HOME: no model-migration screen, the upstream
-/// is offered Codex's tools and the tool runs; after `/quit` no process Codex started is left,
+/// is offered Codex's tools and the tool runs (hello.txt); after `/quit` no process Codex started is left,
 /// and the session is kept for `codex resume`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
     let codex = bridge_tests::codex::codex_bin().unwrap();
-    let upstream = codex_upstream().await;
+    let upstream = task_model().await;
     // A HOME outside the temporary directory, as a person's is (Codex refuses to put its helper
     // binaries under it, and says so).
     let root = OutsideTmp::new("first-run-codex");
@@ -139,17 +120,12 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
         !screen.contains("Try new model") && !screen.contains("Use existing model"),
         "{screen}"
     );
-    term.type_text("Write hi into out.txt").unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    term.press(&["Enter"]).unwrap();
-    if let Err(e) = term.wait_for(&["Wrote out.txt."], SCREEN).await {
-        panic!("{e}\n{}", shown(&term));
-    }
+    codex_interactive(&term, "interactive codex").await;
     assert_eq!(
-        std::fs::read_to_string(work.join("out.txt"))
+        std::fs::read_to_string(work.join("hello.txt"))
             .ok()
             .as_deref(),
-        Some("hi\n"),
+        Some("hello\n"),
         "{}",
         shown(&term)
     );
@@ -167,13 +143,6 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
         tools.contains(&"exec_command") && tools.contains(&"apply_patch"),
         "{tools:?}"
     );
-
-    term.type_text("/quit").unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    term.press(&["Enter"]).unwrap();
-    if let Err(e) = term.wait_for(&["[exited 0]"], SCREEN).await {
-        panic!("{e}\n{}", shown(&term));
-    }
     let needle = format!("CODEX_HOME={}", codex_home.display());
     let left = processes_with_env(&needle);
     assert!(left.is_empty(), "left running: {left:?}");
@@ -288,34 +257,12 @@ async fn codex_interactive(term: &Tmux, what: &str) {
         .unwrap_or_else(|e| panic!("{what}: {e}"));
 }
 
-/// The model side of an interactive Claude Code session: Bash writes hello.txt, then an answer.
-async fn claude_upstream() -> Upstream {
-    Upstream::start(|req: &RecordedRequest| {
-        let offers_bash = req.tools().iter().any(|t| t["function"]["name"] == "Bash");
-        if req.method == "GET" && req.path.ends_with("/models") {
-            ScriptedResponse::json(&json!({"object": "list", "data": [{"id": "qwen3-coder"}]}))
-        } else if !req.is_chat() {
-            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
-        } else if !offers_bash {
-            text_stream(&["A title"])
-        } else if req.has_tool_result() {
-            text_stream(&["Done: hello.txt ", "is written."])
-        } else {
-            let args =
-                json!({"command": "echo hello > hello.txt", "description": "Create hello.txt"});
-            tool_call_stream("call_1", "Bash", &[&args.to_string()])
-        }
-    })
-    .await
-    .unwrap()
-}
-
 /// Interactive `claude-bridge claude` with a fresh HOME: no API-key dialog (the bridge's
 /// credential is an auth token), a prompt answered and a tool run; then a second launch by a
 /// user who once refused a custom API key (stored in `~/.claude.json`) still works.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
-    let upstream = claude_upstream().await;
+    let upstream = task_model().await;
     let root = OutsideTmp::new("first-run-claude");
     let home = root.0.join("home");
     std::fs::create_dir_all(&home).unwrap();

@@ -76,7 +76,7 @@ fn readme_config(markdown: &str) -> Option<String> {
 
 /// The model behind every README command: it lists `qwen3-coder`; asked (with tools) to create
 /// hello.txt it calls the client's shell tool, then answers; anything else gets a greeting.
-fn model(req: &RecordedRequest) -> ScriptedResponse {
+pub(super) fn model(req: &RecordedRequest) -> ScriptedResponse {
     if req.method == "GET" && req.path.ends_with("/models") {
         return ScriptedResponse::json(&json!({"object": "list", "data": [{"id": "qwen3-coder"}]}));
     }
