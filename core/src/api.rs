@@ -33,6 +33,7 @@ use crate::anthropic::accumulate::Accumulator;
 use crate::anthropic::events::ApiError;
 use crate::error::RequestError;
 use crate::front::facade::FrontTranslator;
+use crate::translate::SseTranslate as _;
 use crate::translate::chat_stream::ChatStreamTranslator;
 use crate::translate::passthrough::{PassThrough, Relayed};
 use crate::translate::responses_stream::ResponsesStreamTranslator;
@@ -50,6 +51,7 @@ pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
 pub use crate::translate::passthrough::AnthropicOptions;
 pub use crate::translate::responses_request::ResponsesOptions;
 pub use crate::translate::token_stream::StreamEnd;
+pub use crate::translate::tool_names::{ToolName, ToolNames};
 
 /// Anthropic Messages request (JSON bytes) → OpenAI Chat Completions request.
 ///
@@ -215,6 +217,8 @@ pub fn prepare(
                 client_stream: prompt.client_stream,
                 input_tokens_estimate: prompt.input_tokens_estimate,
                 warnings: prompt.warnings,
+                // A raw-text model reads its tools' names from the prompt: any name will do.
+                tool_names: ToolNames::default(),
             })
         }
         Dialect::Anthropic => {
@@ -247,6 +251,14 @@ pub struct StreamOptions {
     /// their own calls).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tools: Vec<ToolHint>,
+    /// The names the upstream was offered the request's tools under, where they are not the
+    /// client's ([`ConvertedRequest::tool_names`]): calls coming back get the client's names.
+    #[serde(
+        default,
+        skip_serializing_if = "ToolNames::is_empty",
+        deserialize_with = "crate::front::facade::null_as_default"
+    )]
+    pub tool_names: ToolNames,
     /// The front dialects: how the client's answer is written (the `answer` object `prepare`
     /// returned, with the id and time filled in). Ignored by the upstream dialects.
     #[serde(
@@ -451,11 +463,15 @@ impl Translator {
         );
         let translator = match options.dialect {
             Dialect::OpenaiChat => {
-                DialectTranslator::Chat(Box::new(ChatStreamTranslator::new(model, estimate, seed)))
+                let mut chat = ChatStreamTranslator::new(model, estimate, seed);
+                chat.writer().rename_tools(options.tool_names);
+                DialectTranslator::Chat(Box::new(chat))
             }
-            Dialect::OpenaiResponses => DialectTranslator::Responses(Box::new(
-                ResponsesStreamTranslator::new(model, estimate, seed),
-            )),
+            Dialect::OpenaiResponses => {
+                let mut responses = ResponsesStreamTranslator::new(model, estimate, seed);
+                responses.writer().rename_tools(options.tool_names);
+                DialectTranslator::Responses(Box::new(responses))
+            }
             Dialect::Chatml => DialectTranslator::Chatml {
                 translator: Box::new(TokenStreamTranslator::new(
                     model,

@@ -53,14 +53,17 @@ fn prepared(case: &Path, dialect: Dialect) -> ConvertedRequest {
 /// Pins the prepared request (`<case>.request`); returns its body as JSON.
 fn check_request_snapshot(name: &str, converted: &ConvertedRequest) -> serde_json::Value {
     let body: serde_json::Value = serde_json::from_str(&converted.body).unwrap();
-    let request_view = serde_json::json!({
+    let mut request_view = serde_json::json!({
         "upstream_model": converted.upstream_model,
         "client_model": converted.client_model,
         "client_stream": converted.client_stream,
         "input_tokens_estimate": converted.input_tokens_estimate,
         "warnings": converted.warnings,
-        "body": body,
     });
+    if !converted.tool_names.is_empty() {
+        request_view["tool_names"] = serde_json::to_value(&converted.tool_names).unwrap();
+    }
+    request_view["body"] = body.clone();
     insta::assert_snapshot!(
         format!("{name}.request"),
         serde_json::to_string_pretty(&request_view).unwrap()
@@ -77,6 +80,7 @@ fn run(case: &Path, dialect: Dialect, chunk_size: usize, stream: bool) -> (Strin
         input_tokens_estimate: converted.input_tokens_estimate,
         id_seed: SEED,
         dialect,
+        tool_names: converted.tool_names,
         ..StreamOptions::default()
     };
     feed_all(&options, &upstream, chunk_size)

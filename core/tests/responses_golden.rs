@@ -12,9 +12,8 @@
 use std::path::{Path, PathBuf};
 
 use bridge_core::anthropic::stream::Validator;
-use bridge_core::api::{encode_event, fold_sse};
+use bridge_core::api::{Dialect, StreamEnd, StreamOptions, Translator, fold_sse};
 use bridge_core::translate::responses_request::{ConvertedResponses, ResponsesOptions, convert};
-use bridge_core::translate::responses_stream::ResponsesStreamTranslator;
 use serde_json::{Value, json};
 
 const SEED: u64 = 42;
@@ -46,17 +45,21 @@ fn converted(case: &Path) -> ConvertedResponses {
 fn run(case: &Path, chunk_size: usize) -> String {
     let converted = converted(case);
     let upstream = std::fs::read(case.join("upstream.sse")).unwrap();
-    let mut translator = ResponsesStreamTranslator::new(
-        converted.client_model,
-        converted.input_tokens_estimate,
-        SEED,
-    );
-    let mut events = Vec::new();
+    let mut translator = Translator::new(StreamOptions {
+        stream: true,
+        model: converted.client_model,
+        input_tokens_estimate: converted.input_tokens_estimate,
+        id_seed: SEED,
+        dialect: Dialect::OpenaiResponses,
+        tool_names: converted.tool_names,
+        ..StreamOptions::default()
+    });
+    let mut sse = String::new();
     for piece in upstream.chunks(chunk_size.max(1)) {
-        events.extend(translator.feed(piece));
+        sse.push_str(&translator.feed(piece));
     }
-    events.extend(translator.finish());
-    events.iter().map(encode_event).collect()
+    sse.push_str(&translator.finish(&StreamEnd::default()).body);
+    sse
 }
 
 #[test]
@@ -70,14 +73,17 @@ fn responses_golden_fixtures() {
             let name = case.file_name().unwrap().to_string_lossy().into_owned();
             let converted = converted(&case);
             let body: Value = serde_json::from_str(&converted.body).unwrap();
-            let request_view = json!({
+            let mut request_view = json!({
                 "upstream_model": converted.upstream_model,
                 "client_model": converted.client_model,
                 "client_stream": converted.client_stream,
                 "input_tokens_estimate": converted.input_tokens_estimate,
                 "warnings": converted.warnings,
-                "body": body,
             });
+            if !converted.tool_names.is_empty() {
+                request_view["tool_names"] = serde_json::to_value(&converted.tool_names).unwrap();
+            }
+            request_view["body"] = body;
             insta::assert_snapshot!(
                 format!("{name}.request"),
                 serde_json::to_string_pretty(&request_view).unwrap()

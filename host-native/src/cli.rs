@@ -30,7 +30,8 @@ pub struct Cli {
 pub enum Command {
     /// Serve the Anthropic Messages API (the default).
     Serve(ServeArgs),
-    /// Start a bridge on a free local port and run Claude Code (`claude`) wired to it.
+    /// Start a bridge on a free local port and run Claude Code (`claude`) wired to it
+    /// (`ANTHROPIC_BASE_URL`, and the bridge's key as `ANTHROPIC_AUTH_TOKEN`).
     Claude {
         /// Bridge options.
         #[command(flatten)]
@@ -43,7 +44,8 @@ pub enum Command {
         args: Vec<String>,
     },
     /// Start a bridge on a free local port and run the OpenAI Codex CLI (`codex`) on it, with a
-    /// throwaway CODEX_HOME whose config points Codex at the bridge (your ~/.codex is left
+    /// CODEX_HOME of the bridge's own (kept under ~/.local/state/claude-bridge/codex-home, so
+    /// `-- resume` works) whose config points Codex at the bridge (your ~/.codex is left
     /// alone): Codex then runs on the bridge's provider or routes.
     Codex {
         /// Bridge options.

@@ -99,6 +99,14 @@ export interface ConvertOptions {
 }
 
 /** An Anthropic request prepared for an upstream (`prepare`). */
+/** A tool offered upstream under another name than the client's. */
+export interface ToolName {
+  /** The name the upstream was offered. */
+  upstream: string;
+  /** The client's own name. */
+  client: string;
+}
+
 export interface ConvertedRequest {
   /**
    * The upstream body (JSON text): a Chat Completions or Responses request, always with
@@ -113,6 +121,12 @@ export interface ConvertedRequest {
   client_stream: boolean;
   /** Estimated input tokens, reported until the upstream reports real usage. */
   input_tokens_estimate: number;
+  /**
+   * Tools the upstream is offered under other names (it refuses the client's: over 64
+   * characters, or characters outside `[a-zA-Z0-9_-]`); absent when none. Pass them to the
+   * answer's `Translator` as `StreamOptions.tool_names`.
+   */
+  tool_names?: ToolName[];
   /** What the conversion dropped or degraded. */
   warnings: string[];
 }
@@ -131,6 +145,8 @@ export interface StreamOptions {
   dialect?: Dialect;
   /** "chatml": `ChatmlPrompt.tools`, to type the tool calls the model writes inline. */
   tools?: ToolHint[];
+  /** `ConvertedRequest.tool_names`: calls by those names come back with the client's. */
+  tool_names?: ToolName[];
   /** The `front_*` dialects: how the client's answer is written. */
   front?: FrontOptions;
 }

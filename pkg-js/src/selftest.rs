@@ -61,6 +61,7 @@ pub fn selftest() -> usize {
                 id_seed: 1,
                 dialect,
                 tools: tools.clone(),
+                tool_names: converted.tool_names.clone(),
                 front: front.clone(),
             });
             let mut sse = translator.feed(upstream);

@@ -60,11 +60,13 @@ export function runCase(core, files, dialect = "openai_chat") {
   let model = "claude-conformance";
   let estimate = 0;
   let front;
+  let toolNames = [];
   if (files.request) {
     try {
       const c = core.prepare(dialect, files.request, options);
       model = c.client_model;
       estimate = c.input_tokens_estimate;
+      toolNames = c.tool_names ?? [];
       if (dialect.startsWith("front_")) front = frontOptions(c.body);
       const meta = {
         upstream_model: c.upstream_model,
@@ -73,6 +75,7 @@ export function runCase(core, files, dialect = "openai_chat") {
         input_tokens_estimate: c.input_tokens_estimate,
         warnings: c.warnings,
       };
+      if (toolNames.length) meta.tool_names = toolNames;
       parts.push(["request", JSON.stringify(meta)], ["request.body", c.body]);
     } catch (error) {
       parts.push(["request", showError(error)]);
@@ -87,7 +90,7 @@ export function runCase(core, files, dialect = "openai_chat") {
   }
   if (files.upstream) {
     for (const stream of [true, false]) {
-      const streamOptions = { stream, model, input_tokens_estimate: estimate, id_seed: SEED, dialect, front };
+      const streamOptions = { stream, model, input_tokens_estimate: estimate, id_seed: SEED, dialect, front, tool_names: toolNames };
       const mode = stream ? "stream" : "folded";
       for (const [label, chunk] of CHUNKINGS) {
         parts.push([`${mode} chunk=${label}`, runStream(core, streamOptions, files.upstream, chunk)]);

@@ -3,11 +3,14 @@
 // with `mcp_set_servers`, and Claude Code calls its tool. It prints `{"port":N}` once listening, then
 // one JSON line per tool call.
 //
-// Usage: node mcp_server.mjs
+// Usage: node mcp_server.mjs [--long-tool NAME]  (NAME: a second tool, for tool-name limits)
 import http from "node:http";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
 import { z } from "zod";
+
+const longAt = process.argv.indexOf("--long-tool");
+const LONG_TOOL = longAt > 0 ? process.argv[longAt + 1] : undefined;
 
 function server() {
   const mcp = new McpServer({ name: "docs", version: "1.0.0" });
@@ -22,6 +25,20 @@ function server() {
       return { content: [{ type: "text", text: `FACT-7731: ${topic} carry loads across gaps.` }] };
     },
   );
+  if (LONG_TOOL) {
+    // Claude Code names it mcp__<server>__<tool>: past the 64 characters OpenAI takes.
+    mcp.registerTool(
+      LONG_TOOL,
+      {
+        description: "Query a Prometheus range with labels.",
+        inputSchema: { query: z.string() },
+      },
+      async ({ query }) => {
+        console.log(JSON.stringify({ called: LONG_TOOL, arguments: { query } }));
+        return { content: [{ type: "text", text: `SERIES-5521: ${query} peaked at 1200 rps.` }] };
+      },
+    );
+  }
   return mcp;
 }
 

@@ -135,22 +135,27 @@ pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate:
 
     let mut model = "claude-conformance".to_owned();
     let mut estimate = 0;
+    let mut tool_names = bridge_core::api::ToolNames::default();
     let mut front = FrontOptions::default();
     if let Some(request) = &request {
         match engine.prepare(dialect, request, &options) {
             Ok(c) => {
                 model.clone_from(&c.client_model);
                 estimate = c.input_tokens_estimate;
+                tool_names.clone_from(&c.tool_names);
                 if dialect.front().is_some() {
                     front = front_options(&c.body)?;
                 }
-                let meta = serde_json::json!({
+                let mut meta = serde_json::json!({
                     "upstream_model": c.upstream_model,
                     "client_model": c.client_model,
                     "client_stream": c.client_stream,
                     "input_tokens_estimate": c.input_tokens_estimate,
                     "warnings": c.warnings,
                 });
+                if !c.tool_names.is_empty() {
+                    meta["tool_names"] = serde_json::to_value(&c.tool_names)?;
+                }
                 out.push("request", serde_json::to_string(&meta)?);
                 out.push("request.body", c.body);
             }
@@ -172,6 +177,7 @@ pub fn run_case_in(engine: &dyn Engine, case: &Path, dialect: Dialect) -> crate:
                 id_seed: SEED,
                 dialect,
                 front: front.clone(),
+                tool_names: tool_names.clone(),
                 ..StreamOptions::default()
             };
             let mode = if stream { "stream" } else { "folded" };

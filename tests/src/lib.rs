@@ -9,6 +9,7 @@
 //! - [`conformance`]: one fixture case through one engine, as parts every runtime must match.
 //! - [`evm_world`]: the local chain: hardhat's EVM node (84532) with our contracts, compiled by solc.
 //! - [`fabstir_node`]: a local Fabstir host node speaking the live host's protocol (real crypto).
+//! - [`mcp`]: the official MCP SDK's server, for Claude Code's MCP tools.
 //! - [`clients`]: real clients (Claude Code CLI, the Python and TypeScript Anthropic SDKs).
 //! - [`tempdir`]: throw-away directories removed on drop.
 //! - [`tls`]: a self-signed certificate made at test time for the HTTPS upstream.
@@ -26,6 +27,7 @@ pub mod conformance;
 pub mod evm_world;
 pub mod fabstir_node;
 pub mod http;
+pub mod mcp;
 pub mod responses_upstream;
 pub mod sse;
 pub mod tempdir;

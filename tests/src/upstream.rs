@@ -134,6 +134,55 @@ impl RecordedRequest {
         out
     }
 
+    /// OpenAI's refusal of a function name it does not take (too long, or a character outside
+    /// `[a-zA-Z0-9_-]`), in the tools or in an assistant message's calls; `None` for a request
+    /// without one (or not a Chat Completions request).
+    #[must_use]
+    pub fn refused_function_name(&self) -> Option<String> {
+        if !self.is_chat() {
+            return None;
+        }
+        let tools = self.tools().iter().enumerate().map(|(i, t)| {
+            (
+                format!("tools[{i}].function.name"),
+                t["function"]["name"].as_str().unwrap_or_default(),
+            )
+        });
+        let calls = self.messages().iter().enumerate().flat_map(|(m, msg)| {
+            msg["tool_calls"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .enumerate()
+                .map(move |(c, call)| {
+                    (
+                        format!("messages[{m}].tool_calls[{c}].function.name"),
+                        call["function"]["name"].as_str().unwrap_or_default(),
+                    )
+                })
+        });
+        tools.chain(calls).find_map(|(at, name)| {
+            if name.len() > 64 {
+                Some(format!(
+                    "Invalid '{at}': string too long. Expected a string with maximum length 64, \
+                     but got a string with length {} instead.",
+                    name.len()
+                ))
+            } else if name.is_empty()
+                || !name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+            {
+                Some(format!(
+                    "Invalid '{at}': string does not match pattern. Expected a string that \
+                     matches the pattern '^[a-zA-Z0-9_-]+$'."
+                ))
+            } else {
+                None
+            }
+        })
+    }
+
     /// Problems with this body as an OpenAI Chat Completions request: top-level fields OpenAI does not
     /// define, message fields outside the chat message schema (plus `reasoning_content`, the de-facto
     /// pass-back field), content-part types other than text/image_url, and Anthropic-only leftovers
@@ -717,7 +766,14 @@ async fn handle(
         requests.push(rec.clone());
         rec
     };
-    let mut response = (state.handler)(&recorded);
+    // As OpenAI (and vLLM's adapter) do: a function name outside `^[a-zA-Z0-9_-]{1,64}$`, in
+    // the tools or the history's calls, is a 400 before any model runs.
+    let mut response = match recorded.refused_function_name() {
+        Some(refusal) => {
+            ScriptedResponse::openai_error(400, &refusal, "invalid_request_error", None)
+        }
+        None => (state.handler)(&recorded),
+    };
     while let ScriptedResponse::Delayed(delay, inner) = response {
         tokio::time::sleep(delay).await;
         response = *inner;

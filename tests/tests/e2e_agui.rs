@@ -1177,51 +1177,10 @@ async fn an_edit_is_undone_with_rewind_files() {
     assert!(last.all_text().contains("SCENARIO:edit"), "{ctx}");
 }
 
-/// The official MCP SDK's server (`tests/e2e/mcp_server.mjs`): its URL and the tool calls it logged.
-struct DocsServer {
-    url: String,
-    calls: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
-    _child: tokio::process::Child,
-}
-
-async fn docs_server() -> DocsServer {
-    use tokio::io::AsyncBufReadExt;
-    let mut child = Command::new("node")
-        .arg(e2e_dir().join("mcp_server.mjs"))
-        .current_dir(e2e_dir())
-        .stdout(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let mut lines = tokio::io::BufReader::new(child.stdout.take().unwrap()).lines();
-    let first = tokio::time::timeout(Duration::from_secs(30), lines.next_line())
-        .await
-        .unwrap()
-        .unwrap()
-        .unwrap();
-    let port = serde_json::from_str::<Value>(&first).unwrap()["port"]
-        .as_u64()
-        .unwrap();
-    let calls = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let sink = std::sync::Arc::clone(&calls);
-    tokio::spawn(async move {
-        while let Ok(Some(line)) = lines.next_line().await {
-            if let Ok(v) = serde_json::from_str::<Value>(&line) {
-                sink.lock().unwrap().push(v);
-            }
-        }
-    });
-    DocsServer {
-        url: format!("http://127.0.0.1:{port}/mcp"),
-        calls,
-        _child: child,
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_servers_and_frontend_tools_change_without_a_new_process() {
     let world = world("agui-mcp").await;
-    let docs = docs_server().await;
+    let docs = bridge_tests::mcp::DocsServer::start(None).await.unwrap();
     let pick = json!([{"name": "pick_color", "description": "Let the user pick a color", "parameters": {"type": "object", "properties": {}}}]);
     let steps = app(
         &world,
@@ -1262,7 +1221,7 @@ async fn mcp_servers_and_frontend_tools_change_without_a_new_process() {
         "{ctx}"
     );
     assert_eq!(
-        *docs.calls.lock().unwrap(),
+        docs.calls(),
         vec![json!({"called": "lookup_fact", "arguments": {"topic": "bridges"}})],
         "{ctx}"
     );

@@ -588,3 +588,102 @@ async fn the_launcher_runs_claude_code_and_keeps_its_log_off_the_screen() {
         "--listen was not honoured:\n{log}"
     );
 }
+
+/// Claude Code's MCP tool names past what OpenAI takes: a real MCP server (the official SDK's)
+/// whose tool Claude Code names `mcp__<server>__<tool>`, 90 characters long, through an upstream
+/// that refuses function names as OpenAI does (over 64 characters, or outside `[a-zA-Z0-9_-]`).
+/// The bridge offers the tool under a short name, the model calls that name, Claude Code runs
+/// its own tool on the MCP server, and the result reaches the model under the short name again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_mcp_tool_name_past_64_characters_is_called_through_a_strict_upstream() {
+    const SERVER: &str = "acme-observability-grafana-cloud";
+    const TOOL: &str = "query_prometheus_range_with_labels_and_annotations";
+    let full = format!("mcp__{SERVER}__{TOOL}");
+    assert!(full.len() > 64);
+    let docs = bridge_tests::mcp::DocsServer::start(Some(TOOL))
+        .await
+        .unwrap();
+    let upstream = Upstream::start(move |req: &RecordedRequest| {
+        let offered = req
+            .tools()
+            .iter()
+            .filter_map(|t| t["function"]["name"].as_str())
+            .find(|name| {
+                name.starts_with("mcp__acme-observability") && !name.ends_with("lookup_fact")
+            })
+            .map(str::to_owned);
+        match offered {
+            _ if !req.is_chat() => {
+                ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
+            }
+            None => background_response(),
+            Some(_) if req.has_tool_result() => text_stream(FINAL_TEXT),
+            Some(name) => tool_call_stream("call_prom", &name, &[r#"{"query": "up"}"#]),
+        }
+    })
+    .await
+    .unwrap();
+    let session = Session::start_with(upstream, "cc-long-mcp-name", BridgeOptions::default()).await;
+    let config = json!({"mcpServers": {SERVER: {"type": "http", "url": docs.url}}}).to_string();
+    // Every tool offered in the first request (no deferred tool search), once the server is
+    // connected.
+    let run = session
+        .run_with(
+            "What does the metrics tool say about `up`?",
+            &["--mcp-config", &config, "--allowedTools", &full],
+            &[
+                ("ENABLE_TOOL_SEARCH", "false"),
+                ("MCP_CONNECTION_NONBLOCKING", "0"),
+            ],
+        )
+        .await;
+    let ctx = session.context(&run);
+    assert_eq!(run.output.code, Some(0), "{ctx}");
+    assert!(
+        run.result_text().unwrap_or_default().contains("All done."),
+        "{ctx}"
+    );
+    let last = session
+        .upstream
+        .model_requests()
+        .into_iter()
+        .find(|r| r.has_tool_result())
+        .unwrap_or_else(|| panic!("no request carried the tool's result\n{ctx}"));
+    assert_eq!(
+        docs.calls(),
+        vec![json!({"called": TOOL, "arguments": {"query": "up"}})],
+        "{ctx}"
+    );
+    // Every request went up with names the upstream takes, the long one shortened the same way
+    // each time, and the tool's result came back to the model.
+    let sent: Vec<String> = last
+        .tools()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_owned))
+        .collect();
+    let short = sent
+        .iter()
+        .find(|n| n.starts_with("mcp__acme-observability") && !n.ends_with("lookup_fact"))
+        .unwrap_or_else(|| panic!("the MCP tool was not offered: {sent:?}\n{ctx}"));
+    assert!(
+        short.len() <= 64
+            && short
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'),
+        "{short}\n{ctx}"
+    );
+    assert!(last.all_text().contains("SERIES-5521"), "{ctx}");
+    assert_eq!(
+        last.assistant_tool_calls()[0]["function"]["name"].as_str(),
+        Some(short.as_str()),
+        "{ctx}"
+    );
+    assert!(
+        session
+            .upstream
+            .requests()
+            .iter()
+            .all(|r| r.refused_function_name().is_none()),
+        "{ctx}"
+    );
+}

@@ -15,10 +15,10 @@ use std::path::Path;
 use std::time::Duration;
 
 use bridge_tests::bridge::binary_path;
-use bridge_tests::chunks::{text_stream, tool_call_stream};
+use bridge_tests::chunks::text_stream;
 use bridge_tests::tempdir::TempDir;
 use bridge_tests::tmux::Tmux;
-use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
+use bridge_tests::upstream::Upstream;
 use serde_json::json;
 
 #[path = "e2e_first_run/readme.rs"]

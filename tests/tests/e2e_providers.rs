@@ -1222,7 +1222,32 @@ async fn doctor_checks_a_config_before_it_is_served() {
     let (code, out) = doctor(&file);
     assert_eq!(code, 0, "{out}");
     assert!(
-        out.contains("qwen3-coder ✓") && out.contains(" ok"),
+        out.contains("qwen3-coder ✓") && out.contains(" ok") && out.contains("all ok"),
+        "{out}"
+    );
+
+    // Warnings alone (a provider no route uses, with no models configured) pass, on a `warn`
+    // row that names the models the provider listed.
+    write(
+        &format!(
+            "{good}\n[providers.spare]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+            local.base_url()
+        ),
+        "local,qwen3-coder",
+    );
+    let (code, out) = doctor(&file);
+    assert_eq!(code, 0, "{out}");
+    let spare = out
+        .lines()
+        .find(|l| l.starts_with("spare"))
+        .unwrap_or_default();
+    assert!(
+        spare.contains("warn") && spare.ends_with("qwen3-coder"),
+        "{out}"
+    );
+    assert!(
+        out.contains("spare: no route or fallback names this provider")
+            && out.contains("warnings do not fail the check"),
         "{out}"
     );
 
@@ -1256,6 +1281,7 @@ async fn doctor_checks_a_config_before_it_is_served() {
         "nov1: base_url has no /v1",
         "FAIL",
         "local     openai",
+        "provider(s) failing: exit status 1",
     ] {
         assert!(out.contains(needle), "{needle} missing:\n{out}");
     }

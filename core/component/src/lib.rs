@@ -100,6 +100,8 @@ fn converted_record(converted: api::ConvertedRequest) -> Converted {
         client_stream: converted.client_stream,
         input_tokens_estimate: converted.input_tokens_estimate,
         warnings: converted.warnings,
+        tool_names: serde_json::to_string(&converted.tool_names)
+            .unwrap_or_else(|_| String::from("[]")),
     }
 }
 

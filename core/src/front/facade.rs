@@ -192,6 +192,7 @@ pub fn prepare(front: Front, request: &[u8]) -> ConvertedRequest {
                     client_stream: stream,
                     input_tokens_estimate: crate::tokens::estimate_request(&request),
                     warnings,
+                    tool_names: crate::translate::tool_names::ToolNames::default(),
                 },
                 Err(e) => refused(&FrontError::Json(format!(
                     "the converted request could not be encoded: {e}"
@@ -214,6 +215,7 @@ fn refused(error: &FrontError) -> ConvertedRequest {
         client_stream: false,
         input_tokens_estimate: 0,
         warnings: Vec::new(),
+        tool_names: crate::translate::tool_names::ToolNames::default(),
     }
 }
 

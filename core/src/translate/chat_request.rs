@@ -27,6 +27,7 @@ use crate::anthropic::request::{
 use crate::error::RequestError;
 use crate::openai::chat::{ChatMessage, ChatRequest};
 use crate::translate::schema::clean_schema;
+use crate::translate::tool_names::ToolNames;
 
 /// How to shape the upstream request (set by the host from flags and routes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -86,6 +87,11 @@ pub struct ConvertedRequest {
     pub input_tokens_estimate: u32,
     /// What was dropped or degraded, for the host's log.
     pub warnings: Vec<String>,
+    /// Tools the upstream is offered under other names (it refuses the client's: too long, or
+    /// characters outside `[a-zA-Z0-9_-]`); give them to the answer's translator
+    /// ([`crate::api::StreamOptions::tool_names`]).
+    #[serde(default, skip_serializing_if = "ToolNames::is_empty")]
+    pub tool_names: ToolNames,
 }
 
 /// The history repairs as conversion warnings; the host logs these at `warn`
@@ -249,7 +255,8 @@ fn explain(request: &[u8], first: &serde_json::Error) -> RequestError {
 /// [`RequestError`] when the request lacks what the Messages API requires.
 pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequest, RequestError> {
     let parsed = crate::anthropic::repair::parse_and_repair(request)?;
-    let req = parsed.request;
+    let mut req = parsed.request;
+    let tool_names = crate::translate::tool_names::rename_request(&mut req);
     if options.require_max_tokens && req.max_tokens.is_none() {
         return Err(RequestError::field("max_tokens", "Field required"));
     }
@@ -333,6 +340,7 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
         client_stream: req.stream.unwrap_or(false),
         input_tokens_estimate: crate::tokens::estimate_request(&req),
         warnings,
+        tool_names,
     })
 }
 

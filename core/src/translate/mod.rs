@@ -8,6 +8,8 @@
 //! - [`passthrough`]: Anthropic → Anthropic (real Claude): the request as it came, the stream
 //!   relayed whole frame by frame and ended well when cut.
 //! - [`schema`]: tool input schemas cleaned for upstreams that reject parts of JSON Schema.
+//! - [`tool_names`]: tool names an OpenAI-style upstream refuses, offered under short ones and
+//!   named the client's way again on the way back.
 //! - [`writer`]: the one [`writer::AnthropicWriter`] every stream translator writes its events
 //!   through (well-formed by construction).
 
@@ -18,6 +20,7 @@ pub mod responses_request;
 pub mod responses_stream;
 pub mod schema;
 pub mod token_stream;
+pub mod tool_names;
 pub mod writer;
 
 use crate::anthropic::events::{ApiError, ErrorKind, StreamEvent};

@@ -81,6 +81,8 @@ pub fn prepare(
         client_stream,
         input_tokens_estimate,
         warnings,
+        // Anthropic takes the client's own names.
+        tool_names: crate::translate::tool_names::ToolNames::default(),
     })
 }
 

@@ -125,10 +125,11 @@ pub fn convert(
         )));
     }
     let parsed = crate::anthropic::repair::parse_and_repair(request)?;
-    let req = parsed.request;
+    let mut req = parsed.request;
     if options.require_max_tokens && req.max_tokens.is_none() {
         return Err(RequestError::field("max_tokens", "Field required"));
     }
+    let tool_names = crate::translate::tool_names::rename_request(&mut req);
     let mut warnings = Warnings(repair_warnings(&parsed.repairs));
     let instructions = req
         .system
@@ -218,6 +219,7 @@ pub fn convert(
         client_stream: req.stream.unwrap_or(false),
         input_tokens_estimate: crate::tokens::estimate_request(&req),
         warnings: warnings.0,
+        tool_names,
     })
 }
 

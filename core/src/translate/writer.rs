@@ -63,6 +63,7 @@ use crate::anthropic::events::{
 };
 use crate::ids::IdSource;
 use crate::tokens::estimate_text;
+use crate::translate::tool_names::ToolNames;
 
 /// The kind of the open content block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -116,6 +117,8 @@ pub struct UpstreamUsage {
 #[derive(Debug)]
 pub struct AnthropicWriter {
     ids: IdSource,
+    /// Tools the upstream knows by other names ([`ToolNames`]): calls get the client's back.
+    tool_names: ToolNames,
     model: String,
     input_tokens: u32,
     phase: Phase,
@@ -131,6 +134,7 @@ impl AnthropicWriter {
     pub fn new(model: String, input_tokens: u32, id_seed: u64) -> Self {
         Self {
             ids: IdSource::new(id_seed),
+            tool_names: ToolNames::default(),
             model,
             input_tokens: input_tokens.max(1),
             phase: Phase::Idle,
@@ -138,6 +142,12 @@ impl AnthropicWriter {
             output_chars: 0,
             out: Vec::new(),
         }
+    }
+
+    /// Tools the upstream was offered under other names: a call by such a name is written with
+    /// the client's name.
+    pub fn rename_tools(&mut self, names: ToolNames) {
+        self.tool_names = names;
     }
 
     /// The next id from the writer's sequence (e.g. `toolu_…` for a call without an id).
@@ -241,6 +251,11 @@ impl AnthropicWriter {
             self.ids.next_id("toolu_")
         } else {
             id
+        };
+        let name = if self.tool_names.is_empty() {
+            name
+        } else {
+            self.tool_names.client(&name).to_owned()
         };
         self.open(
             Open::ToolUse {

@@ -485,6 +485,8 @@ fn converted(c: wit::Converted) -> ConvertedRequest {
         client_stream: c.client_stream,
         input_tokens_estimate: c.input_tokens_estimate,
         warnings: c.warnings,
+        // A plug-in that sends none (or no JSON) renames nothing.
+        tool_names: serde_json::from_str(&c.tool_names).unwrap_or_default(),
     }
 }
 

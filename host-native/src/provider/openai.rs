@@ -171,6 +171,7 @@ impl Provider for OpenAi {
                 input_tokens_estimate: converted.input_tokens_estimate,
                 id_seed: crate::ids::seed(),
                 dialect: self.dialect,
+                tool_names: converted.tool_names,
                 ..StreamOptions::default()
             })?;
             Ok(Answer::Stream {
