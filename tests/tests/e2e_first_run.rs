@@ -75,10 +75,12 @@ async fn task_model() -> Upstream {
 async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
     let codex = bridge_tests::codex::codex_bin().unwrap();
     let upstream = task_model().await;
-    // A HOME outside the temporary directory, as a person's is (Codex refuses to put its helper
-    // binaries under it, and says so).
-    let root = OutsideTmp::new("first-run-codex");
-    let home = root.0.join("home");
+    // A HOME outside the temporary directory, as a person's is: Codex refuses to put its helper
+    // binaries under `TMPDIR`, and says so, so a CODEX_HOME the launcher made there would show.
+    let root = TempDir::new("first-run-codex").unwrap();
+    let home = root.path().join("home");
+    let tmp = root.path().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     // The work directory is in no git repository (in one, Codex first asks whether to trust it).
     let work_dir = TempDir::new("first-run-codex-work").unwrap();
     let work = work_dir.path().to_path_buf();
@@ -92,12 +94,13 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
         codex.display()
     );
     let term = Tmux::start(
-        &root.0,
+        root.path(),
         "codex",
         &work,
         &[
             ("PATH", path_env()),
             ("HOME", home.to_string_lossy().into_owned()),
+            ("TMPDIR", tmp.to_string_lossy().into_owned()),
         ],
         &command,
     )
@@ -263,8 +266,8 @@ async fn codex_interactive(term: &Tmux, what: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
     let upstream = task_model().await;
-    let root = OutsideTmp::new("first-run-claude");
-    let home = root.0.join("home");
+    let root = TempDir::new("first-run-claude").unwrap();
+    let home = root.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let work_dir = TempDir::new("first-run-claude-work").unwrap();
     let work = work_dir.path().to_path_buf();
@@ -280,7 +283,7 @@ async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
         ("HOME", home.to_string_lossy().into_owned()),
         (NO_SELF_UPDATE.0, NO_SELF_UPDATE.1.to_owned()),
     ];
-    let term = Tmux::start(&root.0, "claude-1", &work, &env, &command).unwrap();
+    let term = Tmux::start(root.path(), "claude-1", &work, &env, &command).unwrap();
     claude_interactive(&term, "first launch").await;
     assert_eq!(
         std::fs::read_to_string(work.join("hello.txt"))
@@ -308,7 +311,7 @@ async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
     config["customApiKeyResponses"] = json!({"approved": [], "rejected": ["claude-bridge"]});
     std::fs::write(&state, config.to_string()).unwrap();
     std::fs::remove_file(work.join("hello.txt")).unwrap();
-    let term = Tmux::start(&root.0, "claude-2", &work, &env, &command).unwrap();
+    let term = Tmux::start(root.path(), "claude-2", &work, &env, &command).unwrap();
     claude_interactive(&term, "launch after a refusal").await;
     assert!(work.join("hello.txt").is_file());
 }
@@ -480,26 +483,6 @@ async fn a_launcher_reloads_its_config_on_change_and_sighup() {
         "{log}"
     );
     assert!(log.contains("the file changed"), "{log}");
-}
-
-/// A directory under the test target's own temporary directory (not the system's), removed on
-/// drop.
-struct OutsideTmp(std::path::PathBuf);
-
-impl OutsideTmp {
-    fn new(name: &str) -> Self {
-        let dir =
-            Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!("{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Self(dir)
-    }
-}
-
-impl Drop for OutsideTmp {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 fn make_executable(path: &Path) {

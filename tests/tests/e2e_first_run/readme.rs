@@ -18,7 +18,7 @@ use bridge_tests::tmux::Tmux;
 use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
 use serde_json::{Value, json};
 
-use super::{NO_SELF_UPDATE, OutsideTmp, claude_interactive, codex_interactive, path_env};
+use super::{NO_SELF_UPDATE, claude_interactive, codex_interactive, path_env};
 
 const README: &str = include_str!("../../../README.md");
 
@@ -177,10 +177,10 @@ async fn the_readme_commands_run_as_written() {
     );
     let ollama = upstream_at(11434).await;
     let llamacpp = upstream_at(8080).await;
-    let root = OutsideTmp::new("readme");
-    let home = root.0.join("home");
+    let root = TempDir::new("readme").unwrap();
+    let home = root.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
-    let bin = installed_names(&root.0);
+    let bin = installed_names(root.path());
     let work_dir = TempDir::new("readme-work").unwrap();
     let work = work_dir.path();
     let config = readme_config(README).expect("the README shows a claude-bridge.toml");
@@ -237,12 +237,12 @@ async fn the_readme_commands_run_as_written() {
             }
             Some(Kind::ClaudeInteractive) => {
                 let term =
-                    Tmux::start(&root.0, &format!("readme-{n}"), work, &env, command).unwrap();
+                    Tmux::start(root.path(), &format!("readme-{n}"), work, &env, command).unwrap();
                 claude_interactive(&term, &what).await;
             }
             Some(Kind::CodexInteractive) => {
                 let term =
-                    Tmux::start(&root.0, &format!("readme-{n}"), work, &env, command).unwrap();
+                    Tmux::start(root.path(), &format!("readme-{n}"), work, &env, command).unwrap();
                 codex_interactive(&term, &what).await;
             }
         }
