@@ -6,7 +6,8 @@
 //!
 //! Kept, so that what Codex keeps there works as it does in `~/.codex`: `codex resume <id>`
 //! (its `sessions/`), the folders the user trusted, its prompt history. Each launch rewrites only
-//! the keys the bridge owns ([`OWNED`]) and leaves everything Codex or the user wrote:
+//! the keys the bridge owns ([`OWNED`]) and keeps every other key Codex or the user wrote
+//! (comments are not kept):
 //! - the provider, pointed at this run's port, with its key from [`KEY_VAR`] (set by the
 //!   launcher: the bridge's `--client-key`, or any string when there is none);
 //! - the model slug, pinned to [`MODEL_SLUG`] (one Codex knows, with its classic tool set),
@@ -162,7 +163,14 @@ impl CodexHome {
         };
         let text =
             config_toml(&existing, base_url).map_err(|e| format!("{}: {e}", file.display()))?;
-        std::fs::write(&file, text).map_err(|e| format!("cannot write {}: {e}", file.display()))
+        // Whole or not at all: a Codex starting meanwhile (another launch) never reads half a
+        // file.
+        let part = self
+            .path
+            .join(format!("config.toml.{}.part", std::process::id()));
+        std::fs::write(&part, text)
+            .and_then(|()| std::fs::rename(&part, &file))
+            .map_err(|e| format!("cannot write {}: {e}", file.display()))
     }
 
     /// Codex has exited: a throwaway home is removed (with what Codex wrote into it).

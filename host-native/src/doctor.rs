@@ -71,15 +71,30 @@ pub async fn log_at_start(args: ServeArgs, state: std::sync::Arc<crate::server::
     let _ = check_at_start(&args, &state).await;
 }
 
-/// [`log_at_start`], returning one plain line per problem (`provider (base_url): what`), for a
-/// launcher to print before the tool it starts takes the terminal.
-pub async fn check_at_start(args: &ServeArgs, state: &crate::server::AppState) -> Vec<String> {
+/// One finding of the start-up check, in plain words.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StartProblem {
+    /// `provider NAME (base_url): what`.
+    pub line: String,
+    /// The provider cannot serve (unreachable, key refused, model missing); else a warning.
+    pub failing: bool,
+}
+
+/// [`log_at_start`], returning one plain line per problem, for a launcher to print before the
+/// tool it starts takes the terminal.
+pub async fn check_at_start(
+    args: &ServeArgs,
+    state: &crate::server::AppState,
+) -> Vec<StartProblem> {
     let config = crate::run::load_config(args).ok().flatten();
     let rows = match check(args, config.as_ref()).await {
         Ok((_, rows)) => rows,
         Err(why) => {
             tracing::warn!(%why, "could not check the upstreams at start");
-            return vec![format!("could not check the upstreams: {why}")];
+            return vec![StartProblem {
+                line: format!("could not check the upstreams: {why}"),
+                failing: false,
+            }];
         }
     };
     if config.is_none()
@@ -104,7 +119,10 @@ pub async fn check_at_start(args: &ServeArgs, state: &crate::server::AppState) -
                 status = %row.status,
                 "upstream check at start: {notes} (serving anyway; `claude-bridge doctor` checks again)"
             );
-            problems.push(format!("provider {} ({}): {notes}", row.name, row.base_url));
+            problems.push(StartProblem {
+                line: format!("provider {} ({}): {notes}", row.name, row.base_url),
+                failing: row.problem,
+            });
         } else {
             tracing::info!(
                 provider = %row.name,

@@ -69,21 +69,33 @@ enum Credentials {
 /// sight; unless a route forwards the client's credentials upstream (an Anthropic
 /// pass-through without its own key), where the user's own are what must arrive.
 fn claude_credentials(args: &ServeArgs) -> Result<Credentials, String> {
-    if let Some(key) = args.client_key.as_deref().filter(|k| !k.is_empty()) {
-        return Ok(Credentials::Bridge(key.to_owned()));
+    if args.client_key.as_deref().is_some_and(|k| !k.is_empty()) {
+        return Ok(Credentials::Bridge(bridge_key(args).to_owned()));
     }
     if forwards_client_credentials(args)? {
         return Ok(Credentials::Users);
     }
-    Ok(Credentials::Bridge(String::from("claude-bridge")))
+    Ok(Credentials::Bridge(bridge_key(args).to_owned()))
 }
 
-/// Whether a provider the arguments (or their config file) describe is an Anthropic
+/// The key a launched tool sends the bridge: its `--client-key`, or any string when it has
+/// none.
+fn bridge_key(args: &ServeArgs) -> &str {
+    args.client_key
+        .as_deref()
+        .filter(|k| !k.is_empty())
+        .unwrap_or("claude-bridge")
+}
+
+/// Whether a provider the arguments (or their config file's routes) use is an Anthropic
 /// pass-through without a key of its own, which forwards the client's credentials.
 fn forwards_client_credentials(args: &ServeArgs) -> Result<bool, String> {
     Ok(match run::load_config(args)? {
-        Some(config) => config.providers.values().any(|p| {
-            matches!(&p.kind, crate::config::ProviderKind::Anthropic { upstream } if upstream.api_key.is_none())
+        // Only providers a route or fallback names: an unused table forwards nothing.
+        Some(config) => config.router.targets().any(|(_, target)| {
+            config.providers.get(&target.provider).is_some_and(|p| {
+                matches!(&p.kind, crate::config::ProviderKind::Anthropic { upstream } if upstream.api_key.is_none())
+            })
         }),
         None => args.provider == crate::cli::Provider::Anthropic && args.api_key.is_none(),
     })
@@ -115,10 +127,10 @@ pub async fn codex(
         &cannot_run,
         |command, local, args| {
             home.write_config(&format!("http://{local}/v1"))?;
-            command.args(codex_args).env("CODEX_HOME", home.path()).env(
-                crate::codex_home::KEY_VAR,
-                args.client_key.as_deref().unwrap_or("claude-bridge"),
-            );
+            command
+                .args(codex_args)
+                .env("CODEX_HOME", home.path())
+                .env(crate::codex_home::KEY_VAR, bridge_key(args));
             Ok(())
         },
     )
@@ -168,6 +180,11 @@ async fn beside(
     #[cfg(unix)]
     let _sigint = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt())
         .map_err(|e| format!("cannot take SIGINT: {e}"))?;
+    // SIGTERM (`kill`, `timeout`, a service manager) is passed on to the tool, and the launcher
+    // cleans up after it as after any exit; a second SIGTERM kills the tool.
+    #[cfg(unix)]
+    let mut sigterm = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+        .map_err(|e| format!("cannot take SIGTERM: {e}"))?;
     let adopted = crate::process_tree::adopt_orphans();
     let mut command = tokio::process::Command::new(program);
     command.envs(crate::environment::file_only());
@@ -184,11 +201,26 @@ async fn beside(
     let status = match command.kill_on_drop(true).spawn() {
         Ok(mut child) => {
             let pid = child.id();
+            let mut terminated = false;
             loop {
+                #[cfg(unix)]
+                let term = sigterm.recv();
+                #[cfg(not(unix))]
+                let term = std::future::pending::<Option<()>>();
                 tokio::select! {
                     status = child.wait() => break status.map_err(|e| format!("{cannot_run}: {e}")),
                     () = tokio::time::sleep(REAP_EVERY) => {
                         let _ = crate::process_tree::reap_orphans(pid);
+                    }
+                    _ = term => {
+                        tracing::info!("SIGTERM received; passing it on to {program}");
+                        match pid {
+                            Some(pid) if !terminated => crate::process_tree::terminate(pid),
+                            _ => {
+                                let _ = child.start_kill();
+                            }
+                        }
+                        terminated = true;
                     }
                 }
             }
@@ -237,11 +269,11 @@ async fn warn_before_start(args: &ServeArgs, state: &std::sync::Arc<server::AppS
     let Ok(Ok(problems)) = tokio::time::timeout(START_CHECK_WAIT, check).await else {
         return;
     };
-    if problems.is_empty() {
-        return;
-    }
     for problem in &problems {
-        eprintln!("claude-bridge: warning: {problem}");
+        eprintln!("claude-bridge: warning: {}", problem.line);
+    }
+    if !problems.iter().any(|p| p.failing) {
+        return;
     }
     let tool = Path::new(tool)
         .file_name()
@@ -294,6 +326,7 @@ pub fn translate(
             id_seed: crate::ids::seed(),
             dialect,
             tools,
+            tool_names: prepared.tool_names,
             ..bridge_core::api::StreamOptions::default()
         })
         .map_err(|e| e.to_string())?;

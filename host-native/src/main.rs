@@ -43,9 +43,10 @@ fn launched<F: std::future::Future<Output = Result<u8, String>>>(
     run::init_tracing_to(serve, log_file.as_deref())?;
     // A log file per run, so old ones go: the newest few stay for looking back.
     if serve.log_file.is_none()
-        && let Some(dir) = log_file.as_deref().and_then(std::path::Path::parent)
+        && let Some(current) = log_file.as_deref()
+        && let Some(dir) = current.parent()
     {
-        let _ = run::prune_launcher_logs(dir, tool, run::LAUNCHER_LOGS_KEPT);
+        let _ = run::prune_launcher_logs(dir, tool, run::LAUNCHER_LOGS_KEPT, current);
     }
     if let Some(file) = log_file.filter(|f| f.as_os_str() != "-") {
         eprintln!(

@@ -110,6 +110,16 @@ fn signal(pid: i32, signal: rustix::process::Signal) {
     }
 }
 
+/// Ask the process `pid` to stop (SIGTERM); elsewhere than Linux, nothing.
+pub fn terminate(pid: u32) {
+    #[cfg(target_os = "linux")]
+    if let Ok(pid) = i32::try_from(pid) {
+        signal(pid, rustix::process::Signal::TERM);
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = pid;
+}
+
 /// What [`end_descendants`] did.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
 pub struct Ended {

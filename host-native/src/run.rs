@@ -87,9 +87,15 @@ pub fn state_dir() -> Option<std::path::PathBuf> {
 pub const LAUNCHER_LOGS_KEPT: usize = 10;
 
 /// Remove all but the newest `keep` launcher logs of `tool` (`TOOL-<secs>-<pid>.log`) in `dir`,
-/// newest by the time in the name; returns how many were removed. Other files are left alone.
+/// newest by the time in the name, never `current` (this run's, whatever the clock says);
+/// returns how many were removed. Other files are left alone.
 #[must_use]
-pub fn prune_launcher_logs(dir: &std::path::Path, tool: &str, keep: usize) -> usize {
+pub fn prune_launcher_logs(
+    dir: &std::path::Path,
+    tool: &str,
+    keep: usize,
+    current: &std::path::Path,
+) -> usize {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return 0;
     };
@@ -106,7 +112,7 @@ pub fn prune_launcher_logs(dir: &std::path::Path, tool: &str, keep: usize) -> us
     logs.sort_unstable_by_key(|(secs, pid, _)| std::cmp::Reverse((*secs, *pid)));
     logs.iter()
         .skip(keep)
-        .filter(|(_, _, path)| std::fs::remove_file(path).is_ok())
+        .filter(|(_, _, path)| path != current && std::fs::remove_file(path).is_ok())
         .count()
 }
 
@@ -503,7 +509,9 @@ mod tests {
         for other in ["codex-10-1.log", "claude-notes.txt", "claude-x-1.log"] {
             std::fs::write(dir.join(other), "x").unwrap();
         }
-        assert_eq!(prune_launcher_logs(&dir, "claude", 3), 2);
+        // The oldest by name is this run's (a clock set back): it stays.
+        let current = dir.join("claude-50-9.log");
+        assert_eq!(prune_launcher_logs(&dir, "claude", 3, &current), 1);
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .flatten()
@@ -516,6 +524,7 @@ mod tests {
                 "claude-200-3.log",
                 "claude-300-1.log",
                 "claude-300-2.log",
+                "claude-50-9.log",
                 "claude-notes.txt",
                 "claude-x-1.log",
                 "codex-10-1.log"

@@ -42,7 +42,8 @@ impl Tmux {
             .arg("-S")
             .arg(&socket)
             .args(["new-session", "-d", "-s", name, "-x", "200", "-y", "50"])
-            .arg(script)
+            // As separate arguments tmux runs it as it is, not through the user's shell.
+            .args(["sh", "-c", &script])
             .status()
             .map_err(|e| {
                 err(format!(
@@ -74,6 +75,25 @@ impl Tmux {
             .unwrap_or_default()
     }
 
+    /// The visible pane only (what a person sees now; no history above it).
+    #[must_use]
+    pub fn visible(&self) -> String {
+        self.tmux()
+            .args(["capture-pane", "-p", "-J", "-t", &self.name])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default()
+    }
+
+    /// Wait until the visible pane is no longer `before` (a key took effect); at most
+    /// `timeout`, then go on.
+    pub async fn wait_for_change(&self, before: &str, timeout: Duration) {
+        let deadline = Instant::now() + timeout;
+        while Instant::now() < deadline && self.visible() == before {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
     /// Type `text` literally (no key names), then nothing else.
     ///
     /// # Errors
@@ -103,15 +123,36 @@ impl Tmux {
         }
     }
 
-    /// Wait until the screen shows any of `texts`; the screen then. On time-out: an error with
-    /// the last screen.
+    /// Wait until the screen (with its history) shows any of `texts`; the screen then. On
+    /// time-out: an error with the last screen.
     ///
     /// # Errors
     /// None of `texts` appeared within `timeout`.
     pub async fn wait_for(&self, texts: &[&str], timeout: Duration) -> crate::Result<String> {
+        self.wait_until(texts, timeout, Self::screen).await
+    }
+
+    /// [`Tmux::wait_for`] on the visible pane only (for deciding what to press on a screen).
+    ///
+    /// # Errors
+    /// None of `texts` appeared within `timeout`.
+    pub async fn wait_for_visible(
+        &self,
+        texts: &[&str],
+        timeout: Duration,
+    ) -> crate::Result<String> {
+        self.wait_until(texts, timeout, Self::visible).await
+    }
+
+    async fn wait_until(
+        &self,
+        texts: &[&str],
+        timeout: Duration,
+        read: fn(&Self) -> String,
+    ) -> crate::Result<String> {
         let deadline = Instant::now() + timeout;
         loop {
-            let screen = self.screen();
+            let screen = read(self);
             if texts.iter().any(|t| screen.contains(t)) {
                 return Ok(screen);
             }

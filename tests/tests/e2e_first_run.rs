@@ -116,12 +116,18 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
         "{}",
         term.screen()
     );
-    // The model-migration screen came a few seconds after the prompt when it was shown.
+    // The model-migration screen came a few seconds after the prompt when it was shown; and
+    // the home says why it will not come.
     tokio::time::sleep(Duration::from_secs(3)).await;
     let screen = term.screen();
     assert!(
         !screen.contains("Try new model") && !screen.contains("Use existing model"),
         "{screen}"
+    );
+    let config = std::fs::read_to_string(codex_home.join("config.toml")).unwrap_or_default();
+    assert!(
+        config.contains("[notice.model_migrations]") && config.contains("\"gpt-5.5\" = "),
+        "{config}"
     );
     codex_interactive(&term, "interactive codex").await;
     assert_eq!(
@@ -178,7 +184,7 @@ async fn claude_interactive(term: &Tmux, what: &str) {
             term.screen()
         );
         let screen = term
-            .wait_for(
+            .wait_for_visible(
                 &[
                     "Choose the text style",
                     "Press Enter to continue",
@@ -201,11 +207,14 @@ async fn claude_interactive(term: &Tmux, what: &str) {
         }
         if screen.contains("Yes, I trust this folder") {
             // The cursor starts on "No, exit".
+            let before = term.visible();
             term.press(&["Down"]).unwrap();
-            tokio::time::sleep(Duration::from_millis(300)).await;
+            term.wait_for_change(&before, Duration::from_secs(10)).await;
         }
+        // Each key once per screen: the next decision is made on the screen that follows.
+        let before = term.visible();
         term.press(&["Enter"]).unwrap();
-        tokio::time::sleep(Duration::from_millis(800)).await;
+        term.wait_for_change(&before, Duration::from_secs(10)).await;
     }
     term.type_text("Create hello.txt with the word hello")
         .unwrap();
@@ -419,6 +428,60 @@ async fn the_launcher_ends_what_its_tool_left_running() {
     assert!(log.contains("ended the processes"), "{log}");
 }
 
+/// `SIGTERM` to a launcher (`kill`, `timeout`, a service manager) reaches its tool, and what the
+/// tool left running is ended as after any exit.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_to_a_launcher_ends_its_tool_and_what_it_left() {
+    let root = TempDir::new("first-run-sigterm").unwrap();
+    let pid_file = root.path().join("helper.pid");
+    let tool = root.path().join("tool.sh");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nsetsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
+             exec sleep 300\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&tool);
+    let mut launcher = tokio::process::Command::new(binary_path().unwrap())
+        .args(["claude", "--no-upstream-check", "--log-file", "-"])
+        .arg("--claude-bin")
+        .arg(&tool)
+        .env("HOME", root.path())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    for _ in 0..100 {
+        if std::fs::read_to_string(&pid_file).is_ok_and(|p| !p.trim().is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let helper: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let status = std::process::Command::new("kill")
+        .args(["-TERM", &launcher.id().unwrap().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exited = tokio::time::timeout(Duration::from_secs(10), launcher.wait())
+        .await
+        .expect("the launcher did not end within 10 s of SIGTERM")
+        .unwrap();
+    // The tool died of the signal: the launcher says so with a failing status.
+    assert_eq!(exited.code(), Some(1), "{exited:?}");
+    assert!(
+        !Path::new(&format!("/proc/{helper}")).exists(),
+        "the helper {helper} is still running"
+    );
+}
+
 /// `SIGHUP` does not end a launcher (nor its tool) and re-reads its config file; a change to
 /// the file is picked up while the tool runs; the launcher's log says both.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -445,8 +508,12 @@ async fn a_launcher_reloads_its_config_on_change_and_sighup() {
         format!(
             "#!/bin/sh\nset -e\nkill -HUP $PPID\nsleep 0.5\n\
              curl -sf \"$ANTHROPIC_BASE_URL/v1/models\" > {dir}/before.json\n\
-             sed -i 's/first-model/second-model/g' {config}\nsleep 1.5\n\
-             curl -sf \"$ANTHROPIC_BASE_URL/v1/models\" > {dir}/after.json\n",
+             sed -i 's/first-model/second-model/g' {config}\n\
+             for i in $(seq 1 100); do\n\
+               curl -sf \"$ANTHROPIC_BASE_URL/v1/models\" > {dir}/after.json\n\
+               grep -q second-model {dir}/after.json && break\n\
+               sleep 0.2\n\
+             done\n",
             dir = root.path().display(),
             config = config.display()
         ),

@@ -582,7 +582,12 @@ fn read_tools(
     let mut warnings = Vec::new();
     let mut tools = Vec::new();
     let mut client = ResponsesTools::default();
-    for t in &given {
+    for (i, t) in given.iter().enumerate() {
+        // The same tool given twice (two `additional_tools` items in a replayed history) is one.
+        let same = |o: &GivenTool<'_>| o.namespace == t.namespace && name_of(o) == name_of(t);
+        if given[..i].iter().any(same) {
+            continue;
+        }
         let kind = t.tool.get("type").and_then(Value::as_str).unwrap_or("");
         let at = &t.at;
         if hosted(kind) {
@@ -600,7 +605,11 @@ fn read_tools(
         }
         let sent = match t.namespace {
             // Two namespaces (or a namespace and the top level) with one name: qualify it.
-            Some(ns) if given.iter().filter(|o| name_of(o) == name).count() > 1 => {
+            Some(ns)
+                if given
+                    .iter()
+                    .any(|o| name_of(o) == name && o.namespace != t.namespace) =>
+            {
                 format!("{ns}_{name}")
             }
             _ => name.to_owned(),
@@ -723,6 +732,8 @@ impl Converter {
                             "the name of the tool to call",
                         ));
                     };
+                    let namespace = o.get("namespace").and_then(Value::as_str);
+                    let name = self.client_tools.sent_name(namespace, name);
                     json!({"type": "tool", "name": name})
                 }
                 Some("allowed_tools") => match o.get("mode").and_then(Value::as_str) {
@@ -972,7 +983,12 @@ mod tests {
                     {"type": "function", "name": "wait", "parameters": {"type": "object"}}]}]},
             {"type": "message", "role": "user", "content": "go"},
             {"type": "function_call", "call_id": "c1", "name": "wait", "namespace": "collaboration", "arguments": "{}"},
-            {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"},
+            // The same tools again (a replayed history): offered once.
+            {"type": "additional_tools", "id": "at_2", "role": "developer", "tools": [
+                {"type": "namespace", "name": "collaboration", "tools": [
+                    {"type": "function", "name": "wait", "parameters": {"type": "object"}}]}]}],
+            "tool_choice": {"type": "function", "name": "wait", "namespace": "collaboration"},
             "tools": [{"type": "function", "name": "shell", "parameters": {"type": "object"}}]}));
         let names: Vec<&str> = out["tools"]
             .as_array()
@@ -989,6 +1005,7 @@ mod tests {
             out["messages"][1]["content"][0]["name"],
             "collaboration_wait"
         );
+        assert_eq!(out["tool_choice"]["name"], "collaboration_wait");
         let tools = &front.client_tools;
         assert_eq!(tools.custom_tools, ["exec"]);
         assert_eq!(

@@ -175,6 +175,12 @@ async fn the_readme_commands_run_as_written() {
         unknown.is_empty(),
         "README commands this test cannot run (teach it, or show them as text): {unknown:?}"
     );
+    // The bridge's default address must be free too: a bridge already there would answer in
+    // the README's place.
+    assert!(
+        std::net::TcpListener::bind(("127.0.0.1", 3456)).is_ok(),
+        "the README names 127.0.0.1:3456 for `claude-bridge serve`, which must be free for this test"
+    );
     let ollama = upstream_at(11434).await;
     let llamacpp = upstream_at(8080).await;
     let root = TempDir::new("readme").unwrap();
@@ -194,6 +200,8 @@ async fn the_readme_commands_run_as_written() {
     let mut ran = Vec::new();
     for (n, command) in commands.iter().enumerate() {
         let what = format!("README command {n}: {command}");
+        // What a command makes, it must make itself.
+        let _ = std::fs::remove_file(work.join("hello.txt"));
         match kind(command) {
             Some(Kind::Build) | None => continue,
             Some(Kind::Serve) => {
@@ -203,12 +211,18 @@ async fn the_readme_commands_run_as_written() {
                     .env_clear()
                     .envs(env.iter().map(|(k, v)| (*k, v.as_str())))
                     .stdout(std::process::Stdio::null())
-                    .stderr(std::process::Stdio::null())
+                    .stderr(std::fs::File::create(root.path().join("serve.log")).unwrap())
                     .kill_on_drop(true)
                     .spawn()
                     .unwrap();
                 serving.push(child);
                 wait_for_port(3456, &what).await;
+                let exited = serving.last_mut().and_then(|c| c.try_wait().ok().flatten());
+                assert!(
+                    exited.is_none(),
+                    "{what}: exited ({exited:?}):\n{}",
+                    std::fs::read_to_string(root.path().join("serve.log")).unwrap_or_default()
+                );
             }
             Some(Kind::OneShot) => {
                 let out = tokio::time::timeout(
