@@ -94,6 +94,22 @@ impl Tmux {
         }
     }
 
+    /// The visible pane once it has not changed for half a second (at most `timeout`).
+    pub async fn settled(&self, timeout: Duration) -> String {
+        let deadline = Instant::now() + timeout;
+        let mut last = self.visible();
+        let mut since = Instant::now();
+        while Instant::now() < deadline && since.elapsed() < Duration::from_millis(500) {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            let now = self.visible();
+            if now != last {
+                last = now;
+                since = Instant::now();
+            }
+        }
+        last
+    }
+
     /// Type `text` literally (no key names), then nothing else.
     ///
     /// # Errors

@@ -205,11 +205,26 @@ async fn claude_interactive(term: &Tmux, what: &str) {
         if screen.contains(ready) || screen.contains("auto mode on") {
             break;
         }
+        assert!(
+            !screen.contains("[exited"),
+            "{what}: Claude Code ended on a first-run screen:\n{screen}"
+        );
+        // A screen takes keys once it has drawn and settled (under load it may draw first).
+        let screen = term.settled(Duration::from_secs(5)).await;
         if screen.contains("Yes, I trust this folder") {
-            // The cursor starts on "No, exit".
-            let before = term.visible();
-            term.press(&["Down"]).unwrap();
-            term.wait_for_change(&before, Duration::from_secs(10)).await;
+            // The cursor starts on "No, exit": move it, and see it moved, before confirming.
+            for _ in 0..20 {
+                if term.visible().contains("❯ Yes, I trust this folder") {
+                    break;
+                }
+                term.press(&["Down"]).unwrap();
+                tokio::time::sleep(Duration::from_millis(300)).await;
+            }
+            assert!(
+                term.visible().contains("❯ Yes, I trust this folder"),
+                "{what}: the trust choice did not move:\n{}",
+                term.visible()
+            );
         }
         // Each key once per screen: the next decision is made on the screen that follows.
         let before = term.visible();

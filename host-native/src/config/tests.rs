@@ -479,28 +479,40 @@ fn load_reads_the_file_and_names_it_when_it_cannot() {
     std::fs::remove_dir(&dir).unwrap();
 }
 
-/// The README's annotated example is a config this bridge loads (so the README stays true).
-#[test]
-fn the_readme_example_loads() {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .unwrap();
-    let section = readme
-        .split("## Many providers")
+/// The first ```toml example after `heading` in the repository file `file`.
+fn toml_example(file: &str, heading: &str) -> String {
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("..").join(file))
+        .unwrap();
+    let section = text
+        .split(heading)
         .nth(1)
-        .expect("the README has the config section");
-    let example = section
+        .unwrap_or_else(|| panic!("{file} has the section {heading:?}"));
+    section
         .split("```toml\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("the section has a toml example");
+        .unwrap_or_else(|| panic!("{file}: {heading:?} has a toml example"))
+        .to_owned()
+}
+
+/// The configuration reference's annotated example, and the README's config with a fallback,
+/// are configs this bridge loads (so the documentation stays true).
+#[test]
+fn the_documented_examples_load() {
     let env = Env::fixed("/tmp")
         .with_var("BRIDGE_CLIENT_KEY", "k")
         .with_var("OPENAI_API_KEY", "sk-o")
         .with_var("ANTHROPIC_API_KEY", "sk-a");
-    let config = Config::parse(example, Path::new("README.md"), &env)
-        .unwrap_or_else(|e| panic!("the README example does not load: {e}"));
+    let reference = toml_example("docs/configuration.md", "## The config file");
+    let config = Config::parse(&reference, Path::new("docs/configuration.md"), &env)
+        .unwrap_or_else(|e| panic!("the reference example does not load: {e}"));
     assert_eq!(config.providers.len(), 3);
     assert_eq!(config.router.rules.len(), 1);
     assert_eq!(config.providers["openai"].timeouts.first_byte, Some(120));
+
+    let readme = toml_example("README.md", "## A config file with a fallback");
+    let config = Config::parse(&readme, Path::new("README.md"), &env)
+        .unwrap_or_else(|e| panic!("the README example does not load: {e}"));
+    assert_eq!(config.providers.len(), 2);
+    assert_eq!(config.router.fallback.len(), 1);
 }
