@@ -404,19 +404,10 @@ async fn a_dead_upstream_ends_claude_code_quickly_with_its_address() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_launcher_ends_what_its_tool_left_running() {
     let root = TempDir::new("first-run-orphans").unwrap();
-    let pid_file = root.path().join("helper.pid");
-    let tool = root.path().join("tool.sh");
-    std::fs::write(
-        &tool,
-        format!(
-            "#!/bin/sh\nsetsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
-             while [ ! -s {} ]; do sleep 0.05; done\nexit 3\n",
-            pid_file.display(),
-            pid_file.display()
-        ),
-    )
-    .unwrap();
-    make_executable(&tool);
+    let (tool, pid_file) = tool_leaving_a_helper(
+        root.path(),
+        "while [ ! -s \"$HELPER_PID\" ]; do sleep 0.05; done\nexit 3",
+    );
     let output = tokio::time::timeout(
         Duration::from_secs(30),
         tokio::process::Command::new(binary_path().unwrap())
@@ -448,18 +439,7 @@ async fn the_launcher_ends_what_its_tool_left_running() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_to_a_launcher_ends_its_tool_and_what_it_left() {
     let root = TempDir::new("first-run-sigterm").unwrap();
-    let pid_file = root.path().join("helper.pid");
-    let tool = root.path().join("tool.sh");
-    std::fs::write(
-        &tool,
-        format!(
-            "#!/bin/sh\nsetsid sh -c 'echo $$ > {}; exec sleep 300' </dev/null >/dev/null 2>&1 &\n\
-             exec sleep 300\n",
-            pid_file.display()
-        ),
-    )
-    .unwrap();
-    make_executable(&tool);
+    let (tool, pid_file) = tool_leaving_a_helper(root.path(), "exec sleep 300");
     let mut launcher = tokio::process::Command::new(binary_path().unwrap())
         .args(["claude", "--no-upstream-check", "--log-file", "-"])
         .arg("--claude-bin")
@@ -565,6 +545,26 @@ async fn a_launcher_reloads_its_config_on_change_and_sighup() {
         "{log}"
     );
     assert!(log.contains("the file changed"), "{log}");
+}
+
+/// A tool script in `dir` that starts a helper in a session of its own (as Codex's daemons
+/// are), which writes its pid to the returned file (`$HELPER_PID` in the script), then runs
+/// `then`.
+fn tool_leaving_a_helper(dir: &Path, then: &str) -> (std::path::PathBuf, std::path::PathBuf) {
+    let pid_file = dir.join("helper.pid");
+    let tool = dir.join("tool.sh");
+    std::fs::write(
+        &tool,
+        format!(
+            "#!/bin/sh\nHELPER_PID={}\n\
+             setsid sh -c \"echo \\$\\$ > $HELPER_PID; exec sleep 300\" </dev/null >/dev/null 2>&1 &\n\
+             {then}\n",
+            pid_file.display()
+        ),
+    )
+    .unwrap();
+    make_executable(&tool);
+    (tool, pid_file)
 }
 
 fn make_executable(path: &Path) {
