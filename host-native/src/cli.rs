@@ -172,6 +172,20 @@ pub enum Provider {
     Fabstir,
 }
 
+impl Provider {
+    /// The base URL used when `--base-url` is not given: Ollama's local server for Chat
+    /// Completions, OpenAI's API for Responses, Anthropic's API for the pass-through (Fabstir
+    /// does not use one).
+    #[must_use]
+    pub const fn default_base_url(self) -> &'static str {
+        match self {
+            Self::Openai | Self::Fabstir => "http://127.0.0.1:11434/v1",
+            Self::Responses => crate::config::OPENAI_API_URL,
+            Self::Anthropic => crate::config::ANTHROPIC_API_URL,
+        }
+    }
+}
+
 /// How Fabstir jobs are paid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -237,14 +251,10 @@ pub struct ServeArgs {
     /// Upstream protocol.
     #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_PROVIDER", value_enum, default_value_t = Provider::Openai)]
     pub provider: Provider,
-    /// Upstream base URL (`…/v1`; `/chat/completions` is appended).
-    #[arg(
-        help_heading = "Common",
-        long,
-        env = "CLAUDE_BRIDGE_BASE_URL",
-        default_value = "http://127.0.0.1:11434/v1"
-    )]
-    pub base_url: String,
+    /// Upstream base URL. Default per provider: openai `http://127.0.0.1:11434/v1` (Ollama),
+    /// responses `https://api.openai.com/v1`, anthropic `https://api.anthropic.com`.
+    #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_BASE_URL")]
+    pub base_url: Option<String>,
     /// Upstream model for every request; without it the client's model name is forwarded.
     #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_MODEL")]
     pub model: Option<String>,
@@ -538,6 +548,16 @@ impl ServeArgs {
             );
         }
         fitted
+    }
+
+    /// The upstream's base URL: `--base-url`, else the provider's usual one
+    /// ([`Provider::default_base_url`]).
+    #[must_use]
+    pub fn base_url(&self) -> &str {
+        self.base_url
+            .as_deref()
+            .filter(|url| !url.trim().is_empty())
+            .unwrap_or_else(|| self.provider.default_base_url())
     }
 
     /// The core's dialect for `--provider`, and its options as the JSON the core takes.
@@ -849,6 +869,38 @@ mod tests {
         assert_eq!(request, PathBuf::from("r.json"));
         assert_eq!(serve.provider, Provider::Responses);
         assert_eq!(serve.max_connections, 512);
+    }
+
+    #[test]
+    fn each_provider_has_its_usual_base_url_unless_one_is_given() {
+        let serve = |extra: &[&str]| {
+            let mut argv = vec!["cb", "serve"];
+            argv.extend_from_slice(extra);
+            let argv: Vec<String> = argv.into_iter().map(String::from).collect();
+            let Some(Command::Serve(serve)) = parse_from(&argv).command else {
+                panic!("not serve");
+            };
+            serve
+        };
+        assert_eq!(serve(&[]).base_url(), "http://127.0.0.1:11434/v1");
+        assert_eq!(
+            serve(&["--provider", "anthropic"]).base_url(),
+            "https://api.anthropic.com"
+        );
+        assert_eq!(
+            serve(&["--provider", "responses"]).base_url(),
+            "https://api.openai.com/v1"
+        );
+        assert_eq!(
+            serve(&[
+                "--provider",
+                "anthropic",
+                "--base-url",
+                "http://127.0.0.1:9/"
+            ])
+            .base_url(),
+            "http://127.0.0.1:9/"
+        );
     }
 
     #[test]

@@ -228,7 +228,7 @@ async fn check_flags(http: &reqwest::Client, args: &ServeArgs) -> Row {
     let mut row = Row {
         name: String::from(crate::server::routes::FLAGS_PROVIDER),
         kind: format!("{:?}", args.provider).to_lowercase(),
-        base_url: crate::redact::split_userinfo(&args.base_url).0,
+        base_url: crate::redact::split_userinfo(args.base_url()).0,
         ..Row::default()
     };
     let (path, anthropic) = match args.provider {

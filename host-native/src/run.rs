@@ -123,7 +123,7 @@ pub fn register_secrets(args: &ServeArgs) {
     for key in [&args.api_key, &args.client_key].into_iter().flatten() {
         register(key);
     }
-    if let (_, Some((user, password))) = crate::redact::split_userinfo(&args.base_url) {
+    if let (_, Some((user, password))) = crate::redact::split_userinfo(args.base_url()) {
         register(&password);
         register(&crate::redact::percent_decode(&password));
         if password.is_empty() {
@@ -160,7 +160,7 @@ pub async fn build_provider(
 ) -> Result<Arc<dyn crate::provider::Provider>, String> {
     let upstream = |endpoint: &str, bearer: bool| {
         let mut upstream = Upstream::new(
-            &args.base_url,
+            args.base_url(),
             endpoint,
             args.api_key.as_deref().filter(|_| bearer),
             args.ca_cert.as_deref(),

@@ -405,6 +405,23 @@ async fn without_a_provider_key_the_clients_credentials_go_through_and_oauth_get
         r.json().unwrap()["content"][0]["text"],
         "{\"title\":\"Files\"}"
     );
+    // curl and hand-written clients often omit `anthropic-version`, which Anthropic
+    // (and the stand-in) refuses: the bridge sends the stable one for them.
+    let r = post(
+        &bridge,
+        "/v1/messages",
+        &[json_type, ("x-api-key", "sk-ant-client")],
+        &body,
+    )
+    .await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(
+        upstream
+            .requests()
+            .last()
+            .and_then(|r| r.header("anthropic-version")),
+        Some("2023-06-01")
+    );
     let bearer = format!("Bearer {OAUTH_TOKEN}");
     let r = post(
         &bridge,

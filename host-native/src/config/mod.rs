@@ -48,6 +48,12 @@ pub use types::{
 
 use document::Document;
 
+/// Anthropic's API, the default `base_url` of an `anthropic` provider (`/v1/messages` is appended).
+pub const ANTHROPIC_API_URL: &str = "https://api.anthropic.com";
+
+/// OpenAI's API, the default `base_url` of a `responses` provider.
+pub const OPENAI_API_URL: &str = "https://api.openai.com/v1";
+
 impl Config {
     /// Read and check the file at `path` (relative paths against `env`'s working directory).
     ///

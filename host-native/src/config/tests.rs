@@ -263,6 +263,24 @@ fn values_are_checked_where_they_stand() {
     let e = err("[providers.local]\nkind = \"openai\"\n");
     assert_eq!(place(&e), (1, 1, Some("providers.local")));
     assert!(e.message.starts_with("missing `base_url`"), "{e}");
+    // Anthropic's and OpenAI's own APIs need no base_url.
+    let config =
+        parse("[router]\ndefault = \"a\"\n[providers.a]\nkind = \"anthropic\"\n[providers.r]\nkind = \"responses\"\n")
+            .unwrap();
+    let urls: Vec<&str> = config
+        .providers
+        .values()
+        .map(|p| match &p.kind {
+            ProviderKind::Anthropic { upstream } | ProviderKind::Responses { upstream, .. } => {
+                upstream.base_url.as_str()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(
+        urls,
+        ["https://api.anthropic.com", "https://api.openai.com/v1"]
+    );
     let e = err("[providers.local]\nkind = \"openai\"\nbase_url = \"localhost:11434\"\n");
     assert_eq!(place(&e), (3, 12, Some("providers.local.base_url")));
     let e = err(&format!("{LOCAL}headers = {{ \"bad header\" = \"v\" }}\n"));

@@ -296,7 +296,7 @@ fn provider(
     }
     let kind = match raw.kind {
         Kind::Openai => ProviderKind::Openai {
-            upstream: http_upstream(doc, name, &raw, env)?,
+            upstream: http_upstream(doc, name, &raw, env, None)?,
             options: ChatSettings {
                 max_tokens_cap: raw.max_tokens_cap,
                 max_completion_tokens: raw.max_completion_tokens,
@@ -307,7 +307,7 @@ fn provider(
             },
         },
         Kind::Responses => ProviderKind::Responses {
-            upstream: http_upstream(doc, name, &raw, env)?,
+            upstream: http_upstream(doc, name, &raw, env, Some(super::OPENAI_API_URL))?,
             options: ResponsesSettings {
                 max_tokens_cap: raw.max_tokens_cap,
                 strict_schemas: raw.strict_schemas,
@@ -315,7 +315,7 @@ fn provider(
             },
         },
         Kind::Anthropic => ProviderKind::Anthropic {
-            upstream: http_upstream(doc, name, &raw, env)?,
+            upstream: http_upstream(doc, name, &raw, env, Some(super::ANTHROPIC_API_URL))?,
         },
         Kind::Fabstir => {
             let mut settings: FabstirSettings = doc.deserialize(&provider_path(name))?;
@@ -343,23 +343,30 @@ fn http_upstream(
     name: &str,
     raw: &ProviderRaw,
     env: &Env,
+    default_url: Option<&str>,
 ) -> Result<HttpUpstream, ConfigError> {
-    let Some(base_url) = &raw.base_url else {
-        return Err(doc.error_at_key(
-            &provider_path(name),
-            "missing `base_url`: the upstream's URL, e.g. \"http://127.0.0.1:11434/v1\"",
-        ));
+    let url = match (&raw.base_url, default_url) {
+        (Some(base_url), _) => {
+            let url = base_url.get_ref().trim();
+            if !(url.starts_with("http://") || url.starts_with("https://"))
+                || url.contains(char::is_whitespace)
+            {
+                return Err(doc.error(
+                    base_url.span(),
+                    &key_path(name, "base_url"),
+                    &format!("`{url}` is not an http:// or https:// URL"),
+                ));
+            }
+            url
+        }
+        (None, Some(default_url)) => default_url,
+        (None, None) => {
+            return Err(doc.error_at_key(
+                &provider_path(name),
+                "missing `base_url`: the upstream's URL, e.g. \"http://127.0.0.1:11434/v1\"",
+            ));
+        }
     };
-    let url = base_url.get_ref().trim();
-    if !(url.starts_with("http://") || url.starts_with("https://"))
-        || url.contains(char::is_whitespace)
-    {
-        return Err(doc.error(
-            base_url.span(),
-            &key_path(name, "base_url"),
-            &format!("`{url}` is not an http:// or https:// URL"),
-        ));
-    }
     let api_key = raw
         .api_key
         .as_ref()

@@ -7,7 +7,8 @@
 //! dialect): the body goes through unchanged except the model when `--model` names one, and the
 //! history repair every provider gets; the bytes are forwarded as they came when neither changes
 //! anything. `anthropic-version`, `anthropic-beta` and the SDK's `x-stainless-*` /
-//! `user-agent` / `x-app` headers are forwarded unchanged.
+//! `user-agent` / `x-app` headers are forwarded unchanged; a request without
+//! `anthropic-version` (curl, hand-written clients) gets `2023-06-01`.
 //!
 //! Credentials: with a provider key, `x-api-key: KEY` and the client's credentials are dropped;
 //! without one, the client's `x-api-key` or `Authorization: Bearer` is forwarded, and a bearer
@@ -32,6 +33,9 @@ use super::upstream::Upstream;
 use super::{Answer, BoxFuture, Call, Provider};
 use crate::engine::{Engine, encode_options};
 use crate::error::BridgeError;
+
+/// The API version sent when the client names none.
+pub const DEFAULT_ANTHROPIC_VERSION: &str = "2023-06-01";
 
 /// The beta a Claude OAuth token needs.
 const OAUTH_BETA: &str = "oauth-2025-04-20";
@@ -110,6 +114,14 @@ impl AnthropicPassThrough {
             {
                 out.append(name, value.clone());
             }
+        }
+        // Anthropic refuses a request without a version; curl and other hand-written
+        // clients often omit it.
+        if !out.contains_key("anthropic-version") {
+            out.insert(
+                "anthropic-version",
+                HeaderValue::from_static(DEFAULT_ANTHROPIC_VERSION),
+            );
         }
         if self.has_key {
             return out;

@@ -26,9 +26,6 @@ use crate::engine::EngineError;
 use crate::error::BridgeError;
 use crate::provider::Call;
 
-/// The Messages API version an OpenAI client's request is sent with.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
-
 /// `POST /v1/chat/completions`.
 pub(super) async fn chat_completions(
     state: &AppState,
@@ -119,15 +116,10 @@ async fn serve(
     };
     let client = OpenAiClient::new(std::sync::Arc::clone(&state.engine), front, options);
     // The client's headers are OpenAI's: its `Authorization` is for this bridge, not a
-    // credential for an upstream, and Anthropic needs a version. A provider gets only that.
-    let mut headers = http::HeaderMap::new();
-    headers.insert(
-        "anthropic-version",
-        HeaderValue::from_static(ANTHROPIC_VERSION),
-    );
+    // credential for an upstream (the Anthropic provider adds the version it needs).
     let call = Call {
         body: request,
-        headers,
+        headers: http::HeaderMap::new(),
         query: None,
     };
     messages::dispatch(state, call, request_id, &ClientShape::OpenAi(client)).await

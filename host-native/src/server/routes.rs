@@ -313,7 +313,7 @@ fn provider_args(
         out.first_byte_timeout = s;
     }
     let http = |out: &mut ServeArgs, upstream: &crate::config::HttpUpstream| {
-        out.base_url = upstream.base_url.clone();
+        out.base_url = Some(upstream.base_url.clone());
         out.api_key = upstream
             .api_key
             .as_ref()
