@@ -171,6 +171,8 @@ export interface Usage {
   input_tokens: number;
   cache_creation_input_tokens?: number;
   cache_read_input_tokens?: number;
+  /** Cache writes by lifetime (always present in the bridge's own streams). */
+  cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
   output_tokens: number;
 }
 

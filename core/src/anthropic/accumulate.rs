@@ -159,6 +159,9 @@ pub(crate) fn merge_usage(into: &mut Usage, delta: &Usage) {
     if delta.cache_creation_input_tokens.is_some() {
         into.cache_creation_input_tokens = delta.cache_creation_input_tokens;
     }
+    if delta.cache_creation.is_some() {
+        into.cache_creation = delta.cache_creation;
+    }
 }
 
 /// Parse a tool input the way [`Accumulator`] does (empty → `{}`).

@@ -104,9 +104,7 @@ impl MessageShell {
             stop_sequence: None,
             usage: Usage {
                 input_tokens,
-                cache_creation_input_tokens: None,
-                cache_read_input_tokens: None,
-                output_tokens: 0,
+                ..Usage::zero()
             },
         }
     }
@@ -124,9 +122,39 @@ pub struct Usage {
     /// Tokens read from the cache.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cache_read_input_tokens: Option<u32>,
+    /// The cache writes by lifetime.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_creation: Option<CacheCreation>,
     /// Output tokens (cumulative).
     #[serde(default)]
     pub output_tokens: u32,
+}
+
+impl Usage {
+    /// Every count zero and present: what the bridge's own streams start from. Anthropic
+    /// always sends the cache counts and the `cache_creation` object, and some clients read
+    /// them without checking.
+    #[must_use]
+    pub fn zero() -> Self {
+        Self {
+            input_tokens: 0,
+            cache_creation_input_tokens: Some(0),
+            cache_read_input_tokens: Some(0),
+            cache_creation: Some(CacheCreation::default()),
+            output_tokens: 0,
+        }
+    }
+}
+
+/// Cache writes by lifetime, as Anthropic reports them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CacheCreation {
+    /// Tokens written with the 5-minute lifetime.
+    #[serde(default)]
+    pub ephemeral_5m_input_tokens: u32,
+    /// Tokens written with the 1-hour lifetime.
+    #[serde(default)]
+    pub ephemeral_1h_input_tokens: u32,
 }
 
 /// The empty state a content block starts in.

@@ -136,7 +136,7 @@ pub struct CompletionUsage {
 pub struct PromptDetails {
     /// Read from a cache.
     pub cached_tokens: u64,
-    /// Written to a cache (when the upstream reported it).
+    /// Written to a cache (when the upstream reported writes).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cache_write_tokens: Option<u64>,
 }
@@ -144,7 +144,12 @@ pub struct PromptDetails {
 impl CompletionUsage {
     fn from_anthropic(usage: &Usage) -> Self {
         let cached = u64::from(usage.cache_read_input_tokens.unwrap_or(0));
-        let written = usage.cache_creation_input_tokens.map(u64::from);
+        // Anthropic always reports the writes, zero included; OpenAI-style clients only
+        // see the field when something was written.
+        let written = usage
+            .cache_creation_input_tokens
+            .filter(|&n| n > 0)
+            .map(u64::from);
         let prompt = u64::from(usage.input_tokens) + cached + written.unwrap_or(0);
         let completion = u64::from(usage.output_tokens);
         Self {

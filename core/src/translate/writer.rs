@@ -59,7 +59,8 @@
 use serde_json::Value;
 
 use crate::anthropic::events::{
-    ApiError, BlockStart, Delta, MessageDeltaBody, MessageShell, StopReason, StreamEvent, Usage,
+    ApiError, BlockStart, CacheCreation, Delta, MessageDeltaBody, MessageShell, StopReason,
+    StreamEvent, Usage,
 };
 use crate::ids::IdSource;
 use crate::tokens::estimate_text;
@@ -385,6 +386,7 @@ impl AnthropicWriter {
     #[must_use]
     pub fn usage(&self, upstream: &UpstreamUsage) -> Usage {
         let prompt = upstream.prompt_tokens.unwrap_or(0);
+        let written = to_u32(upstream.cache_write_tokens.unwrap_or(0));
         let input = prompt
             .saturating_sub(upstream.cached_tokens.unwrap_or(0))
             .saturating_sub(upstream.cache_write_tokens.unwrap_or(0));
@@ -394,8 +396,14 @@ impl AnthropicWriter {
             } else {
                 to_u32(input)
             },
-            cache_creation_input_tokens: upstream.cache_write_tokens.map(to_u32),
-            cache_read_input_tokens: upstream.cached_tokens.map(to_u32),
+            cache_creation_input_tokens: Some(written),
+            cache_read_input_tokens: Some(to_u32(upstream.cached_tokens.unwrap_or(0))),
+            // Upstreams that report cache writes (DeepSeek, vLLM) do not say for how long;
+            // the 5-minute lifetime is Anthropic's default.
+            cache_creation: Some(CacheCreation {
+                ephemeral_5m_input_tokens: written,
+                ephemeral_1h_input_tokens: 0,
+            }),
             output_tokens: upstream
                 .output_tokens
                 .map_or_else(|| estimate_text(self.output_chars), to_u32),
@@ -543,6 +551,20 @@ mod tests {
                 u.cache_creation_input_tokens
             ),
             (30, Some(60), Some(10))
+        );
+        assert_eq!(
+            u.cache_creation.map(|c| c.ephemeral_5m_input_tokens),
+            Some(10)
+        );
+        let unknown = w.usage(&UpstreamUsage::default());
+        assert_eq!(
+            (
+                unknown.cache_read_input_tokens,
+                unknown.cache_creation_input_tokens,
+                unknown.cache_creation
+            ),
+            (Some(0), Some(0), Some(CacheCreation::default())),
+            "clients read these unconditionally"
         );
         assert_eq!(w.usage(&UpstreamUsage::default()).input_tokens, 9);
     }
