@@ -27,8 +27,9 @@
 //! ```
 //!
 //! ```
-//! use bridge_core::chatml::tool_calls::{Piece, ToolCallParser};
-//! let mut p = ToolCallParser::new(Vec::new());
+//! use bridge_core::chatml::tool_calls::{Piece, ToolCallParser, ToolHint};
+//! // The request offered Bash (with no tools offered, `<tool_call>` is plain text).
+//! let mut p = ToolCallParser::new(vec![ToolHint::from_schema("Bash", None)]);
 //! let mut pieces = Vec::new();
 //! for token in ["<think>plan</think>\n\nOK.", "\n<tool", "_call>{\"name\":\"Bash\",", "\"arguments\":{\"command\":\"ls\"}}</tool_call>"] {
 //!     pieces.extend(p.feed(token));
@@ -128,7 +129,8 @@ impl ToolCallParser {
         self.buf.len() + self.pending_ws.len()
     }
 
-    /// A parser at the start of a reply, with the tools the request offered.
+    /// A parser at the start of a reply, with the tools the request offered. With none,
+    /// `<tool_call>` is plain text.
     #[must_use]
     pub fn new(hints: Vec<ToolHint>) -> Self {
         Self {
@@ -197,6 +199,13 @@ impl ToolCallParser {
                     self.segment(true, &ready, out);
                     false
                 }
+            }
+            Mode::Text if self.hints.is_empty() => {
+                // No tools were offered (a title or summary request): a `<tool_call>` the
+                // model writes anyway is text, never a call the client cannot answer.
+                let ready = std::mem::take(&mut self.buf);
+                self.text(&ready, out);
+                false
             }
             Mode::Text => {
                 if let Some(at) = self.buf.find(CALL_OPEN) {
@@ -419,9 +428,17 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A request that offered a tool (its name unused by these replies).
+    fn offered() -> Vec<ToolHint> {
+        vec![ToolHint {
+            name: "Other".into(),
+            string_params: Vec::new(),
+        }]
+    }
+
     fn run(tokens: &[&str], hints: Vec<ToolHint>) -> Vec<Piece> {
         let mut p = ToolCallParser::new(hints);
-        let mut out: Vec<Piece> = Vec::new();
+        let mut out: Vec<Piece> = Vec::<Piece>::new();
         for t in tokens {
             merge(&mut out, p.feed(t));
         }
@@ -448,23 +465,42 @@ mod tests {
     }
 
     #[test]
+    fn without_offered_tools_a_tool_call_is_text() {
+        let reply = "Title: <tool_call>{\"name\":\"Bash\",\"arguments\":{}}</tool_call>";
+        for split in [reply.len(), 10, 20] {
+            assert_eq!(
+                run(&[&reply[..split], &reply[split..]], Vec::new()),
+                vec![Piece::Text(reply.into())],
+                "split at {split}"
+            );
+        }
+        assert_eq!(
+            run(&["<think>t</think> ", "<tool_call>x"], Vec::new()),
+            vec![
+                Piece::Thinking("t".into()),
+                Piece::Text("<tool_call>x".into())
+            ]
+        );
+    }
+
+    #[test]
     fn every_split_point_gives_the_same_pieces() {
         let inputs = [
             "  <think>step 1\nstep 2</think>\n\nI will list.\n<tool_call>\n{\"name\": \"Bash\", \"arguments\": {\"command\": \"ls\"}}\n</tool_call>\n<tool_call>Bash<arg_key>command</arg_key><arg_value>pwd</arg_value></tool_call>",
             "a < b and <tool but not a call; <tool_call><function=Bash>\n<parameter=command>\necho é\n</parameter>\n</function>\n</tool_call> done",
         ];
         for input in inputs {
-            let whole = run(&[input], Vec::new());
+            let whole = run(&[input], offered());
             for (i, _) in input.char_indices() {
                 assert_eq!(
-                    run(&[&input[..i], &input[i..]], Vec::new()),
+                    run(&[&input[..i], &input[i..]], offered()),
                     whole,
                     "split at {i}"
                 );
             }
             let chars: Vec<String> = input.chars().map(String::from).collect();
             let refs: Vec<&str> = chars.iter().map(String::as_str).collect();
-            assert_eq!(run(&refs, Vec::new()), whole, "char by char");
+            assert_eq!(run(&refs, offered()), whole, "char by char");
         }
     }
 
@@ -476,7 +512,7 @@ mod tests {
                 "<tool_call>Bash<arg_key>command</arg_key><arg_value>pwd</arg_value></tool_call>",
                 "\n<tool_call>\n<function=Bash>\n<parameter=command>\necho hi\n</parameter>\n</function>\n</tool_call>\n",
             ],
-            Vec::new(),
+            offered(),
         );
         assert_eq!(
             got,
@@ -495,14 +531,14 @@ mod tests {
         assert_eq!(
             run(
                 &["if x <", " y then <tool", " stays text <tool_cal"],
-                Vec::new()
+                offered()
             ),
             vec![Piece::Text(
                 "if x < y then <tool stays text <tool_cal".into()
             )]
         );
         assert_eq!(
-            run(&["<thin", "g> is not thinking"], Vec::new()),
+            run(&["<thin", "g> is not thinking"], offered()),
             vec![Piece::Text("<thing> is not thinking".into())]
         );
     }
@@ -511,15 +547,15 @@ mod tests {
     fn malformed_calls_are_kept_as_text() {
         let broken =
             "Try: <tool_call>{\"name\": \"Bash\", \"arguments\": {\"command\": }</tool_call> ok";
-        assert_eq!(run(&[broken], Vec::new()), vec![Piece::Text(broken.into())]);
+        assert_eq!(run(&[broken], offered()), vec![Piece::Text(broken.into())]);
         let unclosed = "<tool_call>{\"name\": \"Bash\", \"argu";
         assert_eq!(
-            run(&[unclosed], Vec::new()),
+            run(&[unclosed], offered()),
             vec![Piece::Text(unclosed.into())]
         );
         let no_name = "<tool_call>{\"arguments\": {}}</tool_call>";
         assert_eq!(
-            run(&[no_name], Vec::new()),
+            run(&[no_name], offered()),
             vec![Piece::Text(no_name.into())]
         );
     }
@@ -529,7 +565,7 @@ mod tests {
         assert_eq!(
             run(
                 &["x<tool_call>Bash<arg_key>command</arg_key><arg_value>ls</arg_value>"],
-                Vec::new()
+                offered()
             ),
             vec![Piece::Text(
                 "x<tool_call>Bash<arg_key>command</arg_key><arg_value>ls</arg_value>".into()
@@ -538,7 +574,7 @@ mod tests {
         assert_eq!(
             run(
                 &["<tool_call><function=Bash><parameter=command>ls</parameter></function>"],
-                Vec::new()
+                offered()
             ),
             vec![bash("ls")]
         );
@@ -549,7 +585,7 @@ mod tests {
         assert_eq!(
             run(
                 &["<tool_call>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}"],
-                Vec::new()
+                offered()
             ),
             vec![bash("ls")]
         );
@@ -562,14 +598,14 @@ mod tests {
                 &[
                     "<tool_call>{\"name\":\"Bash\",\"arguments\":\"{\\\"command\\\":\\\"ls\\\"}\"}</tool_call>"
                 ],
-                Vec::new()
+                offered()
             ),
             vec![bash("ls")]
         );
         assert_eq!(
             run(
                 &["<tool_call>{\"name\":\"Bash\",\"parameters\":{\"command\":\"ls\"}}</tool_call>"],
-                Vec::new()
+                offered()
             ),
             vec![bash("ls")]
         );
@@ -606,13 +642,13 @@ mod tests {
                 "\n\nLine one\n\nline two  ",
                 "\n<tool_call>{\"name\":\"Bash\",\"arguments\":{\"command\":\"ls\"}}</tool_call>\n\n",
             ],
-            Vec::new(),
+            offered(),
         );
         assert_eq!(
             got,
             vec![Piece::Text("Line one\n\nline two".into()), bash("ls")]
         );
-        assert_eq!(run(&["  \n "], Vec::new()), Vec::<Piece>::new());
+        assert_eq!(run(&["  \n "], offered()), Vec::<Piece>::new());
     }
 
     #[test]
@@ -626,7 +662,7 @@ mod tests {
         let tokens: Vec<String> = chars.chunks(3).map(|c| c.iter().collect()).collect();
         let refs: Vec<&str> = tokens.iter().map(String::as_str).collect();
         assert_eq!(
-            run(&refs, Vec::new()),
+            run(&refs, offered()),
             vec![
                 Piece::Text("Writing.".into()),
                 Piece::ToolCall {
@@ -640,7 +676,7 @@ mod tests {
     #[test]
     fn thinking_that_never_closes_is_thinking() {
         assert_eq!(
-            run(&["<think>still going</thi"], Vec::new()),
+            run(&["<think>still going</thi"], offered()),
             vec![Piece::Thinking("still going</thi".into())]
         );
     }

@@ -280,7 +280,8 @@ mod tests {
 
     #[test]
     fn an_unclosed_tool_call_in_model_text_is_bounded() {
-        let mut t = TokenStreamTranslator::new("m".into(), 1, 1, Vec::new());
+        let bash = crate::chatml::tool_calls::ToolHint::from_schema("Bash", None);
+        let mut t = TokenStreamTranslator::new("m".into(), 1, 1, vec![bash]);
         assert!(!ended_with_held_error(&t.feed(
             "<tool_call>\n{\"name\": \"Bash\", \"arguments\": {\"command\": \""
         )));

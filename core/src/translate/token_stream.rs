@@ -14,7 +14,9 @@
 //! ```
 //! use bridge_core::translate::token_stream::{StreamEnd, TokenStreamTranslator};
 //! use bridge_core::anthropic::stream::Validator;
-//! let mut t = TokenStreamTranslator::new("claude-x".into(), 20, 7, Vec::new());
+//! use bridge_core::chatml::tool_calls::ToolHint;
+//! let bash = ToolHint::from_schema("Bash", None); // the request offered Bash
+//! let mut t = TokenStreamTranslator::new("claude-x".into(), 20, 7, vec![bash]);
 //! let mut events = t.feed("Listing.<tool_call>{\"name\":\"Bash\",");
 //! events.extend(t.feed("\"arguments\":{\"command\":\"ls\"}}</tool_call>"));
 //! events.extend(t.finish(&StreamEnd { finish_reason: Some("stop".into()), prompt_tokens: Some(31), completion_tokens: Some(12) }));
