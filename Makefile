@@ -4,7 +4,7 @@
 SHELL := /bin/bash
 CARGO ?= cargo
 LISTEN ?= 127.0.0.1:3456
-BASE_URL ?= http://127.0.0.1:11434/v1
+BASE_URL ?=
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 
@@ -36,16 +36,16 @@ install: build
 	install -D -m 755 $(TARGET_DIR)/release/claude-bridge $(PREFIX)/bin/claude-bridge
 	@echo "installed $(PREFIX)/bin/claude-bridge"; case ":$$PATH:" in *":$(PREFIX)/bin:"*) ;; *) echo "($(PREFIX)/bin is not on PATH: add it, e.g. export PATH=\"$(PREFIX)/bin:\$$PATH\")";; esac
 
-## Serve on $(LISTEN) against an OpenAI-compatible server at $(BASE_URL) (Ollama's default).
-## Override with e.g. `make run BASE_URL=https://api.openai.com/v1 ARGS="--model gpt-4o"`,
-## or with CLAUDE_BRIDGE_* environment variables.
+## Serve on $(LISTEN) against the provider's usual URL (Ollama's http://127.0.0.1:11434/v1 for the
+## default openai provider; the start-up line names it). Override with e.g.
+## `make run BASE_URL=https://api.openai.com/v1 ARGS="--model gpt-4o"`, or with CLAUDE_BRIDGE_*
+## environment variables.
 run: build
-	@if [ -z "$$CLAUDE_BRIDGE_BASE_URL" ] && [[ "$(ARGS)" != *fabstir* ]]; then echo "claude-bridge: upstream $(BASE_URL) (set BASE_URL= or CLAUDE_BRIDGE_BASE_URL to change)"; fi
-	$(TARGET_DIR)/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
+	$(TARGET_DIR)/release/claude-bridge serve --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} $(if $(BASE_URL),--base-url $(BASE_URL)) $(ARGS)
 
 ## AG-UI / CopilotKit front on $(LISTEN), its Claude Code agents on the same provider flags as `run`.
 run-agui: build
-	$(TARGET_DIR)/release/claude-bridge agui --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} --base-url $${CLAUDE_BRIDGE_BASE_URL:-$(BASE_URL)} $(ARGS)
+	$(TARGET_DIR)/release/claude-bridge agui --listen $${CLAUDE_BRIDGE_LISTEN:-$(LISTEN)} $(if $(BASE_URL),--base-url $(BASE_URL)) $(ARGS)
 
 ## A local Fabstir world to try `--provider fabstir` against: hardhat (chain id 84532) with the
 ## contracts, two registered host nodes with a toy model, a funded wallet. Prints the `make run` line.

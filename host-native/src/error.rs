@@ -37,6 +37,16 @@ pub enum BridgeError {
         /// Path.
         path: String,
     },
+    /// A known path asked with a method it does not answer.
+    #[error("{path} does not answer {method}; it answers {allow}")]
+    MethodNotAllowed {
+        /// Method.
+        method: String,
+        /// Path.
+        path: String,
+        /// The methods it answers (the `allow` header).
+        allow: &'static str,
+    },
     /// Refused before routing (a foreign browser origin, a rebound `Host`, a POST that is not JSON).
     #[error("{0}")]
     Refused(#[from] crate::guard::Refusal),
@@ -131,6 +141,7 @@ impl BridgeError {
         match self {
             Self::Engine(e) => e.kind(),
             Self::NotFound { .. } => ErrorKind::NotFound,
+            Self::MethodNotAllowed { .. } => ErrorKind::InvalidRequest,
             Self::Refused(refusal) if refusal.status() == StatusCode::FORBIDDEN => {
                 ErrorKind::Permission
             }
@@ -154,6 +165,7 @@ impl BridgeError {
             Self::UpstreamConnect { .. } => 502,
             Self::Refused(refusal) => refusal.status().as_u16(),
             Self::ClientStalled { .. } => 408,
+            Self::MethodNotAllowed { .. } => 405,
             // The upstream refused the bridge's own key (not the client's 401), or stays down.
             Self::UpstreamStatus {
                 kind: ErrorKind::Api,
@@ -183,6 +195,7 @@ impl BridgeError {
             }
             Self::Engine(_)
             | Self::NotFound { .. }
+            | Self::MethodNotAllowed { .. }
             | Self::Refused(_)
             | Self::Unauthorized
             | Self::TooLarge { .. }

@@ -657,6 +657,32 @@ async fn the_single_endpoint_the_management_api_and_a_crashed_session() {
     let info = post(&base, &json!({"method": "info"})).await;
     assert_eq!(info.status, 200);
     assert_eq!(info.json().unwrap()["agents"]["default"]["name"], "default");
+    // CopilotKit apps' own mount point answers too; a wrong method says what is allowed.
+    let info = post(
+        &format!("{base}/api/copilotkit"),
+        &json!({"method": "info"}),
+    )
+    .await;
+    assert_eq!(info.json().unwrap()["agents"]["default"]["name"], "default");
+    let get = |path: &'static str| {
+        let base = base.clone();
+        async move {
+            bridge_tests::http::send("GET", &format!("{base}{path}"), &[], None, CLIENT_TIMEOUT)
+                .await
+                .unwrap()
+        }
+    };
+    let info = get("/api/copilotkit/info").await;
+    assert_eq!(info.json().unwrap()["agents"]["default"]["name"], "default");
+    let r = get("/agent/default/run").await;
+    assert_eq!(
+        (r.status, r.header("allow")),
+        (405, Some("POST")),
+        "{}",
+        r.text()
+    );
+    let r = get("/api/copilotkitx/info").await;
+    assert_eq!(r.status, 404, "{}", r.text());
     let raw = |headers: Vec<(&'static str, &'static str)>, body: &'static [u8]| {
         let base = base.clone();
         async move {

@@ -438,6 +438,25 @@ async fn bad_client_requests_get_anthropic_errors() {
     .await
     .unwrap();
     assert_envelope(&r, &[404], "not_found_error", &ctx(&r, &upstream, &bridge));
+    // A known path asked with the wrong method says which ones it answers.
+    for (method, path, allow) in [
+        ("GET", "/v1/messages", "POST"),
+        ("PUT", "/v1/messages/count_tokens/", "POST"),
+        ("POST", "/v1/models", "GET, HEAD"),
+        ("DELETE", "/health", "GET"),
+    ] {
+        let r = http::send(method, &format!("{base}{path}"), &headers, None, T)
+            .await
+            .unwrap();
+        assert_envelope(
+            &r,
+            &[405],
+            "invalid_request_error",
+            &ctx(&r, &upstream, &bridge),
+        );
+        assert_eq!(r.header("allow"), Some(allow), "{method} {path}");
+        assert!(r.text().contains(allow), "{}", r.text());
+    }
     assert!(
         upstream.requests().is_empty(),
         "nothing reached the upstream: {}",

@@ -1,6 +1,10 @@
 //! The AG-UI server's routes: CopilotKit's runtime transport (REST and single endpoint), the
 //! management API (sessions, control requests, tool approval) and the frontend tools' MCP server.
 //!
+//! Every route also answers under `/api/copilotkit` (where CopilotKit apps mount their runtime:
+//! `POST /api/copilotkit`, `GET /api/copilotkit/info`, …); a known path asked with another
+//! method is `405` with `allow`.
+//!
 //! | route | what |
 //! |---|---|
 //! | `GET /info` | CopilotKit RuntimeInfo (one agent, `default`) |
@@ -153,6 +157,11 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
     }
     // Claude Code's MCP client authenticates with nothing: its endpoint is loopback-only (`refusal`).
     let path = req.uri().path().trim_end_matches('/').to_owned();
+    // CopilotKit apps mount their runtime at `/api/copilotkit`: the same routes answer there.
+    let path = match path.strip_prefix(COPILOTKIT_PREFIX) {
+        Some(rest) if rest.is_empty() || rest.starts_with('/') => rest.to_owned(),
+        _ => path,
+    };
     if !path.starts_with("/mcp/") && !authorized(state, req.headers()) {
         return error(
             StatusCode::UNAUTHORIZED,
@@ -236,11 +245,40 @@ async fn route(state: &AguiState, req: Request<Incoming>) -> Response<ResponseBo
             ),
         },
         (&Method::DELETE, ["mcp", _]) => status_only(StatusCode::OK),
-        _ => error(
-            StatusCode::NOT_FOUND,
-            &format!("no route {method} {path} (see GET /info, POST /agent/default/run)"),
-        ),
+        (_, segments) => match allowed_methods(segments) {
+            Some(allow) => {
+                let mut response = error(
+                    StatusCode::METHOD_NOT_ALLOWED,
+                    &format!("{path} does not answer {method}; it answers {allow}"),
+                );
+                response
+                    .headers_mut()
+                    .insert(http::header::ALLOW, HeaderValue::from_static(allow));
+                response
+            }
+            None => error(
+                StatusCode::NOT_FOUND,
+                &format!("no route {method} {path} (see GET /info, POST /agent/default/run)"),
+            ),
+        },
     }
+}
+
+/// Where CopilotKit apps mount their runtime; every route answers under it too.
+const COPILOTKIT_PREFIX: &str = "/api/copilotkit";
+
+/// The methods a known path answers (CORS preflights aside), for a `405`'s `allow`.
+fn allowed_methods(segments: &[&str]) -> Option<&'static str> {
+    Some(match segments {
+        [] | ["agent", _, "run" | "connect"] | ["agent", _, "stop", _] => "POST",
+        ["sessions", _, "initialize" | "control"] => "POST",
+        ["hooks" | "mcp-requests" | "approvals", _] if segments != ["approvals", "rules"] => "POST",
+        ["info" | "health" | "sessions" | "hooks" | "mcp-requests" | "approvals"]
+        | ["sessions", _] => "GET",
+        ["approvals", "rules"] => "GET, POST",
+        ["mcp", _] => "GET, POST, DELETE",
+        _ => return None,
+    })
 }
 
 async fn read_body(

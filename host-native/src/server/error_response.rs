@@ -73,6 +73,9 @@ pub fn error_response_in(
     if let Some(value) = retry_after {
         headers.insert(http::header::RETRY_AFTER, value);
     }
+    if let BridgeError::MethodNotAllowed { allow, .. } = &error {
+        headers.insert(http::header::ALLOW, HeaderValue::from_static(allow));
+    }
     if error.final_for_client() {
         headers.insert("x-should-retry", HeaderValue::from_static("false"));
     }

@@ -260,6 +260,51 @@ async fn handle(
     Ok(response)
 }
 
+/// What a path names, before its method is looked at.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Endpoint {
+    Root,
+    Health,
+    Metrics,
+    Messages,
+    CountTokens,
+    ChatCompletions,
+    Responses,
+    Models,
+    Model,
+}
+
+impl Endpoint {
+    /// The endpoint `path` (no trailing slash) names.
+    fn of(path: &str) -> Option<Self> {
+        Some(match path {
+            "" | "/api/hello" => Self::Root,
+            "/health" => Self::Health,
+            "/metrics" => Self::Metrics,
+            "/v1/messages" => Self::Messages,
+            "/v1/messages/count_tokens" => Self::CountTokens,
+            "/v1/chat/completions" => Self::ChatCompletions,
+            "/v1/responses" => Self::Responses,
+            "/v1/models" => Self::Models,
+            p if p.starts_with("/v1/models/") => Self::Model,
+            _ => return None,
+        })
+    }
+
+    /// The methods it answers (CORS preflights aside), as an `allow` header says them.
+    const fn allow(self) -> &'static str {
+        match self {
+            Self::Root | Self::Models => "GET, HEAD",
+            Self::Health | Self::Metrics | Self::Model => "GET",
+            Self::Messages | Self::CountTokens | Self::ChatCompletions | Self::Responses => "POST",
+        }
+    }
+
+    fn answers(self, method: &Method) -> bool {
+        self.allow().split(", ").any(|m| m == method.as_str())
+    }
+}
+
 async fn route(
     state: &AppState,
     req: Request<Incoming>,
@@ -267,48 +312,40 @@ async fn route(
 ) -> Response<ResponseBody> {
     let method = req.method().clone();
     let path = req.uri().path().trim_end_matches('/').to_owned();
-    let result = match (&method, path.as_str()) {
-        (&Method::OPTIONS, _) => Ok(status_only(StatusCode::NO_CONTENT)),
-        (&Method::HEAD | &Method::GET, "" | "/api/hello") => Ok(status_only(StatusCode::OK)),
-        (&Method::GET, "/health") => Ok(json_response(StatusCode::OK, health(state).to_string())),
-        (&Method::GET, "/metrics") => Ok(metrics(state)),
-        (&Method::POST, "/v1/messages") => match authorize(state, req.headers()) {
-            Ok(()) => match read_call(state, req).await {
-                Ok(call) => Ok(messages::create(state, call, request_id).await),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        },
-        (&Method::POST, "/v1/chat/completions") => match authorize(state, req.headers()) {
-            Ok(()) => match read_call(state, req).await {
-                Ok(call) => Ok(openai_front::chat_completions(state, call, request_id).await),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        },
-        (&Method::POST, "/v1/responses") => match authorize(state, req.headers()) {
-            Ok(()) => match read_call(state, req).await {
-                Ok(call) => Ok(openai_front::responses(state, call, request_id).await),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        },
-        (&Method::POST, "/v1/messages/count_tokens") => match authorize(state, req.headers()) {
-            Ok(()) => match read_call(state, req).await {
-                Ok(call) => messages::count_tokens(state, call).await,
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(e),
-        },
-        (&Method::GET | &Method::HEAD, "/v1/models") => {
-            authorize(state, req.headers()).map(|()| models::list(state))
-        }
-        (&Method::GET, p) if p.starts_with("/v1/models/") => authorize(state, req.headers())
-            .and_then(|()| models::get(state, &p["/v1/models/".len()..])),
-        _ => Err(BridgeError::NotFound {
+    let endpoint = Endpoint::of(&path);
+    let result = match endpoint {
+        _ if method == Method::OPTIONS => Ok(status_only(StatusCode::NO_CONTENT)),
+        None => Err(BridgeError::NotFound {
             method: method.to_string(),
             path: path.clone(),
         }),
+        Some(endpoint) if !endpoint.answers(&method) => Err(BridgeError::MethodNotAllowed {
+            method: method.to_string(),
+            path: path.clone(),
+            allow: endpoint.allow(),
+        }),
+        Some(Endpoint::Root) => Ok(status_only(StatusCode::OK)),
+        Some(Endpoint::Health) => Ok(json_response(StatusCode::OK, health(state).to_string())),
+        Some(Endpoint::Metrics) => Ok(metrics(state)),
+        Some(Endpoint::Models) => authorize(state, req.headers()).map(|()| models::list(state)),
+        Some(Endpoint::Model) => authorize(state, req.headers())
+            .and_then(|()| models::get(state, &path["/v1/models/".len()..])),
+        Some(post) => match authorize(state, req.headers()) {
+            Ok(()) => match read_call(state, req).await {
+                Ok(call) => match post {
+                    Endpoint::CountTokens => messages::count_tokens(state, call).await,
+                    Endpoint::ChatCompletions => {
+                        Ok(openai_front::chat_completions(state, call, request_id).await)
+                    }
+                    Endpoint::Responses => {
+                        Ok(openai_front::responses(state, call, request_id).await)
+                    }
+                    _ => Ok(messages::create(state, call, request_id).await),
+                },
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        },
     };
     match result {
         Ok(response) => response,
