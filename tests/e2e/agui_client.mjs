@@ -80,6 +80,8 @@ try {
     } catch (e) {
       run.error = String(e?.message ?? e);
     }
+    // The thread as the fresh client redraws it: both sides.
+    run.messages = fresh.messages;
     out.connect = run;
   }
 } catch (e) {

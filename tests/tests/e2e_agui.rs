@@ -358,6 +358,26 @@ async fn text_streams_and_connect_replays_the_thread() {
         types.iter().map(String::as_str).collect::<Vec<_>>(),
         "{ctx}"
     );
+    // …and redraws both sides of the thread: the user's message, then the answer.
+    let redrawn: Vec<(&str, &str)> = connect["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["role"].as_str().unwrap(),
+                m["content"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        redrawn,
+        [
+            ("user", "SCENARIO:text say hello"),
+            ("assistant", "Hello from the bridge.")
+        ],
+        "{ctx}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

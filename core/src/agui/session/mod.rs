@@ -551,7 +551,12 @@ impl AguiSession {
             t
         });
         translator.begin_run(&input.run_id);
-        let first = translator.start();
+        let mut first = translator.start();
+        for event in &mut first {
+            if let AguiEvent::RunStarted { input: started, .. } = event {
+                *started = run_started_input(input);
+            }
+        }
         self.run = Some(None);
         self.emit(first);
         if self.capabilities.is_some() || self.initialized.is_some() {
@@ -1358,6 +1363,24 @@ impl AguiSession {
         self.held = None;
         self.tools_sync = None;
     }
+}
+
+/// What `RUN_STARTED` says the run was given: the messages this run adds (the user's turn,
+/// tool results), so a client that connects later (`agent/connect`) redraws both sides of the
+/// thread. The rest of the input is left out (the client had it; tools and state can be large).
+fn run_started_input(input: &RunAgentInput) -> Option<Value> {
+    let started = RunAgentInput {
+        thread_id: input.thread_id.clone(),
+        run_id: input.run_id.clone(),
+        parent_run_id: input.parent_run_id.clone(),
+        state: Value::Object(serde_json::Map::new()),
+        messages: input::new_messages(input).to_vec(),
+        tools: Vec::new(),
+        context: Vec::new(),
+        forwarded_props: Value::Object(serde_json::Map::new()),
+        resume: None,
+    };
+    serde_json::to_value(started).ok()
 }
 
 fn line_of(value: &Value) -> String {

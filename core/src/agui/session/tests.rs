@@ -792,6 +792,56 @@ fn connect_replays_a_capped_history() {
 }
 
 #[test]
+fn the_replay_carries_each_runs_own_messages_in_run_started() {
+    let mut s = ready();
+    let first = user("r1", "u1", "Hi");
+    s.handle_run(&first, 10).unwrap();
+    line(&mut s, text("Hello"), 11);
+    line(&mut s, result(), 12);
+    // The client sends the whole thread; only what the run adds is in RUN_STARTED.
+    let second = input(
+        "r2",
+        json!([{"id": "u1", "role": "user", "content": "Hi"},
+               {"id": "a1", "role": "assistant", "content": "Hello"},
+               {"id": "u2", "role": "user", "content": "And now?"}]),
+    );
+    s.handle_run(&second, 20).unwrap();
+    line(&mut s, result(), 21);
+    let replay = s.replay();
+    crate::agui::verify::Verifier::check(&replay).unwrap();
+    let started: Vec<Value> = replay
+        .iter()
+        .filter_map(|e| match e {
+            AguiEvent::RunStarted { input, .. } => input.clone(),
+            _ => None,
+        })
+        .collect();
+    let ids: Vec<Vec<&str>> = started
+        .iter()
+        .map(|i| {
+            i["messages"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|m| m["id"].as_str().unwrap())
+                .collect()
+        })
+        .collect();
+    assert_eq!(ids, [vec!["u1"], vec!["u2"]]);
+    assert_eq!(started[1]["messages"][0]["content"], "And now?");
+    assert_eq!(
+        (
+            started[0]["threadId"].as_str(),
+            started[0]["runId"].as_str()
+        ),
+        (Some(T), Some("r1"))
+    );
+    // A valid RunAgentInput (what @ag-ui/core checks): every required field is there.
+    let parsed: RunAgentInput = serde_json::from_value(started[1].clone()).unwrap();
+    assert!(parsed.tools.is_empty() && parsed.context.is_empty());
+}
+
+#[test]
 fn stopping_for_good_refuses_later_runs() {
     let mut s = ready();
     s.handle_stopped("the session was stopped", true, 0);
