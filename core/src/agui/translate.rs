@@ -20,7 +20,7 @@
 //! | Claude Code message | AG-UI events |
 //! |---|---|
 //! | `system`/`init` | `STATE_SNAPSHOT{snapshot: the init fields without type/subtype}` |
-//! | `system`/`status` | `CUSTOM{name:"status", value:{status, permissionMode?}}` |
+//! | `system`/`status` | `CUSTOM{name:"system_status", value:{status, permissionMode?}}`, then the same as `CUSTOM{name:"status"}` (the earlier name) |
 //! | `system`/any other subtype (`api_retry`, `compact_boundary`, `task_*`, `hook_*`, …) | `CUSTOM{name: subtype, value: fields without type/subtype}` |
 //! | `stream_event` text block | `TEXT_MESSAGE_START{messageId:"<msg id>:<index>", role:"assistant"}`, `_CONTENT` per non-empty delta, `_END` |
 //! | `stream_event` tool_use block | `TOOL_CALL_START{toolCallId, toolCallName, parentMessageId: msg id}`, `TOOL_CALL_ARGS` per non-empty delta, `TOOL_CALL_END` |
@@ -32,11 +32,14 @@
 //! | `user` with `tool_result` blocks | `TOOL_CALL_RESULT{messageId:"<uuid>:<position>", toolCallId, content, role:"tool"}` each |
 //! | `user` with `isReplay: true`, or without tool results | nothing |
 //! | `control_request`/`can_use_tool` | `CUSTOM{name:"tool_approval_request", value:{requestId, toolName, toolUseId, input, …}}` |
+//! | `control_request`/`hook_callback` | `CUSTOM{name:"hook_callback", value:{requestId, callbackId, toolUseId, input}}`, then as other subtypes |
 //! | `control_request`/other subtypes | `CUSTOM{name:"claude_code_control_request", value: the whole control_request message}` |
 //! | `control_cancel_request` | `CUSTOM{name:"control_cancel_request", value:{requestId}}` |
 //! | `tool_progress` | `CUSTOM{name:"tool_progress", value: fields without type}` |
 //! | `rate_limit_event` | `CUSTOM{name:"rate_limit_event", value: fields without type}` (a UI can show limits) |
-//! | `keep_alive`, `control_response`, `auth_status` | nothing |
+//! | `auth_status` | `CUSTOM{name:"auth_status", value: fields without type}` |
+//! | `tool_use_summary` | `CUSTOM{name:"tool_use_summary", value: fields without type}` |
+//! | `keep_alive`, `control_response` | nothing |
 //! | unknown `type` | `RAW{event: the message, source:"claude-code"}` |
 //! | `result` | `CUSTOM{name:"result_stats"}`, the end of everything still open, then `RUN_FINISHED{result, usage?}` or, when `is_error`, `RUN_ERROR{message, code}` |
 //!
@@ -256,12 +259,12 @@ impl ClaudeToAgui {
         }
         let mut out = self.start();
         match message {
-            ClaudeMessage::System(m) => out.push(self.on_system(m)),
+            ClaudeMessage::System(m) => self.on_system(m, &mut out),
             ClaudeMessage::StreamEvent(m) => self.on_stream_event(m, &mut out),
             ClaudeMessage::Assistant(m) => self.on_assistant(m, &mut out),
             ClaudeMessage::User(m) => self.on_user(m, &mut out),
             ClaudeMessage::Result(m) => self.on_result(m, &mut out),
-            ClaudeMessage::ControlRequest(m) => out.push(control_request_event(m)),
+            ClaudeMessage::ControlRequest(m) => control_request_events(m, &mut out),
             ClaudeMessage::ControlCancelRequest(m) => out.push(custom(
                 "control_cancel_request",
                 json!({ "requestId": m.raw.get("request_id").cloned().unwrap_or(Value::Null) }),
@@ -272,9 +275,13 @@ impl ClaudeToAgui {
             ClaudeMessage::RateLimitEvent(m) => {
                 out.push(custom("rate_limit_event", without_keys(&m.raw, &["type"])));
             }
-            ClaudeMessage::KeepAlive(_)
-            | ClaudeMessage::ControlResponse(_)
-            | ClaudeMessage::AuthStatus(_) => {}
+            ClaudeMessage::AuthStatus(m) => {
+                out.push(custom("auth_status", without_keys(&m.raw, &["type"])));
+            }
+            ClaudeMessage::KeepAlive(_) | ClaudeMessage::ControlResponse(_) => {}
+            ClaudeMessage::Unknown(raw) if raw.get("type") == Some(&json!("tool_use_summary")) => {
+                out.push(custom("tool_use_summary", without_keys(raw, &["type"])));
+            }
             ClaudeMessage::Unknown(raw) => out.push(AguiEvent::Raw {
                 event: raw.clone(),
                 source: Some(RAW_SOURCE.to_owned()),
@@ -308,15 +315,15 @@ impl ClaudeToAgui {
         )
     }
 
-    fn on_system(&mut self, m: &SystemMessage) -> AguiEvent {
+    fn on_system(&mut self, m: &SystemMessage, out: &mut Vec<AguiEvent>) {
         match m.subtype.as_str() {
             "init" => {
                 if let Some(model) = m.raw.get("model").and_then(Value::as_str) {
                     self.model = Some(model.to_owned());
                 }
-                AguiEvent::StateSnapshot {
+                out.push(AguiEvent::StateSnapshot {
                     snapshot: m.fields(),
-                }
+                });
             }
             "status" => {
                 let mut value = Map::new();
@@ -327,10 +334,14 @@ impl ClaudeToAgui {
                 if let Some(mode) = m.raw.get("permissionMode") {
                     value.insert("permissionMode".into(), mode.clone());
                 }
-                custom("status", Value::Object(value))
+                let value = Value::Object(value);
+                // `system_status` is the name CopilotKit apps listen for; `status` is kept
+                // for apps written against earlier releases.
+                out.push(custom("system_status", value.clone()));
+                out.push(custom("status", value));
             }
-            "" => custom("system", m.fields()),
-            subtype => custom(subtype, m.fields()),
+            "" => out.push(custom("system", m.fields())),
+            subtype => out.push(custom(subtype, m.fields())),
         }
     }
 
@@ -703,13 +714,31 @@ fn custom(name: &str, value: Value) -> AguiEvent {
     }
 }
 
-/// `can_use_tool` → `tool_approval_request` (camelCase, only the fields the CLI sent); any other
-/// request → `claude_code_control_request` with the whole message (the answer needs its
-/// `request_id`).
-fn control_request_event(m: &ControlRequest) -> AguiEvent {
-    if m.subtype != "can_use_tool" {
-        return custom("claude_code_control_request", m.raw.clone());
+/// `can_use_tool` → `tool_approval_request` (camelCase, only the fields the CLI sent);
+/// `hook_callback` → `hook_callback` (`{requestId, callbackId, toolUseId, input}`) and then, like
+/// any other request, `claude_code_control_request` with the whole message (the answer needs
+/// its `request_id`).
+fn control_request_events(m: &ControlRequest, out: &mut Vec<AguiEvent>) {
+    let field = |key: &str| m.request.get(key).cloned().unwrap_or(Value::Null);
+    match m.subtype.as_str() {
+        "can_use_tool" => out.push(approval_request_event(m)),
+        "hook_callback" => {
+            out.push(custom(
+                "hook_callback",
+                json!({
+                    "requestId": m.request_id,
+                    "callbackId": field("callback_id"),
+                    "toolUseId": field("tool_use_id"),
+                    "input": field("input"),
+                }),
+            ));
+            out.push(custom("claude_code_control_request", m.raw.clone()));
+        }
+        _ => out.push(custom("claude_code_control_request", m.raw.clone())),
     }
+}
+
+fn approval_request_event(m: &ControlRequest) -> AguiEvent {
     let field = |key: &str| m.request.get(key).cloned().unwrap_or(Value::Null);
     let mut value = Map::new();
     value.insert("requestId".into(), Value::String(m.request_id.clone()));
@@ -1092,6 +1121,7 @@ mod tests {
             r#"{"type":"control_cancel_request","request_id":"r1"}"#,
             r#"{"type":"control_response","response":{"subtype":"success","request_id":"req_1"}}"#,
             r#"{"type":"auth_status","isAuthenticating":false}"#,
+            r#"{"type":"tool_use_summary","summary":"Read 2 files","preceding_tool_use_ids":["t1"]}"#,
             r#"{"type":"something_new","x":1}"#,
         ]);
         assert_eq!(
@@ -1101,23 +1131,41 @@ mod tests {
                 json!({"requestId":"r1","toolName":"Write","toolUseId":"toolu_9","input":{"file_path":"a"},"blockedPath":"/x/a"})
             )
         );
-        let AguiEvent::Custom { name, value } = &events[2] else {
+        assert_eq!(
+            events[2],
+            custom(
+                "hook_callback",
+                json!({"requestId":"r2","callbackId":"c","toolUseId":null,"input":null})
+            )
+        );
+        let AguiEvent::Custom { name, value } = &events[3] else {
             panic!("no CUSTOM")
         };
         assert_eq!(name, "claude_code_control_request");
         assert_eq!(value["request_id"], "r2");
         assert_eq!(
-            events[3],
+            events[4],
             custom("control_cancel_request", json!({"requestId":"r1"}))
         );
         assert_eq!(
-            events[4],
+            events[5],
+            custom("auth_status", json!({"isAuthenticating":false}))
+        );
+        assert_eq!(
+            events[6],
+            custom(
+                "tool_use_summary",
+                json!({"summary":"Read 2 files","preceding_tool_use_ids":["t1"]})
+            )
+        );
+        assert_eq!(
+            events[7],
             AguiEvent::Raw {
                 event: json!({"type":"something_new","x":1}),
                 source: Some("claude-code".into())
             }
         );
-        assert_eq!(types(&events)[5], "RUN_ERROR");
+        assert_eq!(types(&events)[8], "RUN_ERROR");
     }
 
     #[test]
