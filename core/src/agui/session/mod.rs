@@ -61,6 +61,7 @@
 
 pub mod frontend;
 pub mod history;
+pub mod totals;
 mod types;
 
 use std::collections::{BTreeMap, VecDeque};
@@ -178,6 +179,10 @@ pub struct AguiSession {
     message_uuids: BTreeMap<String, String>,
     uuids: IdSource,
     history: History,
+    /// Cost, turns and tokens across the thread's runs.
+    totals: totals::Totals,
+    /// Claude Code is compacting the conversation (its `status` said so).
+    compacting: bool,
     outputs: VecDeque<Output>,
 }
 
@@ -218,6 +223,8 @@ impl AguiSession {
             message_uuids: BTreeMap::new(),
             uuids: IdSource::new(seed ^ 0x5EED_0F0A_6100_0001),
             history: History::new(limits.history_runs, limits.history_events),
+            totals: totals::Totals::default(),
+            compacting: false,
             outputs: VecDeque::new(),
         }
     }
@@ -349,6 +356,20 @@ impl AguiSession {
         }
     }
 
+    /// The agent state `STATE_SNAPSHOT` carries: the capabilities, the thread's running
+    /// `totals` (runs, turns, cost, tokens; see [`totals`]) and whether Claude Code is
+    /// `compacting` the conversation.
+    #[must_use]
+    pub fn state(&self) -> Value {
+        let mut state = match self.capabilities() {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        state.insert(String::from("totals"), self.totals.to_json());
+        state.insert(String::from("compacting"), Value::Bool(self.compacting));
+        Value::Object(state)
+    }
+
     /// Everything `GET /sessions/{threadId}` shows.
     #[must_use]
     pub fn describe(&self) -> Value {
@@ -357,6 +378,8 @@ impl AguiSession {
             "claudeSessionId": self.claude_session,
             "status": self.status(),
             "capabilities": self.capabilities(),
+            "totals": self.totals.to_json(),
+            "compacting": self.compacting,
             "settings": self.settings.values().collect::<Vec<_>>(),
             "environment": self.environment.keys().collect::<Vec<_>>(),
             "initialize": self.init,
@@ -1309,6 +1332,21 @@ impl AguiSession {
     /// Send events to the run and the history; the run ends with its last event.
     fn emit(&mut self, events: Vec<AguiEvent>) {
         for mut event in events {
+            // The state changes with a result's numbers or a compaction: a new snapshot follows.
+            let state_changed = match &event {
+                AguiEvent::Custom { name, value } if name == "result_stats" => {
+                    self.totals.add_result(value);
+                    true
+                }
+                AguiEvent::Custom { name, value } if name == "system_status" => {
+                    let compacting = value["status"] == "compacting";
+                    std::mem::replace(&mut self.compacting, compacting) != compacting
+                }
+                AguiEvent::Custom { name, .. } if name == "compact_boundary" => {
+                    std::mem::replace(&mut self.compacting, false)
+                }
+                _ => false,
+            };
             match &mut event {
                 AguiEvent::ToolCallStart {
                     tool_call_id,
@@ -1317,7 +1355,7 @@ impl AguiSession {
                 } if self.tools.iter().any(|t| &t.name == tool_call_name) => {
                     self.frontend.streamed(tool_call_id, tool_call_name);
                 }
-                AguiEvent::StateSnapshot { snapshot } => *snapshot = self.capabilities(),
+                AguiEvent::StateSnapshot { snapshot } => *snapshot = self.state(),
                 _ => {}
             }
             let ends = matches!(
@@ -1326,6 +1364,13 @@ impl AguiSession {
             );
             self.history.push(event.clone());
             self.outputs.push_back(Output::Event(event));
+            if state_changed {
+                let snapshot = AguiEvent::StateSnapshot {
+                    snapshot: self.state(),
+                };
+                self.history.push(snapshot.clone());
+                self.outputs.push_back(Output::Event(snapshot));
+            }
             if ends {
                 self.run = None;
                 self.answers_awaited = 0;

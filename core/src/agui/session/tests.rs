@@ -841,6 +841,81 @@ fn the_replay_carries_each_runs_own_messages_in_run_started() {
     assert!(parsed.tools.is_empty() && parsed.context.is_empty());
 }
 
+/// The snapshots among the outputs.
+fn snapshots(outputs: &[Output]) -> Vec<Value> {
+    outputs
+        .iter()
+        .filter_map(|o| match o {
+            Output::Event(AguiEvent::StateSnapshot { snapshot }) => Some(snapshot.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_state_snapshot_carries_running_totals_and_the_compacting_flag() {
+    let mut s = ready();
+    let costly = |cost: f64, input: u64| {
+        json!({"type": "result", "subtype": "success", "is_error": false, "result": "done",
+               "num_turns": 2, "total_cost_usd": cost,
+               "modelUsage": {"m": {"inputTokens": input, "outputTokens": 3}}})
+    };
+    s.handle_run(&user("r1", "u1", "Hi"), 10).unwrap();
+    let start = drain(&mut s);
+    assert_eq!(snapshots(&start)[0]["totals"]["runs"], 0);
+    let out = line(&mut s, costly(0.25, 100), 11);
+    // The new totals come before the run ends.
+    assert_eq!(
+        events(&out)[events(&out).len() - 2..],
+        ["STATE_SNAPSHOT", "RUN_FINISHED"]
+    );
+    let totals = &snapshots(&out)[0]["totals"];
+    assert_eq!(
+        (
+            &totals["runs"],
+            &totals["turns"],
+            &totals["costUsd"],
+            &totals["inputTokens"]
+        ),
+        (&json!(1), &json!(2), &json!(0.25), &json!(100))
+    );
+    s.handle_run(&user("r2", "u2", "More"), 20).unwrap();
+    drain(&mut s);
+    let out = line(
+        &mut s,
+        json!({"type": "system", "subtype": "status", "status": "compacting"}),
+        21,
+    );
+    assert_eq!(snapshots(&out)[0]["compacting"], true);
+    // The same status again changes nothing: no new snapshot.
+    let out = line(
+        &mut s,
+        json!({"type": "system", "subtype": "status", "status": "compacting"}),
+        22,
+    );
+    assert!(snapshots(&out).is_empty());
+    let out = line(
+        &mut s,
+        json!({"type": "system", "subtype": "compact_boundary", "compact_metadata": {"trigger": "auto"}}),
+        23,
+    );
+    assert_eq!(snapshots(&out)[0]["compacting"], false);
+    let out = line(&mut s, costly(0.5, 180), 24);
+    let totals = &snapshots(&out)[0]["totals"];
+    assert_eq!(
+        (
+            &totals["runs"],
+            &totals["turns"],
+            &totals["costUsd"],
+            &totals["inputTokens"]
+        ),
+        (&json!(2), &json!(4), &json!(0.5), &json!(180)),
+        "cost and modelUsage are Claude Code's running totals, not per-run"
+    );
+    assert_eq!(s.describe()["totals"], *totals);
+    crate::agui::verify::Verifier::check(&s.replay()).unwrap();
+}
+
 #[test]
 fn stopping_for_good_refuses_later_runs() {
     let mut s = ready();
