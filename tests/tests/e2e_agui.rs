@@ -171,10 +171,19 @@ async fn world(name: &str) -> World {
 
 /// A world whose bridge gets `extra` arguments too.
 async fn world_with(name: &str, extra: &[&str]) -> World {
+    world_running(name, extra, &claude_code_bin().unwrap(), &[]).await
+}
+
+/// A world whose bridge starts `claude` for Claude Code, with `more_env` in its environment.
+async fn world_running(
+    name: &str,
+    extra: &[&str],
+    claude: &std::path::Path,
+    more_env: &[(String, String)],
+) -> World {
     let upstream = upstream().await;
     let cwd = TempDir::new("agui-cwd").unwrap();
     let home = TempDir::new("agui-home").unwrap();
-    let claude = claude_code_bin().unwrap();
     let mut env: Vec<(String, String)> = [
         ("HOME", home.path().to_str().unwrap()),
         ("SHELL", "/bin/bash"),
@@ -189,6 +198,7 @@ async fn world_with(name: &str, extra: &[&str]) -> World {
     if let Ok(dir) = std::env::var("E2E_AGUI_TRANSCRIPT_DIR") {
         env.push(("CLAUDE_BRIDGE_TRANSCRIPT_DIR".to_owned(), dir));
     }
+    env.extend_from_slice(more_env);
     let opts = BridgeOptions {
         subcommand: "agui".into(),
         env,
@@ -377,6 +387,63 @@ async fn text_streams_and_connect_replays_the_thread() {
             ("assistant", "Hello from the bridge.")
         ],
         "{ctx}"
+    );
+}
+
+/// Claude Code, started through a shell that writes down the signals the bridge sends it.
+const SIGNAL_RECORDER: &str = r#"#!/bin/sh
+trap 'echo TERM >> "$SIGNALS_SEEN"; kill -TERM "$child" 2>/dev/null; wait "$child"; exit 143' TERM
+# A background command's stdin would be /dev/null: hand it the pipe through fd 3.
+exec 3<&0
+"$REAL_CLAUDE" "$@" <&3 3<&- &
+child=$!
+wait "$child"
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_is_asked_to_stop_before_it_would_be_killed() {
+    let dir = TempDir::new("agui-signals").unwrap();
+    let recorder = dir.path().join("claude");
+    std::fs::write(&recorder, SIGNAL_RECORDER).unwrap();
+    std::fs::set_permissions(
+        &recorder,
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    let seen = dir.path().join("signals");
+    let env = [
+        ("SIGNALS_SEEN".to_owned(), seen.display().to_string()),
+        (
+            "REAL_CLAUDE".to_owned(),
+            claude_code_bin().unwrap().display().to_string(),
+        ),
+    ];
+    let mut world = world_running("agui-signals", &[], &recorder, &env).await;
+    let seen_run = client(
+        &world,
+        json!({"threadId": "thread-signals", "prompt": "SCENARIO:text say hello"}),
+    )
+    .await;
+    let ctx = context(&world, &seen_run);
+    assert_eq!(seen_run.text(0), "Hello from the bridge.", "{ctx}");
+    // The bridge shuts down: its Claude Code gets SIGTERM (time to write its session file),
+    // not an immediate SIGKILL, and stops within the grace.
+    world.bridge.signal("TERM").unwrap();
+    let exited = world
+        .bridge
+        .wait_exit(Duration::from_secs(30))
+        .await
+        .unwrap();
+    let log = world.bridge.log();
+    assert!(exited.is_some(), "the bridge did not exit\n{log}");
+    assert_eq!(
+        std::fs::read_to_string(&seen).unwrap_or_default(),
+        "TERM\n",
+        "{log}"
+    );
+    assert!(
+        log.contains("Claude Code session stopped") && !log.contains("did not stop after SIGTERM"),
+        "{log}"
     );
 }
 

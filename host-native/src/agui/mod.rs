@@ -99,10 +99,16 @@ pub async fn serve(args: &ServeArgs, agent: &AguiArgs) -> Result<(), String> {
         "claude-bridge serving AG-UI: point CopilotKit's runtimeUrl (or an AG-UI HttpAgent at /agent/default/run) here"
     );
     let handler_state = Arc::clone(&state);
+    let stopping = Arc::clone(&state);
     let served = crate::server::serve_with(
         listener,
         move |peer, req| http::handle(Arc::clone(&handler_state), peer, req),
-        crate::run::shutdown_signal(),
+        // The sessions stop first: their own connections (the MCP notification stream, runs
+        // that stream) end with them instead of holding the drain open.
+        async move {
+            crate::run::shutdown_signal().await;
+            stopping.supervisor.stop_all().await;
+        },
         Duration::from_secs(5),
         state.limits,
     )

@@ -464,6 +464,9 @@ impl ApprovalPolicy for Approvals {
     }
 }
 
+/// How long Claude Code has to stop after SIGTERM before it is killed.
+const STOP_GRACE: Duration = Duration::from_secs(5);
+
 impl Actor {
     async fn run(mut self, mut commands: mpsc::Receiver<SessionCommand>) {
         let mut buffer = vec![0u8; 64 * 1024];
@@ -856,12 +859,29 @@ impl Actor {
         self.machine.handle_exited(&reason, now);
     }
 
-    /// Kill the process; `for_good`: the session ends (otherwise it may start again).
+    /// Stop the process — SIGTERM, so Claude Code finishes writing its session file (a later
+    /// `--resume` reads it), then SIGKILL if it is still there after [`STOP_GRACE`];
+    /// `for_good`: the session ends (otherwise it may start again).
     async fn kill(&mut self, reason: &str, for_good: bool) {
         if let Some(mut process) = self.process.take() {
-            let _ = process.child.start_kill();
-            let _ = tokio::time::timeout(Duration::from_secs(5), process.child.wait()).await;
-            info!(thread = %self.thread_id, reason, "Claude Code session killed");
+            // Its stdin closed too: in stream-json mode that alone ends Claude Code.
+            drop(process.stdin);
+            let ended = match process.child.id() {
+                Some(pid) => {
+                    crate::process_tree::terminate(pid);
+                    tokio::time::timeout(STOP_GRACE, process.child.wait())
+                        .await
+                        .is_ok()
+                }
+                None => true,
+            };
+            if ended {
+                info!(thread = %self.thread_id, reason, "Claude Code session stopped");
+            } else {
+                let _ = process.child.start_kill();
+                let _ = tokio::time::timeout(STOP_GRACE, process.child.wait()).await;
+                warn!(thread = %self.thread_id, reason, grace_s = STOP_GRACE.as_secs(), "Claude Code did not stop after SIGTERM; killed");
+            }
         }
         self.forget_process();
         let now = self.now();

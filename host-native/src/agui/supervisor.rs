@@ -153,8 +153,7 @@ impl Supervisor {
             .lock()
             .map(|mut s| s.drain(..).collect())
             .unwrap_or_default();
-        for session in sessions {
-            session.stop().await;
-        }
+        // Together: each may take its stop grace.
+        futures_util::future::join_all(sessions.iter().map(Session::stop)).await;
     }
 }
