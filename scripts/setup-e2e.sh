@@ -25,6 +25,8 @@ npm_ok() {
     [[ -f node_modules/@anthropic-ai/sdk/package.json ]] &&
     [[ -f node_modules/@noble/secp256k1/package.json ]] &&
     [[ -f node_modules/@ag-ui/client/package.json ]] &&
+    [[ -f node_modules/playwright-core/package.json ]] &&
+    [[ -x node_modules/esbuild/bin/esbuild ]] &&
     [[ -f node_modules/@modelcontextprotocol/sdk/package.json ]] &&
     [[ -f node_modules/openai/package.json ]] &&
     [[ -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ]] &&

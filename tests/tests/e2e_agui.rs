@@ -388,6 +388,39 @@ async fn text_streams_and_connect_replays_the_thread() {
         ],
         "{ctx}"
     );
+
+    // A page in headless Chromium reconnects the same way: the browser's fetch() gets a
+    // complete body (it ends; its Content-Length is the body's), and @ag-ui/client in the
+    // browser redraws the thread.
+    let page = node_script(
+        &world,
+        "agui_browser.mjs",
+        &json!({"base": world.bridge.base_url(), "threadId": "thread-text"}),
+    )
+    .await;
+    let ctx = format!("page saw: {page:#}\n{ctx}");
+    assert_eq!(page["problems"], json!([]), "{ctx}");
+    assert!(
+        page["origin"].as_str().unwrap() != world.bridge.base_url(),
+        "{ctx}"
+    );
+    let fetched = &page["fetch"];
+    assert_eq!(fetched["status"], 200, "{ctx}");
+    assert_eq!(
+        fetched["contentLength"]
+            .as_str()
+            .and_then(|n| n.parse::<u64>().ok()),
+        fetched["bytes"].as_u64(),
+        "{ctx}"
+    );
+    let fetched_types: Vec<&str> = fetched["types"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert_eq!(fetched_types, replayed, "{ctx}");
+    assert_eq!(page["agent"]["messages"], connect["messages"], "{ctx}");
 }
 
 /// Claude Code, started through a shell that writes down the signals the bridge sends it.

@@ -11,7 +11,7 @@
 //! | `GET /health` | `{"status":"ok","sessions":N}` |
 //! | `POST /` | single endpoint: `{"method":"info"}`, `{"method":"agent/run"\|"agent/connect","params":{"agentId"},"body":RunAgentInput}`, `{"method":"agent/stop","params":{"agentId","threadId"}}` |
 //! | `POST /agent/{agentId}/run` | run: SSE of AG-UI events |
-//! | `POST /agent/{agentId}/connect` | the thread's earlier events again (SSE; none for an unknown thread) |
+//! | `POST /agent/{agentId}/connect` | the thread's earlier events again, user messages included (SSE as one complete body with `Content-Length` and `Connection: close`, so browsers' `fetch()` ends; none for an unknown thread) |
 //! | `POST /agent/{agentId}/stop/{threadId}` | interrupt the thread's run |
 //! | `GET /sessions` | the Claude Code sessions and their status |
 //! | `GET /sessions/{threadId}` | one session: status, capabilities (`system/init` + the `initialize` answer), settings, history kept |
@@ -424,19 +424,27 @@ fn with_sse_headers(mut response: Response<ResponseBody>) -> Response<ResponseBo
     response
 }
 
-/// Replay the thread's events (nothing for an unknown thread).
+/// Replay the thread's events (nothing for an unknown thread): a complete body with its
+/// `Content-Length` and `Connection: close`, so a browser's `fetch()` sees the end of the
+/// replay as the end of the response (a kept-alive stream would leave it waiting).
 async fn connect(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
     let history = match state.supervisor.get(thread_id) {
         Some(session) => session.replay().await,
         None => Vec::new(),
     };
     let text: String = history.iter().map(encode_sse).collect();
-    let (tx, rx) = mpsc::channel::<Bytes>(1);
-    if !text.is_empty() {
-        let _ = tx.try_send(Bytes::from(text));
-    }
-    drop(tx);
-    with_sse_headers(sse_response(rx))
+    let mut response = Response::new(crate::server::body::full(Bytes::from(text)));
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("text/event-stream; charset=utf-8"),
+    );
+    headers.insert(
+        http::header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache"),
+    );
+    headers.insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 async fn stop(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
