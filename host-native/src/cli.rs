@@ -466,6 +466,15 @@ pub struct ServeArgs {
         default_value_t = 1
     )]
     pub confirmations: u64,
+    /// Fabstir (chain mode): the host name that replaces a discovered host's loopback address
+    /// (`localhost`, `127.0.0.1`, `[::1]`) — e.g. `host.docker.internal` for a bridge in a
+    /// container whose hosts run on the machine.
+    #[arg(
+        help_heading = "Fabstir",
+        long,
+        env = "CLAUDE_BRIDGE_LOCALHOST_OVERRIDE"
+    )]
+    pub localhost_override: Option<String>,
     /// Fabstir (chain mode): the JobMarketplace contract (default: the Base Sepolia deployment).
     #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_JOB_MARKETPLACE")]
     pub job_marketplace: Option<String>,
@@ -647,6 +656,7 @@ const HOSTS_FLAGS: &[&str] = &[
     "chain_id",
     "payment",
     "selection",
+    "localhost_override",
     "job_marketplace",
     "node_registry",
     "usdc",

@@ -350,6 +350,27 @@ async fn jobs_paid_in_usdc_are_approved_first_and_hosts_are_listed() {
         assert!(row.ends_with("ok"), "{row}");
     }
     assert!(table.contains(&model().to_hex()), "{table}");
+
+    // A bridge in a container reaches hosts registered on the machine's loopback through
+    // --localhost-override (the registered URL's host is replaced).
+    assert!(table.contains("://127.0.0.1:"), "{table}");
+    let out = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap())
+        .arg("hosts")
+        .args(world.bridge_args())
+        .args(["--model", MODEL, "--payment", "usdc"])
+        .env("CLAUDE_BRIDGE_LOCALHOST_OVERRIDE", "host.docker.internal")
+        .output()
+        .await
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{table}");
+    for address in [host_a, host_b] {
+        let row = table
+            .lines()
+            .find(|l| l.starts_with(&address.to_string()))
+            .unwrap_or_else(|| panic!("{address} missing:\n{table}"));
+        assert!(row.contains("://host.docker.internal:"), "{row}");
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

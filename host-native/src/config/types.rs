@@ -151,6 +151,7 @@ pub struct FabstirSettings {
     pub selection: Option<SelectionChoice>,
     pub ledger: Option<PathBuf>,
     pub confirmations: Option<u64>,
+    pub localhost_override: Option<String>,
     pub job_marketplace: Option<String>,
     pub node_registry: Option<String>,
     pub usdc: Option<String>,

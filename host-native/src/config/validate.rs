@@ -58,6 +58,7 @@ const FABSTIR: &[&str] = &[
     "selection",
     "ledger",
     "confirmations",
+    "localhost_override",
     "job_marketplace",
     "node_registry",
     "usdc",

@@ -372,6 +372,7 @@ fn provider_args(
             out.selection = f.selection.unwrap_or(out.selection);
             out.ledger = f.ledger.clone().or(out.ledger);
             out.confirmations = f.confirmations.unwrap_or(out.confirmations);
+            out.localhost_override = f.localhost_override.clone().or(out.localhost_override);
             out.job_marketplace = f.job_marketplace.clone().or(out.job_marketplace);
             out.node_registry = f.node_registry.clone().or(out.node_registry);
             out.usdc = f.usdc.clone().or(out.usdc);

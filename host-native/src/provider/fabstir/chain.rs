@@ -162,6 +162,10 @@ pub struct ChainConfig {
     pub confirmations: u64,
     /// How long to wait for a receipt.
     pub receipt_timeout: Duration,
+    /// `--localhost-override`: the host name that replaces a registered loopback address
+    /// (`localhost`, `127.x.x.x`, `[::1]`, `0.0.0.0`) in a host's URL, for a bridge in a
+    /// container whose hosts registered themselves on the machine's loopback.
+    pub localhost_override: Option<String>,
 }
 
 impl ChainConfig {
@@ -179,6 +183,7 @@ impl ChainConfig {
             usdc: address!("036CbD53842c5426634e7929541eC2318f3dCF7e"),
             confirmations: 1,
             receipt_timeout: Duration::from_secs(120),
+            localhost_override: None,
         }
     }
 }
@@ -410,7 +415,10 @@ impl Chain {
             };
             offers.push(HostOffer {
                 address,
-                api_url: info.apiUrl,
+                api_url: match &self.config.localhost_override {
+                    Some(host) => override_loopback(&info.apiUrl, host),
+                    None => info.apiUrl,
+                },
                 public_key: metadata_public_key(&info.metadata),
                 stake: info.stake,
                 price,
@@ -707,8 +715,74 @@ pub fn parse_units(text: &str, decimals: u32) -> Result<U256, String> {
     U256::from_str_radix(scaled, 10).map_err(|e| format!("`{text}`: {e}"))
 }
 
+/// `url` with its host replaced by `host` when it names this machine's loopback (`localhost`,
+/// `127.x.x.x`, `[::1]`, `0.0.0.0`); any other URL unchanged.
+#[must_use]
+pub fn override_loopback(url: &str, host: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, path) = rest.split_at(end);
+    let (userinfo, host_port) = match authority.rsplit_once('@') {
+        Some((user, hp)) => (&authority[..=user.len()], hp),
+        None => ("", authority),
+    };
+    let (name, port) = if let Some(v6) = host_port.strip_prefix('[') {
+        match v6.split_once(']') {
+            Some((name, port)) => (name, port),
+            None => return url.to_owned(),
+        }
+    } else {
+        match host_port.rsplit_once(':') {
+            Some((name, _)) => (name, &host_port[name.len()..]),
+            None => (host_port, ""),
+        }
+    };
+    let loopback = name.eq_ignore_ascii_case("localhost")
+        || name == "0.0.0.0"
+        || name
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback());
+    if !loopback {
+        return url.to_owned();
+    }
+    format!("{scheme}://{userinfo}{host}{port}{path}")
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn only_a_loopback_host_is_overridden() {
+        let o = |url: &str| override_loopback(url, "host.docker.internal");
+        assert_eq!(
+            o("http://localhost:8080"),
+            "http://host.docker.internal:8080"
+        );
+        assert_eq!(
+            o("ws://127.0.0.1:8080/v1/ws"),
+            "ws://host.docker.internal:8080/v1/ws"
+        );
+        assert_eq!(
+            o("https://[::1]:443/x?y"),
+            "https://host.docker.internal:443/x?y"
+        );
+        assert_eq!(o("http://0.0.0.0"), "http://host.docker.internal");
+        assert_eq!(o("http://LOCALHOST/"), "http://host.docker.internal/");
+        assert_eq!(
+            o("http://u:p@127.0.0.2:1"),
+            "http://u:p@host.docker.internal:1"
+        );
+        for kept in [
+            "http://10.0.0.5:8080",
+            "https://node.example:443",
+            "localhost:8080",
+            "http://localhost.example",
+        ] {
+            assert_eq!(o(kept), kept);
+        }
+    }
+
     use super::*;
 
     #[test]

@@ -214,6 +214,12 @@ fn chain_config(args: &ServeArgs) -> Result<ChainConfig, String> {
     let default_chain = args.chain_id == config.chain_id;
     config.chain_id = args.chain_id;
     config.confirmations = args.confirmations.max(1);
+    config.localhost_override = args
+        .localhost_override
+        .as_deref()
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned);
     match (&args.rpc_url, default_chain) {
         (Some(url), _) => config.rpc_url.clone_from(url),
         (None, true) => {}
