@@ -836,6 +836,66 @@ async fn routed(bridge: &Bridge, body: &Value) -> (String, String, HttpResponse)
     (text, target, r)
 }
 
+/// A provider's `defaults` fill what a request leaves out, never what it sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_providers_defaults_fill_what_the_request_left_out() {
+    let upstream = naming_upstream("local").await;
+    let configured = with_config(
+        "provider-defaults",
+        &format!(
+            "[providers.local]\nkind = \"openai\"\nbase_url = \"{}\"\n\n             [providers.local.defaults]\ntemperature = 0.2\ntop_p = 0.9\nstop_sequences = [\"END\"]\n",
+            upstream.base_url()
+        ),
+        &[],
+    )
+    .await;
+    let bridge = &configured.bridge;
+    let (text, _, r) = routed(bridge, &ask("m", json!({}))).await;
+    assert_eq!(text, "local:m", "{}", r.text());
+    let (_, _, r) = routed(bridge, &ask("m", json!({"temperature": 1, "top_p": null}))).await;
+    assert_eq!(r.status, 200, "{}", r.text());
+    let sent: Vec<(Value, Value, Value)> = upstream
+        .requests()
+        .iter()
+        .map(|r| {
+            (
+                r.body["temperature"].clone(),
+                r.body["top_p"].clone(),
+                r.body["stop"].clone(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        sent,
+        [
+            (json!(0.2), json!(0.9), json!(["END"])),
+            (json!(1.0), json!(0.9), json!(["END"]))
+        ],
+        "{}",
+        bridge.log()
+    );
+    // A default of the wrong shape is refused where it stands, before anything is served.
+    let bad = bridge_tests::tempdir::TempDir::new("provider-defaults-bad").unwrap();
+    let file = bad.path().join("claude-bridge.toml");
+    std::fs::write(
+        &file,
+        "[providers.local]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n[providers.local.defaults]\neffort = \"extreme\"\n",
+    )
+    .unwrap();
+    let out = tokio::process::Command::new(bridge_tests::bridge::binary_path().unwrap())
+        .args(["doctor", "--config", file.to_str().unwrap()])
+        .output()
+        .await
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("providers.local.defaults.effort") && said.contains("\"low\""),
+        "{said}"
+    );
+}
+
 fn router_config(local: &Upstream, cloud: &Upstream, down: &Upstream, default: &str) -> String {
     format!(
         r#"# A test config: three providers, every route.

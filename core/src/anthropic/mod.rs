@@ -2,6 +2,7 @@
 //! the accumulator that folds a stream into one message.
 
 pub mod accumulate;
+pub mod defaults;
 pub mod events;
 pub mod overflow;
 pub mod repair;

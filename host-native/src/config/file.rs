@@ -70,6 +70,28 @@ pub struct ProviderRaw {
     pub no_reasoning_passback: Option<bool>,
     /// `--keep-mid-conversation-system`.
     pub keep_mid_conversation_system: Option<bool>,
+    /// `[providers.NAME.defaults]`: request parameters used when the client sends none.
+    pub defaults: Option<DefaultsRaw>,
+}
+
+/// `[providers.NAME.defaults]`: Messages API request parameters for requests that lack them.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DefaultsRaw {
+    /// `temperature`.
+    pub temperature: Option<Spanned<f64>>,
+    /// `top_p`.
+    pub top_p: Option<Spanned<f64>>,
+    /// `top_k`.
+    pub top_k: Option<u64>,
+    /// `max_tokens`.
+    pub max_tokens: Option<u64>,
+    /// `stop_sequences`.
+    pub stop_sequences: Option<Vec<String>>,
+    /// `output_config.effort`: `low`, `medium`, `high` or `max`.
+    pub effort: Option<Spanned<String>>,
+    /// `thinking = {type = "enabled", budget_tokens = N}` when the client sends no `thinking`.
+    pub thinking_budget: Option<u64>,
 }
 
 /// `reasoning_effort`: `true`/`false` (openai) or an effort name (responses).

@@ -257,6 +257,23 @@ fn without_a_router_one_provider_takes_everything_and_two_need_one() {
 }
 
 #[test]
+fn defaults_become_the_request_fields_they_fill() {
+    let config = parse(&format!(
+        "{LOCAL}[providers.local.defaults]\ntemperature = 0.5\ntop_k = 40\neffort = \"low\"\nthinking_budget = 2048\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        serde_json::Value::Object(config.providers["local"].defaults.clone()),
+        serde_json::json!({"temperature": 0.5, "top_k": 40, "output_config": {"effort": "low"},
+                           "thinking": {"type": "enabled", "budget_tokens": 2048}})
+    );
+    let e = err(&format!("{LOCAL}[providers.local.defaults]\ntemprature = 0.5\n"));
+    assert!(e.message.contains("temprature"), "{e}");
+    let e = err(&format!("{LOCAL}[providers.local.defaults]\ntop_p = -1.0\n"));
+    assert_eq!(e.key.as_deref(), Some("providers.local.defaults.top_p"), "{e}");
+}
+
+#[test]
 fn values_are_checked_where_they_stand() {
     let e = err("listen = \"nowhere\"\n");
     assert_eq!(place(&e), (1, 10, Some("listen")));

@@ -41,6 +41,9 @@ pub struct Provider {
     /// `retries`: how many times a failing request is sent to this provider again (with
     /// backoff, honouring `retry-after`) before the next target is tried.
     pub retries: u32,
+    /// `[providers.NAME.defaults]`: Messages API fields filled in when a request lacks them
+    /// (see [`bridge_core::anthropic::defaults`]).
+    pub defaults: serde_json::Map<String, serde_json::Value>,
 }
 
 /// Upstream timeouts in seconds (`connect_timeout`, `first_byte_timeout`, `idle_timeout`).

@@ -31,6 +31,7 @@ const COMMON: &[&str] = &[
     "first_byte_timeout",
     "idle_timeout",
     "retries",
+    "defaults",
 ];
 /// Keys of the HTTP kinds (openai, responses, anthropic).
 const HTTP: &[&str] = &["base_url", "api_key", "headers"];
@@ -295,6 +296,10 @@ fn provider(
         }
         models.push(model.get_ref().clone());
     }
+    let defaults = match &raw.defaults {
+        Some(d) => defaults(doc, name, d)?,
+        None => serde_json::Map::new(),
+    };
     let kind = match raw.kind {
         Kind::Openai => ProviderKind::Openai {
             upstream: http_upstream(doc, name, &raw, env, None)?,
@@ -331,12 +336,64 @@ fn provider(
         models,
         ca_cert: raw.ca_cert.map(|p| dir.join(p)),
         retries: raw.retries.unwrap_or(0),
+        defaults,
         timeouts: Timeouts {
             connect: raw.connect_timeout,
             first_byte: raw.first_byte_timeout,
             idle: raw.idle_timeout,
         },
     })
+}
+
+/// `[providers.NAME.defaults]` as the Messages API fields they fill in.
+fn defaults(
+    doc: &Document<'_>,
+    name: &str,
+    raw: &super::file::DefaultsRaw,
+) -> Result<serde_json::Map<String, serde_json::Value>, ConfigError> {
+    use serde_json::json;
+    let path = |key: &str| {
+        let mut path = key_path(name, "defaults");
+        path.push(key.into());
+        path
+    };
+    let mut out = serde_json::Map::new();
+    for (key, value) in [("temperature", &raw.temperature), ("top_p", &raw.top_p)] {
+        if let Some(v) = value {
+            let n = *v.get_ref();
+            if !(n.is_finite() && n >= 0.0) {
+                return Err(doc.error(v.span(), &path(key), "a number of at least 0"));
+            }
+            out.insert(key.to_owned(), json!(n));
+        }
+    }
+    if let Some(k) = raw.top_k {
+        out.insert(String::from("top_k"), json!(k));
+    }
+    if let Some(n) = raw.max_tokens {
+        out.insert(String::from("max_tokens"), json!(n));
+    }
+    if let Some(stops) = &raw.stop_sequences {
+        out.insert(String::from("stop_sequences"), json!(stops));
+    }
+    if let Some(effort) = &raw.effort {
+        let level = effort.get_ref().as_str();
+        if !matches!(level, "low" | "medium" | "high" | "max") {
+            return Err(doc.error(
+                effort.span(),
+                &path("effort"),
+                "one of \"low\", \"medium\", \"high\", \"max\"",
+            ));
+        }
+        out.insert(String::from("output_config"), json!({ "effort": level }));
+    }
+    if let Some(budget) = raw.thinking_budget {
+        out.insert(
+            String::from("thinking"),
+            json!({"type": "enabled", "budget_tokens": budget}),
+        );
+    }
+    Ok(out)
 }
 
 fn http_upstream(

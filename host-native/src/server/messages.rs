@@ -140,6 +140,17 @@ async fn open_with_retries(
     call: &Call,
     label: &str,
 ) -> Result<crate::provider::Answer, BridgeError> {
+    let with_defaults;
+    let call = match bridge_core::anthropic::defaults::merge_defaults(&call.body, &entry.defaults) {
+        Some(body) => {
+            with_defaults = Call {
+                body: body.into(),
+                ..call.clone()
+            };
+            &with_defaults
+        }
+        None => call,
+    };
     let mut retry = 0;
     loop {
         match entry.provider.open(call.clone()).await {

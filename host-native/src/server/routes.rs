@@ -49,6 +49,8 @@ pub struct TargetEntry {
     pub retries: u32,
     /// The provider's `idle_timeout`, when its table sets one (else `--idle-timeout`).
     pub idle_timeout: Option<Duration>,
+    /// The provider's default request parameters (merged under each request's own).
+    pub defaults: Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl std::fmt::Debug for TargetEntry {
@@ -187,6 +189,7 @@ impl Routes {
                 circuit: Circuit::default(),
                 retries: 0,
                 idle_timeout: None,
+                defaults: Arc::default(),
             },
         );
         Ok(Self {
@@ -239,6 +242,7 @@ impl Routes {
                     circuit: Circuit::default(),
                     retries: provider.retries,
                     idle_timeout: provider.timeouts.idle.map(Duration::from_secs),
+                    defaults: Arc::new(provider.defaults.clone()),
                 },
             );
         }
