@@ -1081,6 +1081,10 @@ async fn initialize_an_app_hook_a_slash_command_and_the_capabilities() {
             {"op": "initialize", "body": {"hooks": {"": []}}},
             {"op": "initialize", "body": {"systemPrompt": 7}},
             {"op": "run", "prompt": "SCENARIO:sdkmcp ask the app", "approval": "allow"},
+            // A new prompt for a thread whose Claude Code already recorded one: it restarts
+            // (--resume) and the new prompt is the one the model gets.
+            {"op": "initialize", "body": {"appendSystemPrompt": "APP-PROMPT-MARK-52"}},
+            {"op": "run", "prompt": "SCENARIO:text say hello again"},
         ]}),
     )
     .await;
@@ -1189,6 +1193,30 @@ async fn initialize_an_app_hook_a_slash_command_and_the_capabilities() {
     assert!(
         seen.is_some_and(|c| c.contains("PreToolUse:Bash hook")),
         "the model did not see the hook's reason\n{ctx}"
+    );
+
+    // After the restart the model's system prompt carries the new mark, not the old one.
+    assert_eq!(steps[7]["status"], 200, "{ctx}");
+    assert_eq!(
+        run_text(&run_events(&steps[8], &ctx)[0]),
+        "Hello from the bridge.",
+        "{ctx}"
+    );
+    let last = world
+        .upstream
+        .model_requests()
+        .into_iter()
+        .rev()
+        .find(|r| {
+            r.messages()
+                .iter()
+                .any(|m| m["content"].to_string().contains("say hello again"))
+        })
+        .unwrap_or_else(|| panic!("no model request for the last run\n{ctx}"));
+    let system = last.messages()[0]["content"].to_string();
+    assert!(
+        system.contains("APP-PROMPT-MARK-52") && !system.contains("APP-PROMPT-MARK-51"),
+        "the resumed session kept its recorded prompt\n{ctx}"
     );
 
     // GET /sessions/{threadId}.

@@ -267,10 +267,18 @@ fn defaults_become_the_request_fields_they_fill() {
         serde_json::json!({"temperature": 0.5, "top_k": 40, "output_config": {"effort": "low"},
                            "thinking": {"type": "enabled", "budget_tokens": 2048}})
     );
-    let e = err(&format!("{LOCAL}[providers.local.defaults]\ntemprature = 0.5\n"));
+    let e = err(&format!(
+        "{LOCAL}[providers.local.defaults]\ntemprature = 0.5\n"
+    ));
     assert!(e.message.contains("temprature"), "{e}");
-    let e = err(&format!("{LOCAL}[providers.local.defaults]\ntop_p = -1.0\n"));
-    assert_eq!(e.key.as_deref(), Some("providers.local.defaults.top_p"), "{e}");
+    let e = err(&format!(
+        "{LOCAL}[providers.local.defaults]\ntop_p = -1.0\n"
+    ));
+    assert_eq!(
+        e.key.as_deref(),
+        Some("providers.local.defaults.top_p"),
+        "{e}"
+    );
 }
 
 #[test]

@@ -492,6 +492,12 @@ impl AguiSession {
         if let Some(prompt) = &self.init.append_system_prompt {
             request["appendSystemPrompt"] = Value::String(prompt.clone());
         }
+        // Claude Code records a session's system prompt on its first request and reuses the
+        // record on every `--resume` (the app's prompt would be ignored after a restart), unless
+        // each process of the thread is told not to.
+        if self.init.system_prompt.is_some() || self.init.append_system_prompt.is_some() {
+            request["systemPromptSnapshot"] = Value::Bool(false);
+        }
         if !self.init.sdk_mcp_servers.is_empty() {
             request["sdkMcpServers"] = json!(self.init.sdk_mcp_servers);
         }

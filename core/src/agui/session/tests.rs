@@ -132,6 +132,7 @@ fn initialize_carries_the_apps_prompt_and_hooks_and_its_answer_is_kept() {
     assert_eq!(
         init["request"],
         json!({"subtype": "initialize", "appendSystemPrompt": "Be brief.",
+            "systemPromptSnapshot": false,
             "hooks": {"PreToolUse": [{"matcher": "Bash", "hookCallbackIds": ["hook_0"], "timeout": 30}]}})
     );
     let id = init["request_id"].as_str().unwrap();
