@@ -204,9 +204,13 @@ async fn claude_code_pays_a_job_on_chain_runs_a_tool_and_the_job_is_settled() {
     let tokens_used = jobs[0]["tokens_used"].as_u64().unwrap();
     assert!(tokens_used > 0);
 
-    // Stopping the bridge closes the session: the host settles the job on-chain.
+    // Stopping the bridge closes the session properly (a WebSocket close, recorded in the
+    // ledger at once): the host settles the job on-chain.
     bridge.signal("TERM").unwrap();
     bridge.wait_exit(T).await.unwrap();
+    let log = format!("node: {:?}\n--- bridge log:\n{}", node.log(), bridge.log());
+    assert_eq!(node.log().closed_by_client, 1, "{log}");
+    assert_eq!(ledger_jobs(&ledger)[0]["status"], "closed", "{log}");
     let mut settled = None;
     let done = eventually(async || {
         settled = Some(world.job(1).await.unwrap());
@@ -284,6 +288,61 @@ async fn a_killed_host_makes_the_next_prompt_open_a_new_job_until_the_cap_says_n
     assert!(message.contains("--max-spend"), "{message}");
     assert!(message.contains("0.0002 ETH"), "{message}");
     assert_eq!(world.job_count().await.unwrap(), 2);
+}
+
+/// A host that crashes on the prompt before its first token: the bridge opens a new job once,
+/// by itself, and the client gets one answer — no error for Claude Code to retry into a third
+/// paid job. The crashed job answered nothing (its deposit comes back when it times out).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_lost_before_its_first_token_is_recovered_on_a_new_job() {
+    let world = world().await;
+    let (node, _) = host(&world, HOST_A, script(|_| String::from("recovered answer"))).await;
+    let dir = TempDir::new("fabstir-ledger").unwrap();
+    let ledger = dir.path().join("ledger.json");
+    let bridge = bridge(&world, &ledger, "fabstir-chain-recover", &[]).await;
+    node.crash_before_reply(1);
+    for stream in [false, true] {
+        let r = http::post_messages(&bridge.base_url(), &request(stream), T)
+            .await
+            .unwrap();
+        let ctx = || format!("node: {:?}\n--- bridge log:\n{}", node.log(), bridge.log());
+        assert_eq!(r.status, 200, "{}\n{}", r.text(), ctx());
+        let text = if stream {
+            let events = sse::parse(&r.body);
+            sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{}", r.text()));
+            assert!(sse::error_event(&events).is_none(), "{}", ctx());
+            sse::accumulate(&events).unwrap()["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        } else {
+            r.json().unwrap()["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        assert_eq!(text, "recovered answer", "{}", ctx());
+    }
+    let log = node.log();
+    assert_eq!(log.crashed_before_reply, 1, "{log:?}");
+    // The first prompt went to job 1 (crashed), then job 2; the second prompt stayed on job 2.
+    assert_eq!(
+        log.inits
+            .iter()
+            .map(|(id, _)| id.as_str())
+            .collect::<Vec<_>>(),
+        ["1", "2", "2"],
+        "{log:?}"
+    );
+    assert_eq!(world.job_count().await.unwrap(), 2);
+    let jobs = ledger_jobs(&ledger);
+    assert_eq!(jobs.len(), 2, "both jobs are in the ledger: {jobs:?}");
+    assert_eq!(jobs[0]["tokens_used"], 0, "{jobs:?}");
+    assert!(
+        bridge.log().contains("sending the prompt again"),
+        "{}",
+        bridge.log()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,9 +4,12 @@
 //! happened (`handle_*`, with the time in milliseconds) and carries out the [`Effect`]s it polls.
 //! The machine decides the rest: prompts run one at a time in arrival order (one FIFO per
 //! session); a job is created only when a prompt needs one; a socket that closes (the host
-//! settles the job on close) sends the next prompt to a new job; and money is never spent past
-//! the cap — a job that would cross it, or a third job in a row that never answered a prompt,
-//! fails the waiting prompts with a clear error instead of opening another paid session.
+//! settles the job on close) sends the next prompt to a new job; a session that fails before the
+//! running prompt's first token (closed, an error frame, no answer in time) is recovered once:
+//! the prompt is sent again, on the same job while its socket is open, else on a new job; and
+//! money is never spent past the cap — a job that would cross it, or a third job in a row that
+//! never answered a prompt, fails the waiting prompts with a clear error instead of opening
+//! another paid session.
 //!
 //! ```text
 //!              prompt queued                 job_created               socket_opened
@@ -127,6 +130,17 @@ pub enum Effect {
     },
     /// Close the socket (the host settles the job).
     CloseSocket,
+    /// The prompt's session failed before its first token; the prompt is sent again — on the
+    /// same job when its socket is still open, else on a new one (`new_job`) — once per
+    /// prompt. Nothing of it reached its client, so nothing is paid for twice.
+    PromptRecovering {
+        /// The prompt.
+        prompt: PromptId,
+        /// Why the first attempt failed.
+        error: ApiError,
+        /// Whether the job was lost (the next attempt opens a new one).
+        new_job: bool,
+    },
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -166,6 +180,8 @@ pub struct Session {
     spent: u128,
     failed_jobs: u32,
     stop_reason: Option<ApiError>,
+    /// The head prompt was already sent again once (see [`Effect::PromptRecovering`]).
+    recovered: Option<PromptId>,
 }
 
 impl Session {
@@ -180,6 +196,7 @@ impl Session {
             spent: limits.already_spent,
             failed_jobs: 0,
             stop_reason: None,
+            recovered: None,
         }
     }
 
@@ -311,6 +328,7 @@ impl Session {
     /// `stream_end`: the running prompt's reply is complete (or was cancelled).
     pub fn handle_stream_end(&mut self, now: u64) {
         if let State::Streaming { job_id, .. } = self.state {
+            self.recovered = None;
             if let Some(prompt) = self.queue.pop_front() {
                 self.effects.push_back(Effect::PromptDone { prompt });
             }
@@ -325,7 +343,9 @@ impl Session {
     pub fn handle_host_error(&mut self, error: ApiError, now: u64) {
         match self.state {
             State::Initializing { job_id, .. } | State::Streaming { job_id, .. } => {
-                self.fail_head(error);
+                if !self.recover_head(&error, false) {
+                    self.fail_head(error);
+                }
                 self.state = State::Idle { job_id };
                 self.advance(now);
             }
@@ -337,11 +357,14 @@ impl Session {
     pub fn handle_socket_closed(&mut self, now: u64) {
         match self.state {
             State::Initializing { .. } | State::Streaming { .. } => {
-                self.fail_head(ApiError::new(
+                let error = ApiError::new(
                     ErrorKind::Overloaded,
                     "the Fabstir host closed the session before the reply was complete; \
                      the next request opens a new session",
-                ));
+                );
+                if !self.recover_head(&error, true) {
+                    self.fail_head(error);
+                }
                 self.job_lost(now);
             }
             State::Connecting { .. } | State::Idle { .. } => {
@@ -365,12 +388,43 @@ impl Session {
             State::Streaming { chunks: 0, .. } => "did not start answering",
             _ => "stopped answering",
         };
-        self.fail_head(ApiError::new(
+        let error = ApiError::new(
             ErrorKind::Timeout,
             format!("the Fabstir host {what} in time"),
-        ));
+        );
+        if !self.recover_head(&error, true) {
+            self.fail_head(error);
+        }
         self.effects.push_back(Effect::CloseSocket);
         self.job_lost(now);
+    }
+
+    /// The running head prompt failed with `error`: when nothing of its reply arrived yet and
+    /// it was not sent again before, it stays at the head to be sent again
+    /// ([`Effect::PromptRecovering`]); `false` when it must fail instead.
+    fn recover_head(&mut self, error: &ApiError, new_job: bool) -> bool {
+        let untouched = matches!(
+            self.state,
+            State::Initializing { .. } | State::Streaming { chunks: 0, .. }
+        );
+        let Some(&prompt) = self.queue.front() else {
+            return false;
+        };
+        // A refusal of the request itself (too long, bad input, no funds) would only repeat.
+        let transient = matches!(
+            error.kind,
+            ErrorKind::Api | ErrorKind::Overloaded | ErrorKind::Timeout
+        );
+        if !untouched || !transient || self.recovered == Some(prompt) {
+            return false;
+        }
+        self.recovered = Some(prompt);
+        self.effects.push_back(Effect::PromptRecovering {
+            prompt,
+            error: error.clone(),
+            new_job,
+        });
+        true
     }
 
     /// An amount in the limits' unit: `0.0002 ETH` (base units when no unit is set).
@@ -391,6 +445,7 @@ impl Session {
     }
 
     fn fail_head(&mut self, error: ApiError) {
+        self.recovered = None;
         if let Some(prompt) = self.queue.pop_front() {
             self.effects
                 .push_back(Effect::PromptFailed { prompt, error });
@@ -712,6 +767,97 @@ mod tests {
         assert_eq!(drain(&mut s), vec![Effect::SendPrompt { prompt: 2 }]);
         s.handle_stream_end(5);
         assert_eq!(drain(&mut s), vec![Effect::PromptDone { prompt: 2 }]);
+    }
+
+    #[test]
+    fn a_session_lost_before_the_first_token_is_recovered_once_on_a_new_job() {
+        let mut s = Session::new(limits(1, 100));
+        s.handle_prompt(1, 0);
+        s.handle_job_created(7, 0);
+        s.handle_socket_opened(0);
+        s.handle_init_acked(0);
+        drain(&mut s);
+        s.handle_socket_closed(5);
+        let effects = drain(&mut s);
+        assert!(
+            matches!(
+                &effects[0],
+                Effect::PromptRecovering {
+                    prompt: 1,
+                    new_job: true,
+                    ..
+                }
+            ),
+            "{effects:?}"
+        );
+        assert_eq!(effects[1], Effect::CreateJob { deposit: 1 });
+        assert_eq!(s.spent(), 2, "both deposits are counted");
+        s.handle_job_created(8, 6);
+        assert_eq!(drain(&mut s), vec![Effect::OpenSocket { job_id: 8 }]);
+        s.handle_socket_opened(7);
+        answer(&mut s, 8, 1, 8);
+        assert_eq!(drain(&mut s), vec![Effect::PromptDone { prompt: 1 }]);
+
+        // The next prompt gets its own one recovery; a second loss fails it.
+        s.handle_prompt(2, 20);
+        drain(&mut s);
+        s.handle_init_acked(21);
+        drain(&mut s);
+        s.handle_timeout(21 + 180_000);
+        let effects = drain(&mut s);
+        assert!(
+            matches!(&effects[0], Effect::PromptRecovering { prompt: 2, .. }),
+            "{effects:?}"
+        );
+        assert_eq!(effects[1], Effect::CloseSocket);
+        s.handle_job_created(9, 200_000);
+        s.handle_socket_opened(200_001);
+        drain(&mut s);
+        s.handle_socket_closed(200_002);
+        let effects = drain(&mut s);
+        assert!(
+            matches!(&effects[0], Effect::PromptFailed { prompt: 2, error } if error.kind == ErrorKind::Overloaded),
+            "{effects:?}"
+        );
+    }
+
+    #[test]
+    fn a_host_error_before_the_first_token_is_tried_again_on_the_same_job() {
+        let mut s = Session::new(limits(1, 100));
+        s.handle_prompt(1, 0);
+        s.handle_job_created(1, 0);
+        s.handle_socket_opened(0);
+        drain(&mut s);
+        s.handle_host_error(ApiError::new(ErrorKind::Overloaded, "model busy"), 1);
+        let effects = drain(&mut s);
+        assert!(
+            matches!(
+                &effects[0],
+                Effect::PromptRecovering {
+                    prompt: 1,
+                    new_job: false,
+                    ..
+                }
+            ),
+            "{effects:?}"
+        );
+        assert_eq!(
+            effects[1],
+            Effect::SendInit {
+                job_id: 1,
+                prompt: 1
+            }
+        );
+        assert_eq!(s.spent(), 1, "no new deposit");
+        // Once the reply started, a failure is final: its client already has part of it.
+        s.handle_init_acked(2);
+        drain(&mut s);
+        s.handle_chunk(3);
+        s.handle_socket_closed(4);
+        assert!(matches!(
+            &drain(&mut s)[0],
+            Effect::PromptFailed { prompt: 1, .. }
+        ));
     }
 
     #[test]

@@ -129,4 +129,10 @@ pub trait Provider: Send + Sync + 'static {
     fn count_tokens(&self, _call: Call) -> BoxFuture<'_, Option<Result<Answer, BridgeError>>> {
         Box::pin(async { None })
     }
+
+    /// The bridge is stopping (in-flight requests are done): end what the provider keeps open
+    /// (a Fabstir session is closed so its host settles the job, and the ledger says so).
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
 }

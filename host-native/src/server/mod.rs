@@ -109,15 +109,32 @@ pub async fn serve(
     drain: Duration,
 ) -> std::io::Result<()> {
     let limits = state.limits;
-    serve_with(
+    let handler_state = Arc::clone(&state);
+    let served = serve_with(
         listener,
-        move |peer, req| handle(state.clone(), peer, req),
+        move |peer, req| handle(handler_state.clone(), peer, req),
         shutdown,
         drain,
         limits,
     )
-    .await
+    .await;
+    // Then every provider ends what it keeps open (Fabstir sessions), together, briefly.
+    let routes = state.routes();
+    let closing = futures_util::future::join_all(routes.entries().map(|e| e.provider.shutdown()));
+    if tokio::time::timeout(PROVIDER_SHUTDOWN, closing)
+        .await
+        .is_err()
+    {
+        warn!(
+            seconds = PROVIDER_SHUTDOWN.as_secs(),
+            "providers did not close their sessions in time"
+        );
+    }
+    served
 }
+
+/// How long the providers have to close their sessions at shutdown.
+const PROVIDER_SHUTDOWN: Duration = Duration::from_secs(10);
 
 /// Accept HTTP/1 connections for `handler` until `shutdown` resolves, then let in-flight
 /// requests finish (up to `drain` long). Every server of the bridge runs on this; `limits` caps

@@ -50,6 +50,10 @@ pub struct NodeLog {
     pub cancels: usize,
     /// Sockets accepted.
     pub connections: usize,
+    /// Sockets the client closed properly (a WebSocket close frame), not just dropped.
+    pub closed_by_client: usize,
+    /// Sessions that crashed on a prompt before its first token ([`HostNode::crash_before_reply`]).
+    pub crashed_before_reply: usize,
     /// Error frames sent (`code` or, for validation errors, `error`), in order.
     pub errors: Vec<String>,
     /// Frames dropped because a reply was streaming (the real node drops them too).
@@ -65,6 +69,8 @@ pub struct HostNode {
     log: Arc<Mutex<NodeLog>>,
     accept: JoinHandle<()>,
     sessions: Arc<Mutex<Vec<JoinHandle<()>>>>,
+    /// Prompts still to be answered by a crash (see [`HostNode::crash_before_reply`]).
+    crashes: Arc<AtomicU64>,
 }
 
 /// Aborts its task when dropped, so killing a session kills its writer and its replies too.
@@ -137,8 +143,13 @@ impl HostNode {
         let addr = listener.local_addr()?;
         let log = Arc::new(Mutex::new(NodeLog::default()));
         let sessions = Arc::new(Mutex::new(Vec::new()));
+        let crashes = Arc::new(AtomicU64::new(0));
         let accept = {
-            let (log, sessions) = (Arc::clone(&log), Arc::clone(&sessions));
+            let (log, sessions, crashes) = (
+                Arc::clone(&log),
+                Arc::clone(&sessions),
+                Arc::clone(&crashes),
+            );
             tokio::spawn(async move {
                 while let Ok((stream, _)) = listener.accept().await {
                     let (script, log, acceptor, chain) = (
@@ -147,13 +158,16 @@ impl HostNode {
                         acceptor.clone(),
                         chain.clone(),
                     );
+                    let crashes = Arc::clone(&crashes);
                     let task = tokio::spawn(async move {
                         match acceptor {
                             Some(acceptor) => match acceptor.accept(stream).await {
-                                Ok(stream) => serve(stream, secret, script, log, chain).await,
+                                Ok(stream) => {
+                                    serve(stream, secret, script, log, chain, crashes).await
+                                }
                                 Err(e) => eprintln!("fabstir node: TLS handshake failed: {e}"),
                             },
-                            None => serve(stream, secret, script, log, chain).await,
+                            None => serve(stream, secret, script, log, chain, crashes).await,
                         }
                     });
                     if let Ok(mut s) = sessions.lock() {
@@ -169,6 +183,7 @@ impl HostNode {
             log,
             accept,
             sessions,
+            crashes,
         })
     }
 
@@ -224,6 +239,12 @@ impl HostNode {
         tokio::time::sleep(Duration::from_millis(100)).await;
         self.kill_sessions();
         pending.await?
+    }
+
+    /// The next `n` prompts find the host crashing as they arrive: the session drops without a
+    /// close before the first token, and its job is not settled (a crash settles nothing).
+    pub fn crash_before_reply(&self, n: u64) {
+        self.crashes.store(n, Ordering::SeqCst);
     }
 
     /// Kill every open session abruptly (as a crashed host would): sockets drop without a close.
@@ -292,6 +313,7 @@ async fn serve<S>(
     script: Script,
     log: Arc<Mutex<NodeLog>>,
     chain: Option<Arc<crate::evm_world::NodeChain>>,
+    crashes: Arc<AtomicU64>,
 ) where
     S: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + Send + 'static,
 {
@@ -348,6 +370,9 @@ async fn serve<S>(
     while let Some(Ok(message)) = source.next().await {
         let Message::Text(frame) = message else {
             if matches!(message, Message::Close(_)) {
+                if let Ok(mut l) = log.lock() {
+                    l.closed_by_client += 1;
+                }
                 break;
             }
             continue;
@@ -444,6 +469,16 @@ async fn serve<S>(
                 };
                 if let Ok(mut l) = log.lock() {
                     l.prompts.push(prompt.clone());
+                }
+                if crashes
+                    .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                    .is_ok()
+                {
+                    if let Ok(mut l) = log.lock() {
+                        l.crashed_before_reply += 1;
+                    }
+                    // Gone without a close, and without settling: a crash.
+                    return;
                 }
                 let tokens = script(&prompt);
                 cancel = Arc::new(AtomicBool::new(false));

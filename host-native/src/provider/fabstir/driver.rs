@@ -80,6 +80,8 @@ enum Command {
         reply: mpsc::UnboundedSender<Reply>,
     },
     ClientGone(PromptId),
+    /// Close the session (the host settles the job), then say so.
+    Shutdown(tokio::sync::oneshot::Sender<()>),
 }
 
 /// A handle to the driver task.
@@ -138,6 +140,16 @@ impl Fabstir {
         Self {
             commands,
             next_id: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(1)),
+        }
+    }
+
+    /// Close the session now — a WebSocket close, so the host settles the job, recorded in the
+    /// ledger — instead of when the last handle goes; resolves when it is closed. Prompts
+    /// queued after it fail.
+    pub async fn shutdown(&self) {
+        let (done, closed) = tokio::sync::oneshot::channel();
+        if self.commands.send(Command::Shutdown(done)).is_ok() {
+            let _ = closed.await;
         }
     }
 
@@ -210,6 +222,22 @@ impl Driver {
                         let now = self.now();
                         self.session.handle_client_gone(id, now);
                         self.prompts.remove(&id);
+                    }
+                    Some(Command::Shutdown(done)) => {
+                        if let Some(target) = &self.target
+                            && self.socket.is_some()
+                        {
+                            info!(job_id = target.job_id, "closing the Fabstir session: the bridge is stopping");
+                        }
+                        self.close_socket().await;
+                        for (_, pending) in self.prompts.drain() {
+                            let _ = pending.reply.send(Reply::Failed(ApiError::new(
+                                ErrorKind::Overloaded,
+                                "the bridge is shutting down",
+                            )));
+                        }
+                        let _ = done.send(());
+                        return;
                     }
                     None => break,
                 },
@@ -333,6 +361,22 @@ impl Driver {
                     if let Some(p) = self.prompts.remove(&prompt) {
                         let _ = p.reply.send(Reply::Failed(error));
                     }
+                    if self.running.as_ref().is_some_and(|r| r.prompt == prompt) {
+                        self.running = None;
+                    }
+                }
+                Effect::PromptRecovering {
+                    prompt,
+                    error,
+                    new_job,
+                } => {
+                    warn!(
+                        prompt,
+                        host = %self.host_label(),
+                        reason = %error.message,
+                        on = if new_job { "a new job" } else { "the same job" },
+                        "the Fabstir session failed before the first token; sending the prompt again"
+                    );
                     if self.running.as_ref().is_some_and(|r| r.prompt == prompt) {
                         self.running = None;
                     }

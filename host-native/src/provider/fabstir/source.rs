@@ -58,6 +58,10 @@ impl Provider for FabstirProvider {
         Some(&self.model)
     }
 
+    fn shutdown(&self) -> BoxFuture<'_, ()> {
+        Box::pin(self.client.shutdown())
+    }
+
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
             let rendered = self.engine.render_chatml(&call.body, &self.options)?;
