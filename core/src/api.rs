@@ -39,10 +39,12 @@ use crate::translate::passthrough::{PassThrough, Relayed};
 use crate::translate::responses_stream::ResponsesStreamTranslator;
 use crate::translate::token_stream::TokenStreamTranslator;
 
+pub use crate::anthropic::accumulate::Finished;
 pub use crate::anthropic::events::{ErrorKind, StreamEvent};
 pub use crate::anthropic::stream::{Validator, Violation};
 pub use crate::chatml::render::{ChatmlOptions, ChatmlPrompt, PromptImage, ToolFormat};
 pub use crate::chatml::tool_calls::ToolHint;
+pub use crate::dialect::Dialect;
 pub use crate::front::facade::{Front, FrontOptions};
 pub use crate::route::{Route, RouterConfig, Target};
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
@@ -91,89 +93,6 @@ pub fn route(config_json: &str, request: &[u8]) -> Result<Route, RequestError> {
         .map_err(|e| RequestError::Options(format!("router config: {e}")))?;
     let features = crate::route::features_from_bytes(request)?;
     Ok(crate::route::route(&config, &features))
-}
-
-/// The upstream API a request is prepared for and a stream is read from. The facade is keyed by
-/// it ([`prepare`], [`StreamOptions::dialect`]), so another dialect is a change to the core only:
-/// the component, the npm package and the host pass the name through.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Dialect {
-    /// OpenAI Chat Completions (`/chat/completions`), options: [`ConvertOptions`].
-    #[default]
-    OpenaiChat,
-    /// The OpenAI Responses API (`/responses`), options: [`ResponsesOptions`].
-    OpenaiResponses,
-    /// A raw-text host (Fabstir): the request is one ChatML prompt (the prepared body is a
-    /// [`ChatmlPrompt`] JSON object), options: [`ChatmlOptions`]; the reply is the model's text,
-    /// fed as UTF-8 bytes in any split, with inline tool calls (typed by
-    /// [`StreamOptions::tools`]) and the host's numbers given to [`Translator::finish`].
-    Chatml,
-    /// The Anthropic Messages API itself (pass-through), options: [`AnthropicOptions`]; the
-    /// request goes as it came unless the model or the history changes, the stream is relayed
-    /// frame by frame (unknown event types too) and ends with an `error` event when cut.
-    Anthropic,
-    /// The other way round — an OpenAI Chat Completions *client* ([`crate::front`]): `prepare`
-    /// takes its request and gives the Anthropic request with the answer's [`FrontOptions`] (or
-    /// a refusal) as the body; the translator reads Anthropic SSE (what every provider answers)
-    /// and writes `chat.completion.chunk`s, or folds one `chat.completion`
-    /// ([`StreamOptions::front`]). No options.
-    FrontOpenaiChat,
-    /// As [`Self::FrontOpenaiChat`], for an OpenAI Responses client (the Codex CLI): `response.*`
-    /// events, or one `response` object.
-    FrontOpenaiResponses,
-}
-
-impl Dialect {
-    /// Every dialect, in the order the error messages list them.
-    pub const ALL: [Self; 6] = [
-        Self::OpenaiChat,
-        Self::OpenaiResponses,
-        Self::Chatml,
-        Self::Anthropic,
-        Self::FrontOpenaiChat,
-        Self::FrontOpenaiResponses,
-    ];
-
-    /// The dialect's name, as the facades take it.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenaiChat => "openai_chat",
-            Self::OpenaiResponses => "openai_responses",
-            Self::Chatml => "chatml",
-            Self::Anthropic => "anthropic",
-            Self::FrontOpenaiChat => "front_openai_chat",
-            Self::FrontOpenaiResponses => "front_openai_responses",
-        }
-    }
-
-    /// The OpenAI client API of a front dialect; `None` for an upstream dialect.
-    #[must_use]
-    pub fn front(self) -> Option<Front> {
-        match self {
-            Self::FrontOpenaiChat => Some(Front::Chat),
-            Self::FrontOpenaiResponses => Some(Front::Responses),
-            Self::OpenaiChat | Self::OpenaiResponses | Self::Chatml | Self::Anthropic => None,
-        }
-    }
-
-    /// Read a dialect name (`openai_chat`, `openai_responses`, `chatml`, `anthropic`).
-    ///
-    /// # Errors
-    /// [`RequestError::Options`] naming the dialects there are.
-    pub fn parse(name: &str) -> Result<Self, RequestError> {
-        Self::ALL
-            .into_iter()
-            .find(|d| d.as_str() == name)
-            .ok_or_else(|| {
-                let names: Vec<&str> = Self::ALL.iter().map(|d| d.as_str()).collect();
-                RequestError::Options(format!(
-                    "unknown dialect {name:?}: expected one of {}",
-                    names.join(", ")
-                ))
-            })
-    }
 }
 
 /// Anthropic Messages request → the upstream request of `dialect`. `options_json` is that
@@ -271,16 +190,6 @@ pub struct StreamOptions {
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
     *value == T::default()
-}
-
-/// What [`Translator::finish`] returns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Finished {
-    /// HTTP status a non-streaming response should carry (200, or the error's status).
-    /// For a streaming response this is 200 even when the stream ended with an `error` event.
-    pub status: u16,
-    /// Streaming: the last SSE bytes. Non-streaming: the `Message` JSON or the error envelope.
-    pub body: String,
 }
 
 /// An upstream's reply (raw bytes of its [`Dialect`]) → Anthropic response, as SSE or folded.
@@ -576,7 +485,7 @@ fn encode_all(events: &[StreamEvent]) -> String {
     // Room for a typical event each (a text delta is about 100 bytes).
     let mut out = String::with_capacity(events.len() * 128);
     for event in events {
-        crate::sse::encoder::encode_event(&mut out, event);
+        crate::anthropic::encode::encode_event(&mut out, event);
     }
     out
 }

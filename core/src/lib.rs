@@ -25,6 +25,7 @@ pub mod anthropic;
 pub mod api;
 pub mod chatml;
 pub mod compact_json;
+pub mod dialect;
 pub mod error;
 pub mod fabstir;
 pub mod front;

@@ -11,12 +11,12 @@
 //! assert!(done.body.contains("overloaded_error"));
 //! ```
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::anthropic::events::{
     ApiError, BlockStart, ContentBlock, Delta, ErrorKind, Message, StreamEvent, Usage,
 };
-use crate::api::Finished;
 
 /// Accumulates events; [`Accumulator::result`] gives the final response.
 #[derive(Debug, Default)]
@@ -139,6 +139,16 @@ impl Accumulator {
     pub fn message(&self) -> Option<&Message> {
         self.message.as_ref()
     }
+}
+
+/// What [`crate::api::Translator::finish`] returns.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Finished {
+    /// HTTP status a non-streaming response should carry (200, or the error's status).
+    /// For a streaming response this is 200 even when the stream ended with an `error` event.
+    pub status: u16,
+    /// Streaming: the last SSE bytes. Non-streaming: the `Message` JSON or the error envelope.
+    pub body: String,
 }
 
 fn error_result(error: &ApiError) -> Finished {

@@ -3,6 +3,7 @@
 
 pub mod accumulate;
 pub mod defaults;
+pub mod encode;
 pub mod events;
 pub mod overflow;
 pub mod repair;

@@ -51,7 +51,7 @@ pub struct Parsed {
 /// # Errors
 /// [`RequestError`] when the body is not a Messages request (naming the field to fix).
 pub fn parse_and_repair(body: &[u8]) -> Result<Parsed, RequestError> {
-    let request = crate::translate::chat_request::parse_request(body)?;
+    let request = super::request::parse_request(body)?;
     if !needs_repair(&request) {
         return Ok(Parsed {
             request,
@@ -244,6 +244,16 @@ pub fn repair_value(request: &mut Value) -> Vec<String> {
     }
     repairs
 }
+
+/// The history repairs as conversion warnings; the host logs these at `warn`
+/// (they begin with [`REPAIRED`]).
+#[must_use]
+pub fn repair_warnings(repairs: &[String]) -> Vec<String> {
+    repairs.iter().map(|r| format!("{REPAIRED}{r}")).collect()
+}
+
+/// How a warning about a repaired history begins.
+pub const REPAIRED: &str = "repaired history: ";
 
 #[cfg(test)]
 mod tests {

@@ -9,6 +9,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 mod de;
+mod parse;
+
+pub use parse::parse_request;
 
 /// `POST /v1/messages` body.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -235,4 +238,27 @@ pub struct Tool {
     /// Other fields (`cache_control`, `strict`, …).
     #[serde(flatten)]
     pub extra: Map<String, Value>,
+}
+
+/// The system prompt as one text (blocks joined by blank lines; Claude Code's billing-header
+/// block left out); any non-text block is dropped with a warning.
+pub(crate) fn system_text(system: &Content, warnings: &mut Vec<String>) -> String {
+    match system {
+        Content::Text(text) => text.clone(),
+        Content::Blocks(blocks) => {
+            let mut parts = Vec::new();
+            for block in blocks {
+                match block {
+                    Block::Known(KnownBlock::Text { text, .. }) => {
+                        if text.starts_with("x-anthropic-billing-header:") {
+                            continue;
+                        }
+                        parts.push(text.as_str());
+                    }
+                    _ => warnings.push(String::from("non-text system block dropped")),
+                }
+            }
+            parts.join("\n\n")
+        }
+    }
 }

@@ -21,13 +21,13 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::anthropic::request::system_text;
 use crate::anthropic::request::{
     Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
 use crate::chatml::tool_calls::ToolHint;
 use crate::error::RequestError;
 use crate::tokens::estimate_text;
-use crate::translate::chat_request::system_text;
 
 /// The call format the system turn asks the model for (the parser reads every format anyway).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -113,7 +113,7 @@ pub fn render(request: &[u8], options: &ChatmlOptions) -> Result<ChatmlPrompt, R
         format: options.tool_format,
         prompt: String::new(),
         images: Vec::new(),
-        warnings: crate::translate::chat_request::repair_warnings(&parsed.repairs),
+        warnings: crate::anthropic::repair::repair_warnings(&parsed.repairs),
         dropped_thinking: false,
     };
 

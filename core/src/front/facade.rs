@@ -43,31 +43,11 @@ use serde::{Deserialize, Serialize};
 
 use crate::anthropic::events::{ApiError, ErrorKind};
 use crate::anthropic::request::MessagesRequest;
-use crate::api::Dialect;
+pub use crate::dialect::Front;
 use crate::front::FrontError;
 use crate::front::client_tools::ResponsesTools;
 use crate::front::transcode::{FrontAnswer, FrontFold, FrontShape, FrontStream};
 use crate::translate::chat_request::ConvertedRequest;
-
-/// Which OpenAI API the client speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Front {
-    /// Chat Completions (`POST /v1/chat/completions`).
-    Chat,
-    /// Responses (`POST /v1/responses`).
-    Responses,
-}
-
-impl Front {
-    /// The facade's dialect for this front (the inverse of [`Dialect::front`]).
-    #[must_use]
-    pub fn dialect(self) -> Dialect {
-        match self {
-            Self::Chat => Dialect::FrontOpenaiChat,
-            Self::Responses => Dialect::FrontOpenaiResponses,
-        }
-    }
-}
 
 /// How a front writes its answer: what `prepare` read from the client's request, plus the
 /// answer's id and time, which the host fills in (`prepare` leaves them empty).

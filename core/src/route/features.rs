@@ -64,7 +64,7 @@ fn text_at(value: Option<&Value>, key: &str) -> Option<String> {
 /// # Errors
 /// [`RequestError`] when the body is not a Messages request.
 pub fn features_from_bytes(request: &[u8]) -> Result<Features, RequestError> {
-    crate::translate::chat_request::parse_request(request).map(|r| features(&r))
+    crate::anthropic::request::parse_request(request).map(|r| features(&r))
 }
 
 /// [`features_from_bytes`] for a router that does not look at the token estimate (no

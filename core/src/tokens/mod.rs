@@ -14,9 +14,9 @@
 
 use serde_json::Value;
 
+use crate::anthropic::request::parse_request;
 use crate::anthropic::request::{Block, Content, KnownBlock, MessagesRequest};
 use crate::error::RequestError;
-use crate::translate::chat_request::parse_request;
 
 const CHARS_PER_TOKEN: usize = 4;
 const PER_MESSAGE: usize = 4;

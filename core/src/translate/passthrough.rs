@@ -29,9 +29,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::anthropic::events::{ApiError, ErrorKind, StreamEvent};
+use crate::anthropic::repair::repair_warnings;
 use crate::error::RequestError;
 use crate::sse::decoder::{SseDecoder, SseFrame};
-use crate::translate::chat_request::{ConvertedRequest, repair_warnings};
+use crate::translate::chat_request::ConvertedRequest;
 use crate::translate::{MAX_HELD_BYTES, held_too_much};
 
 /// How [`prepare`] shapes a pass-through request.
@@ -175,7 +176,7 @@ impl PassThrough {
         }
         self.complete = true;
         let event = StreamEvent::Error { error };
-        crate::sse::encoder::encode_event(&mut out.sse, &event);
+        crate::anthropic::encode::encode_event(&mut out.sse, &event);
         out.events.push(event);
     }
 }

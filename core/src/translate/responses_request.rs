@@ -52,13 +52,15 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::anthropic::repair::repair_warnings;
+use crate::anthropic::request::system_text;
 use crate::anthropic::request::{Block, Content, ImageSource, KnownBlock, MessagesRequest, Role};
 use crate::error::RequestError;
 use crate::openai::responses::{
     ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText,
     encrypted_reasoning,
 };
-use crate::translate::chat_request::{ConvertedRequest, repair_warnings, system_text};
+use crate::translate::chat_request::ConvertedRequest;
 use crate::translate::schema::clean_schema;
 
 /// The Responses API refuses a smaller `max_output_tokens`.

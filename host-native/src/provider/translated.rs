@@ -18,7 +18,7 @@ use crate::engine::{EngineError, StreamSession};
 /// What a conversion dropped (debug), and the histories it repaired (warn).
 pub fn log_warnings(warnings: &[String]) {
     for warning in warnings {
-        match warning.strip_prefix(bridge_core::translate::chat_request::REPAIRED) {
+        match warning.strip_prefix(bridge_core::anthropic::repair::REPAIRED) {
             Some(repair) => warn!(%repair, "repaired the conversation history"),
             None => debug!(%warning, "dropped in translation"),
         }
