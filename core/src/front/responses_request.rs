@@ -610,7 +610,12 @@ fn read_tools(
                     .iter()
                     .any(|o| name_of(o) == name && o.namespace != t.namespace) =>
             {
-                format!("{ns}_{name}")
+                let qualified = format!("{ns}_{name}");
+                // Made here, so kept to what every upstream takes (the client sees its own
+                // namespace and name either way).
+                crate::translate::tool_names::ToolNames::for_names([qualified.as_str()])
+                    .upstream(&qualified)
+                    .to_owned()
             }
             _ => name.to_owned(),
         };
@@ -1015,6 +1020,35 @@ mod tests {
         assert_eq!(tools.client_name("exec"), (Some("functions"), "exec"));
         assert_eq!(tools.client_name("shell"), (None, "shell"));
         assert!(front.warnings.is_empty(), "{:?}", front.warnings);
+    }
+
+    #[test]
+    fn a_qualified_name_past_64_characters_is_shortened_and_named_back() {
+        let ns_a = "mcp__plugin_observability_grafana-cloud";
+        let ns_b = "mcp__plugin_observability_datadog-cloud";
+        let tool = "query_prometheus_range_with_labels";
+        let namespace = |ns: &str| {
+            json!({"type": "namespace", "name": ns, "tools": [
+            {"type": "function", "name": tool, "parameters": {"type": "object"}}]})
+        };
+        let (out, front) = convert(json!({"model": "m", "input": [
+            {"type": "message", "role": "user", "content": "go"},
+            {"type": "function_call", "call_id": "c1", "name": tool, "namespace": ns_b, "arguments": "{}"},
+            {"type": "function_call_output", "call_id": "c1", "output": "ok"}],
+            "tools": [namespace(ns_a), namespace(ns_b)]}));
+        let names: Vec<&str> = out["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names.len(), 2);
+        assert_ne!(names[0], names[1]);
+        for (sent, ns) in names.iter().zip([ns_a, ns_b]) {
+            assert!(crate::translate::tool_names::acceptable(sent), "{sent}");
+            assert_eq!(front.client_tools.client_name(sent), (Some(ns), tool));
+        }
+        assert_eq!(out["messages"][1]["content"][0]["name"], names[1]);
     }
 
     #[test]

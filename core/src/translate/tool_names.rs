@@ -124,9 +124,9 @@ impl ToolNames {
 /// `tool_choice` and its history's `tool_use` blocks — and return the renames (for the answer's
 /// translator, [`crate::api::StreamOptions::tool_names`]).
 pub fn rename_request(request: &mut MessagesRequest) -> ToolNames {
-    let mut names: Vec<String> = Vec::new();
+    let mut names: Vec<&str> = Vec::new();
     for tool in request.tools.iter().flatten() {
-        names.push(tool.name.clone());
+        names.push(&tool.name);
     }
     if let Some(name) = request
         .tool_choice
@@ -134,18 +134,22 @@ pub fn rename_request(request: &mut MessagesRequest) -> ToolNames {
         .and_then(|c| c.get("name"))
         .and_then(Value::as_str)
     {
-        names.push(name.to_owned());
+        names.push(name);
     }
     for message in &request.messages {
         if let Content::Blocks(blocks) = &message.content {
             for block in blocks {
                 if let Block::Known(KnownBlock::ToolUse { name, .. }) = block {
-                    names.push(name.clone());
+                    names.push(name);
                 }
             }
         }
     }
-    let renames = ToolNames::for_names(names.iter().map(String::as_str));
+    // The usual case: every name is fine, nothing is built.
+    if names.iter().all(|n| acceptable(n)) {
+        return ToolNames::default();
+    }
+    let renames = ToolNames::for_names(names);
     if renames.is_empty() {
         return renames;
     }
