@@ -460,11 +460,12 @@ async fn without_a_provider_key_the_clients_credentials_go_through_and_oauth_get
         "{error}"
     );
 
+    // The first two: the client's key, with and without a version of its own.
     let seen = upstream.requests();
     assert_eq!(seen[0].header("x-api-key"), Some("sk-ant-client"));
-    assert_eq!(seen[1].header("authorization"), Some(bearer.as_str()));
+    assert_eq!(seen[2].header("authorization"), Some(bearer.as_str()));
     assert_eq!(
-        seen[1].header("anthropic-beta"),
+        seen[2].header("anthropic-beta"),
         Some("claude-code-20250219,oauth-2025-04-20")
     );
     let log = bridge.log();
