@@ -170,7 +170,14 @@ test("prepare(\"chatml\") and a chatml Translator: a raw-text host's reply with 
   assert.deepEqual(message.content.map((b) => b.type), ["text", "tool_use"]);
   assert.equal(message.content[0].text, "On it, café.");
   assert.deepEqual(message.content[1].input, { command: "42" }, "a string parameter stays a string");
-  assert.deepEqual(message.usage, { input_tokens: 30, output_tokens: 9 });
+  // Anthropic always reports the cache counts; the bridge does too (zero when unknown).
+  assert.deepEqual(message.usage, {
+    input_tokens: 30,
+    cache_creation_input_tokens: 0,
+    cache_read_input_tokens: 0,
+    cache_creation: { ephemeral_5m_input_tokens: 0, ephemeral_1h_input_tokens: 0 },
+    output_tokens: 9,
+  });
   reply.free();
 
   const s = new core.Translator({ stream: true, model: "m", input_tokens_estimate: 1, id_seed: 1, dialect: "chatml" });
