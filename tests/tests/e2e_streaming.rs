@@ -180,6 +180,49 @@ async fn pings_flow_while_the_upstream_is_silent() {
     );
 }
 
+/// Nothing follows the last event: an upstream that reports an error in the middle of a tool
+/// call and then holds its connection open gets the client an `error` event and the end of the
+/// stream at once — no `ping` after it, no waiting for the upstream to close.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn nothing_follows_the_error_that_ends_a_stream() {
+    let script = ChatStream::new()
+        .role()
+        .tool_start(0, "call_1", "Bash")
+        .tool_args(0, "{\"command\":")
+        .raw(serde_json::json!({"error": {"message": "the model crashed", "type": "server_error"}}))
+        .pause(Duration::from_millis(3500))
+        .raw_bytes(b": still here\n\n")
+        .build();
+    let upstream = Upstream::always(script).await.unwrap();
+    let opts = BridgeOptions {
+        extra_args: vec!["--ping-interval".into(), "1".into()],
+        ..BridgeOptions::default()
+    };
+    let bridge = Bridge::start_with(&upstream.base_url(), "stream-error-end", opts)
+        .await
+        .unwrap();
+    let r = http::post_messages(&bridge.base_url(), &request(true), T)
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    let events = sse::parse(&r.body);
+    // The validator refuses any event — a ping too — after `error`.
+    sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+    let error = sse::error_event(&events).unwrap_or_else(|| panic!("no error event\n{c}"));
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("the model crashed"),
+        "{c}"
+    );
+    assert!(
+        r.total_time < Duration::from_millis(3000),
+        "the stream waited for the upstream after its error ({:?})\n{c}",
+        r.total_time
+    );
+}
+
 /// An SSE response of raw `parts`, one every `every` (a trickling upstream).
 fn trickle(parts: impl IntoIterator<Item = bytes::Bytes>, every: Duration) -> ScriptedResponse {
     ScriptedResponse::Stream(bridge_tests::upstream::StreamResponse {

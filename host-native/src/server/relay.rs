@@ -126,6 +126,7 @@ impl Relay {
                 let on_panic = tx.clone();
                 let panic_sse = shape.error_sse(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
                 let out = Outbound {
+                    finished: false,
                     tx,
                     front,
                     shape: shape.clone(),
@@ -319,6 +320,12 @@ impl Relay {
                 Err(_) => out.ping().await,
             };
             last_sent = Instant::now();
+            if out.finished {
+                // The answer is complete: whatever the upstream still sends or holds open is
+                // not waited for (and nothing, not a ping, follows the last event).
+                out.end().await;
+                return;
+            }
             if !sent {
                 if out.failure.is_some() {
                     return;
@@ -370,12 +377,25 @@ struct Outbound {
     shape: ClientShape,
     /// The front translator failed (the error's kind); the stream was ended with an error.
     failure: Option<ErrorKind>,
+    /// The answer's last event (`message_stop` or `error`) was sent: nothing may follow it, a
+    /// `ping` included, so everything after it is dropped.
+    finished: bool,
+}
+
+/// Whether a run of Anthropic SSE holds an event that ends the stream.
+fn ends_stream(sse: &str) -> bool {
+    sse.split("\n\n")
+        .any(|event| event.starts_with("event: message_stop") || event.starts_with("event: error"))
 }
 
 impl Outbound {
     /// Send a run of Anthropic SSE (transcoded for an OpenAI client; a run that makes no
     /// output sends nothing). `false` when the client is gone or the stream had to end.
     async fn sse(&mut self, sse: String) -> bool {
+        if self.finished {
+            return false;
+        }
+        self.finished = ends_stream(&sse);
         let bytes = match &mut self.front {
             None => Bytes::from(sse),
             Some(front) => match front.feed(sse.as_bytes()) {
@@ -404,6 +424,9 @@ impl Outbound {
 
     /// A keep-alive in the client's dialect.
     async fn ping(&mut self) -> bool {
+        if self.finished {
+            return false;
+        }
         let ping = match self.shape {
             ClientShape::Anthropic => PING,
             ClientShape::OpenAi(_) => COMMENT_PING,
