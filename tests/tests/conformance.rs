@@ -242,7 +242,7 @@ fn bad_requests_get_the_same_answer_from_both_engines() {
         (br#"{"model":"m","max_tokens":10}"#, false),
         (
             br#"{"model":"m","max_tokens":10,"messages":[{"role":"wizard","content":"hi"}]}"#,
-            false,
+            true,
         ),
     ];
     for (request, must_fail) in requests {

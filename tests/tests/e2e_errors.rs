@@ -428,6 +428,36 @@ async fn bad_client_requests_get_anthropic_errors() {
         &ctx(&r, &upstream, &bridge),
     );
 
+    // What Anthropic refuses is refused naming the field, never dropped or guessed at.
+    for (body, field) in [
+        (
+            json!({"model": "m", "max_tokens": 10, "messages": [
+                {"role": "user", "content": [{"type": "text", "text": 7}]}]}),
+            "messages.0.content.0",
+        ),
+        (
+            json!({"model": "m", "max_tokens": 10, "messages": [{"role": "wizard", "content": "hi"}]}),
+            "messages.0.role",
+        ),
+    ] {
+        let r = http::send(
+            "POST",
+            &format!("{base}/v1/messages"),
+            &headers,
+            Some(body.to_string().into_bytes()),
+            T,
+        )
+        .await
+        .unwrap();
+        assert_envelope(
+            &r,
+            &[400],
+            "invalid_request_error",
+            &ctx(&r, &upstream, &bridge),
+        );
+        assert!(r.text().contains(field), "{}", r.text());
+    }
+
     let r = http::send(
         "GET",
         &format!("{base}/v1/no-such-route"),

@@ -14,7 +14,7 @@
 
 use serde_json::Value;
 
-use super::MessagesRequest;
+use super::{Block, Content, KnownBlock, MessagesRequest, Role};
 use crate::error::RequestError;
 
 /// Parse an Anthropic request, with field-level messages for what the Messages API requires
@@ -44,6 +44,18 @@ fn validate(req: MessagesRequest) -> Result<MessagesRequest, RequestError> {
             "Input should be greater than or equal to 1",
         ));
     }
+    for (i, message) in req.messages.iter().enumerate() {
+        if let Role::Other(role) = &message.role {
+            return Err(RequestError::field(
+                format!("messages.{i}.role"),
+                format!("Input should be 'user' or 'assistant', not {role:?}"),
+            ));
+        }
+        check_blocks(&message.content, &format!("messages.{i}.content"))?;
+    }
+    if let Some(system) = &req.system {
+        check_blocks(system, "system")?;
+    }
     for (i, tool) in req.tools.iter().flatten().enumerate() {
         // Server tools (`web_search_…`) have a type and no schema; client tools need both.
         let client_tool = tool.kind.as_deref().is_none_or(|k| k == "custom");
@@ -71,6 +83,44 @@ fn validate(req: MessagesRequest) -> Result<MessagesRequest, RequestError> {
         }
     }
     Ok(req)
+}
+
+/// The block types the Messages API defines and the translators act on: one of these that
+/// does not read as its type (`{"type": "text", "text": 7}`) is refused, where a block of a
+/// type this bridge does not know yet passes through as it is.
+const KNOWN_TYPES: [&str; 7] = [
+    "text",
+    "image",
+    "tool_use",
+    "tool_result",
+    "thinking",
+    "redacted_thinking",
+    "document",
+];
+
+fn check_blocks(content: &Content, at: &str) -> Result<(), RequestError> {
+    let Content::Blocks(blocks) = content else {
+        return Ok(());
+    };
+    for (j, block) in blocks.iter().enumerate() {
+        let Block::Other(value) = block else {
+            continue;
+        };
+        let Some(kind) = value.get("type").and_then(Value::as_str) else {
+            continue;
+        };
+        if !KNOWN_TYPES.contains(&kind) {
+            continue;
+        }
+        let problem = serde_json::from_value::<KnownBlock>(value.clone())
+            .err()
+            .map_or_else(|| String::from("not readable"), |e| e.to_string());
+        return Err(RequestError::field(
+            format!("{at}.{j}"),
+            format!("not a valid {kind} block: {problem}"),
+        ));
+    }
+    Ok(())
 }
 
 /// A top-level field, the test its value must pass, and what to say when it does not.
@@ -210,5 +260,29 @@ mod tests {
             r#"{{"model":"m","max_tokens":5,"messages":{user},"tools":[{{"type":"web_search_20250305","name":"web_search"}}]}}"#
         );
         assert!(parse_request(web.as_bytes()).is_ok());
+        // What Anthropic refuses is refused here too, not dropped or guessed.
+        assert_eq!(
+            refused(
+                r#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"text","text":7}]}]}"#
+            ),
+            "messages.0.content.0: not a valid text block: invalid type: integer `7`, expected a string"
+        );
+        assert!(
+            refused(
+                r#"{"model":"m","max_tokens":5,"messages":[{"role":"wizard","content":"hi"}]}"#
+            )
+            .starts_with("messages.0.role: Input should be 'user' or 'assistant'")
+        );
+        assert!(
+            refused(&format!(
+                r#"{{"model":"m","max_tokens":5,"system":[{{"type":"text"}}],"messages":{user}}}"#
+            ))
+            .starts_with("system.0: not a valid text block")
+        );
+        // A block type this bridge does not know passes as it is.
+        assert!(
+            parse_request(br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":[{"type":"container_upload","file_id":"f"}]}]}"#)
+                .is_ok()
+        );
     }
 }
