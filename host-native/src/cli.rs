@@ -349,8 +349,9 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Client connections served at once; more wait until one closes (lowered to what the
-    /// open-files limit can hold).
+    /// Client connections served at once (lowered to what the open-files limit can hold). Past
+    /// it, /health and /metrics are still answered, and a request waits up to --cap-wait for a
+    /// free slot, then gets 529 (503 for OpenAI clients) with retry-after.
     #[arg(
         help_heading = "Timeouts and limits",
         long,
@@ -367,6 +368,15 @@ pub struct ServeArgs {
         default_value_t = 30
     )]
     pub client_timeout: u64,
+    /// Seconds a request that came past --max-connections waits for a free slot before it is
+    /// answered 529 (503 for OpenAI clients) with retry-after.
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_CAP_WAIT",
+        default_value_t = 5
+    )]
+    pub cap_wait: u64,
     /// Seconds to wait for a TCP/TLS connection to the upstream.
     #[arg(
         help_heading = "Timeouts and limits",
@@ -542,6 +552,7 @@ impl ServeArgs {
         let limits = crate::server::conn::ConnLimits {
             max_connections: self.max_connections.max(1),
             client_timeout: std::time::Duration::from_secs(self.client_timeout.max(1)),
+            cap_wait: std::time::Duration::from_secs(self.cap_wait),
         };
         let Some(open_files) = crate::server::conn::raise_fd_limit() else {
             return limits;

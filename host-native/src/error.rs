@@ -47,6 +47,14 @@ pub enum BridgeError {
         /// The methods it answers (the `allow` header).
         allow: &'static str,
     },
+    /// The connection came past `--max-connections` (only probes are served on it).
+    #[error(
+        "the bridge is serving its most connections ({max_connections}, --max-connections); try again in a moment"
+    )]
+    AtCapacity {
+        /// The cap.
+        max_connections: usize,
+    },
     /// Refused before routing (a foreign browser origin, a rebound `Host`, a POST that is not JSON).
     #[error("{0}")]
     Refused(#[from] crate::guard::Refusal),
@@ -142,6 +150,7 @@ impl BridgeError {
             Self::Engine(e) => e.kind(),
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::MethodNotAllowed { .. } => ErrorKind::InvalidRequest,
+            Self::AtCapacity { .. } => ErrorKind::Overloaded,
             Self::Refused(refusal) if refusal.status() == StatusCode::FORBIDDEN => {
                 ErrorKind::Permission
             }
@@ -187,9 +196,9 @@ impl BridgeError {
     #[must_use]
     pub fn fault(&self) -> Fault {
         match self {
-            Self::Engine(EngineError::Trap(_) | EngineError::Busy(_)) | Self::Internal(_) => {
-                Fault::Bridge
-            }
+            Self::Engine(EngineError::Trap(_) | EngineError::Busy(_))
+            | Self::Internal(_)
+            | Self::AtCapacity { .. } => Fault::Bridge,
             Self::Engine(EngineError::Request { kind, .. }) if *kind == ErrorKind::Api => {
                 Fault::Bridge
             }

@@ -1030,8 +1030,8 @@ async fn read_until_closed(socket: &mut tokio::net::TcpStream, limit: Duration) 
 /// Issue 16.3: slow clients are timed out and connections are capped. A client that never
 /// finishes its headers (slowloris), one whose body stops arriving, and an idle keep-alive
 /// connection are each closed (the body one answered 408) after `--client-timeout`; with
-/// `--max-connections 3`, a fourth connection waits until one of the three closes, then is
-/// served.
+/// `--max-connections 3`, a probe past the cap is answered at once and a request waits for a
+/// slot, then is served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn slow_clients_time_out_and_connections_are_capped() {
     use tokio::io::AsyncWriteExt;
@@ -1087,7 +1087,7 @@ async fn slow_clients_time_out_and_connections_are_capped() {
     assert!(closed, "an idle keep-alive connection is closed");
 
     // The cap: three connections hold every slot (unfinished heads: the header timer closes
-    // them after 1 s, long enough to see the fourth wait).
+    // them after 1 s).
     let mut held = Vec::new();
     for _ in 0..3 {
         let mut s = TcpStream::connect(&addr).await.unwrap();
@@ -1095,13 +1095,33 @@ async fn slow_clients_time_out_and_connections_are_capped() {
         held.push(s);
     }
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut fourth = TcpStream::connect(&addr).await.unwrap();
-    fourth
-        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nconnection: close\r\n\r\n")
+    // Past the cap a probe is still answered at once…
+    let mut probe = TcpStream::connect(&addr).await.unwrap();
+    probe
+        .write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         .await
         .unwrap();
-    let (early, _) = read_until_closed(&mut fourth, Duration::from_millis(400)).await;
-    assert!(early.is_empty(), "served past the cap: {early}");
+    let (answer, closed) = read_until_closed(&mut probe, Duration::from_secs(1)).await;
+    assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
+    assert!(closed, "a connection past the cap answers once and closes");
+    // …and a request waits for a slot (one frees when a held connection goes).
+    let body = request(false).to_string();
+    let mut fourth = TcpStream::connect(&addr).await.unwrap();
+    fourth
+        .write_all(
+            format!(
+                "POST /v1/messages HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+                body.len()
+            )
+            .as_bytes(),
+        )
+        .await
+        .unwrap();
+    let (early, _) = read_until_closed(&mut fourth, Duration::from_millis(300)).await;
+    assert!(
+        early.is_empty(),
+        "served past the cap without a slot: {early}"
+    );
     drop(held.pop());
     let (answer, _) = read_until_closed(&mut fourth, Duration::from_secs(5)).await;
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
@@ -1117,10 +1137,107 @@ async fn slow_clients_time_out_and_connections_are_capped() {
     assert_eq!(r.status, 200, "{c}");
 }
 
+/// At the connection cap, probes still get in and everyone else gets a fast answer: with
+/// `--max-connections 2` held by two long streams, `/health` and `/metrics` answer on fresh
+/// connections within a second, a Messages client gets `529 overloaded_error` and an OpenAI
+/// client `503` in its own envelope, both with `retry-after`, within a second (`--cap-wait 0`);
+/// the held streams finish whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
+    let slow = ChatStream::new()
+        .role()
+        .text("slow ")
+        .pause(Duration::from_millis(3000))
+        .text("answer")
+        .finish("stop")
+        .build();
+    let upstream = Upstream::always(slow).await.unwrap();
+    let opts = bridge_tests::bridge::BridgeOptions::default().args(&[
+        "--max-connections",
+        "2",
+        "--cap-wait",
+        "0",
+    ]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "err-at-cap", opts)
+        .await
+        .unwrap();
+    let base = bridge.base_url();
+    let streams: Vec<_> = (0..2)
+        .map(|_| {
+            let base = base.clone();
+            tokio::spawn(async move { http::post_messages(&base, &request(true), T).await })
+        })
+        .collect();
+    // Both streams are under way.
+    let started = Instant::now();
+    while upstream.requests().len() < 2 && started.elapsed() < Duration::from_secs(5) {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    for path in ["/health", "/metrics"] {
+        let asked = Instant::now();
+        let r = http::send(
+            "GET",
+            &format!("{base}{path}"),
+            &[],
+            None,
+            Duration::from_secs(1),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{path} at the cap: {e}\n{}", bridge.log()));
+        assert_eq!(r.status, 200, "{path}: {}", r.text());
+        assert!(
+            asked.elapsed() < Duration::from_secs(1),
+            "{path}: {:?}",
+            asked.elapsed()
+        );
+    }
+    let asked = Instant::now();
+    let r = http::post_messages(&base, &request(false), Duration::from_secs(1))
+        .await
+        .unwrap();
+    let c = ctx(&r, &upstream, &bridge);
+    assert_envelope(&r, &[529], "overloaded_error", &c);
+    assert_eq!(r.header("retry-after"), Some("1"), "{c}");
+    assert!(r.text().contains("--max-connections"), "{c}");
+    let chat = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}]});
+    let r = http::send(
+        "POST",
+        &format!("{base}/v1/chat/completions"),
+        &[("content-type", "application/json")],
+        Some(chat.to_string().into_bytes()),
+        Duration::from_secs(1),
+    )
+    .await
+    .unwrap();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert!(
+        r.json().unwrap()["error"]["message"].is_string(),
+        "{}",
+        r.text()
+    );
+    assert_eq!(r.header("retry-after"), Some("1"));
+    assert!(
+        asked.elapsed() < Duration::from_secs(1),
+        "{:?}",
+        asked.elapsed()
+    );
+    for stream in streams {
+        let r = stream.await.unwrap().unwrap();
+        let c = ctx(&r, &upstream, &bridge);
+        let events = sse::parse(&r.body);
+        sse::validate(&events).unwrap_or_else(|e| panic!("{e}\n{c}"));
+        assert_eq!(
+            sse::accumulate(&events).unwrap()["content"][0]["text"],
+            "slow answer",
+            "{c}"
+        );
+    }
+}
+
 /// Issue 16.3 (descriptor pressure): under an open-files limit of 256, soft and hard (so the
 /// bridge cannot raise it), 300 idle clients — each half a request head — do not run the bridge
-/// out of descriptors. It caps its connections to what the limit holds ((256 − 64) / 2 = 96,
-/// and says so at start); the others wait in the kernel's queue, so accepting never fails with
+/// out of descriptors. It caps its connections to what the limit holds ((256 − 64 − 64) / 2 = 64,
+/// 64 more past the cap answered at once, and says so at start); the others wait in the kernel's queue, so accepting never fails with
 /// `Too many open files` (no error loop in the log), and reaching the cap again and again is
 /// logged once per 10 s. A real request sent behind them waits, is answered 200 once idle ones
 /// are closed (the test closes 100) or timed out (`--client-timeout 2`), and the bridge serves
@@ -1139,7 +1256,7 @@ async fn descriptor_pressure_makes_clients_wait_not_fail() {
     let addr = format!("127.0.0.1:{}", bridge.port());
     let log = bridge.log();
     assert!(
-        log.contains("open-files limit") && log.contains("max_connections=96"),
+        log.contains("open-files limit") && log.contains("max_connections=64"),
         "the lowered cap is logged at start:\n{log}"
     );
 

@@ -90,9 +90,28 @@ pub async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
-    let mut response = match refusal(&state, peer, &req) {
-        None => route(&state, req).await,
-        Some(refusal) => refusal,
+    // Past the cap: probes at once, anything else once a slot frees (or 503).
+    let mut refused_at_cap = None;
+    if let Some(cap) = req.extensions().get::<crate::server::conn::OverCap>()
+        && !matches!(path.trim_end_matches('/'), "/health" | "/info")
+        && !cap.wait_for_slot().await
+    {
+        refused_at_cap = Some(cap.max_connections);
+    }
+    let mut response = match (refusal(&state, peer, &req), refused_at_cap) {
+        (Some(refusal), _) => refusal,
+        (None, Some(max_connections)) => {
+            let mut busy = error(
+                StatusCode::SERVICE_UNAVAILABLE,
+                &format!(
+                    "the bridge is serving its most connections ({max_connections}, --max-connections); try again in a moment"
+                ),
+            );
+            busy.headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("1"));
+            busy
+        }
+        (None, None) => route(&state, req).await,
     };
     // CORS headers only for origins that may call (the browser then refuses the others).
     if origin

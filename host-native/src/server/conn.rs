@@ -2,9 +2,13 @@
 //!
 //! Every server of the bridge accepts through [`accept_loop`]:
 //!
-//! - at most [`ConnLimits::max_connections`] connections are served at once; at the cap the loop
-//!   stops accepting (the kernel's backlog holds newcomers) until one closes — back-pressure
-//!   instead of file-descriptor exhaustion;
+//! - at most [`ConnLimits::max_connections`] connections are served at once. Past the cap,
+//!   [`OVER_CAP_CONNECTIONS`] more are accepted and marked [`OverCap`]: each answers one request
+//!   and closes — `/health` and `/metrics` at once (a probe or a scrape never waits behind long
+//!   streams), anything else once a slot frees within [`ConnLimits::cap_wait`], else with an
+//!   overload error (`529`, or `503` for an OpenAI client; `retry-after: 1`). Only when those
+//!   are taken too does the loop stop accepting (the kernel's backlog holds newcomers) until one
+//!   closes — back-pressure instead of file-descriptor exhaustion;
 //! - a client must send a request's headers within [`ConnLimits::client_timeout`] of starting
 //!   it, and an idle keep-alive connection is closed after that long (hyper's header-read
 //!   timer covers both), so slowloris sockets do not pile up;
@@ -16,12 +20,15 @@
 //! ```
 //! use std::time::Duration;
 //! use claude_bridge::server::conn::ConnLimits;
-//! let limits = ConnLimits { max_connections: 512, client_timeout: Duration::from_secs(30) };
+//! let limits = ConnLimits { max_connections: 512, client_timeout: Duration::from_secs(30), cap_wait: Duration::from_secs(5) };
 //! assert_eq!(limits.fitted_to(4096).max_connections, 512);
-//! assert_eq!(limits.fitted_to(256).max_connections, 96);
+//! assert_eq!(limits.fitted_to(256).max_connections, 64);
 //! ```
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use bytes::{Bytes, BytesMut};
 use http_body_util::{BodyExt, Limited};
@@ -35,11 +42,65 @@ pub struct ConnLimits {
     /// Longest wait for a request's headers, an idle keep-alive connection, or the next piece
     /// of a request body.
     pub client_timeout: Duration,
+    /// Longest a request past the cap waits for a free slot before the overload answer.
+    pub cap_wait: Duration,
 }
 
 /// File descriptors kept for everything that is not a client or upstream socket (logs, the
 /// listener, DNS, the wasm cache, a Claude Code child's pipes).
 const RESERVED_FDS: u64 = 64;
+
+/// Connections accepted past the cap, each answering one request at once (see the module
+/// docs): room for probes, scrapes and fast overload answers while the cap is full.
+pub const OVER_CAP_CONNECTIONS: usize = 64;
+
+/// Longest a connection past the cap may take to send its request's headers.
+pub const OVER_CAP_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Marks a request that came on a connection past the cap (a request extension): `/health`
+/// and `/metrics` are served on it at once; anything else first waits for a slot
+/// ([`OverCap::wait_for_slot`]).
+#[derive(Debug, Clone)]
+pub struct OverCap {
+    /// The cap (`--max-connections`), for the answer's message.
+    pub max_connections: usize,
+    /// How long to wait for a slot.
+    pub cap_wait: Duration,
+    /// The cap's slots.
+    slots: Arc<Semaphore>,
+    /// A slot this connection got, held until the connection closes.
+    held: Arc<std::sync::Mutex<Option<OwnedSemaphorePermit>>>,
+}
+
+impl OverCap {
+    /// A marker for one connection past the cap of `slots`.
+    #[must_use]
+    pub fn new(limits: ConnLimits, slots: Arc<Semaphore>) -> Self {
+        Self {
+            max_connections: limits.max_connections,
+            cap_wait: limits.cap_wait,
+            slots,
+            held: Arc::default(),
+        }
+    }
+
+    /// Wait up to `cap_wait` for one of the cap's slots; `true` when this connection got one
+    /// (it is then served as any other, and gives the slot back when it closes).
+    pub async fn wait_for_slot(&self) -> bool {
+        let acquired =
+            tokio::time::timeout(self.cap_wait, Arc::clone(&self.slots).acquire_owned()).await;
+        match acquired {
+            Ok(Ok(permit)) => {
+                if let Ok(mut held) = self.held.lock() {
+                    *held = Some(permit);
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
 /// The smallest cap the descriptor limit can lower `--max-connections` to.
 const MIN_CONNECTIONS: usize = 4;
 
@@ -48,8 +109,8 @@ impl ConnLimits {
     /// connection may hold an upstream connection as well.
     #[must_use]
     pub fn fitted_to(self, open_files: u64) -> Self {
-        let fits =
-            usize::try_from(open_files.saturating_sub(RESERVED_FDS) / 2).unwrap_or(usize::MAX);
+        let spare = RESERVED_FDS + OVER_CAP_CONNECTIONS as u64;
+        let fits = usize::try_from(open_files.saturating_sub(spare) / 2).unwrap_or(usize::MAX);
         Self {
             max_connections: self.max_connections.min(fits.max(MIN_CONNECTIONS)),
             ..self
@@ -166,6 +227,7 @@ mod tests {
     #[test]
     fn the_cap_fits_the_descriptor_limit() {
         let limits = ConnLimits {
+            cap_wait: Duration::from_secs(5),
             max_connections: 512,
             client_timeout: Duration::from_secs(1),
         };

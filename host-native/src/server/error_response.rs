@@ -52,9 +52,8 @@ pub fn error_response_in(
     };
     let retry_after = match &error {
         BridgeError::UpstreamStatus { retry_after, .. } => retry_after.clone(),
-        BridgeError::Engine(crate::engine::EngineError::Busy(_)) => {
-            Some(HeaderValue::from_static("1"))
-        }
+        BridgeError::Engine(crate::engine::EngineError::Busy(_))
+        | BridgeError::AtCapacity { .. } => Some(HeaderValue::from_static("1")),
         _ => None,
     };
     let message = crate::redact::redact(&error.to_string()).into_owned();

@@ -156,14 +156,16 @@ where
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     let mut shutdown = std::pin::pin!(shutdown);
     let permits = Arc::new(tokio::sync::Semaphore::new(limits.max_connections));
+    let spare = Arc::new(tokio::sync::Semaphore::new(conn::OVER_CAP_CONNECTIONS));
     let mut accept_errors = conn::Throttled::default();
     let mut cap_reached = conn::Throttled::default();
     // When the loop last stopped at the cap, if that was logged.
     let mut at_cap_since: Option<Instant> = None;
     loop {
-        // Back-pressure: at the cap, stop accepting until a connection closes.
-        let permit = match Arc::clone(&permits).try_acquire_owned() {
-            Ok(permit) => permit,
+        // Past the cap a few more connections are answered at once (probes are served, the
+        // rest told to come back); past those, accepting stops until a connection closes.
+        let slot = match Arc::clone(&permits).try_acquire_owned() {
+            Ok(permit) => (permit, false),
             Err(_) => {
                 let now = Instant::now();
                 if at_cap_since.is_none()
@@ -173,19 +175,27 @@ where
                     warn!(
                         max_connections = limits.max_connections,
                         suppressed,
-                        "connection cap reached; new connections wait (--max-connections)"
+                        "connection cap reached; requests past it are answered 529 (retry-after: 1), /health and /metrics still served (--max-connections)"
                     );
                 }
-                tokio::select! {
-                    permit = Arc::clone(&permits).acquire_owned() => match permit {
-                        Ok(permit) => permit,
-                        Err(_) => break,
+                match Arc::clone(&spare).try_acquire_owned() {
+                    Ok(permit) => (permit, true),
+                    Err(_) => tokio::select! {
+                        permit = Arc::clone(&permits).acquire_owned() => match permit {
+                            Ok(permit) => (permit, false),
+                            Err(_) => break,
+                        },
+                        permit = Arc::clone(&spare).acquire_owned() => match permit {
+                            Ok(permit) => (permit, true),
+                            Err(_) => break,
+                        },
+                        () = &mut shutdown => break,
                     },
-                    () = &mut shutdown => break,
                 }
             }
         };
-        if let Some(since) = at_cap_since.take() {
+        let (permit, over_cap) = slot;
+        if !over_cap && let Some(since) = at_cap_since.take() {
             info!(
                 ms = since.elapsed().as_millis() as u64,
                 "below the connection cap again"
@@ -206,16 +216,30 @@ where
         };
         let _ = stream.set_nodelay(true);
         let handler = handler.clone();
-        let service = service_fn(move |req| handler(peer, req));
+        // The connection's marker: a slot it gets while waiting is held as long as it is open.
+        let marker = over_cap.then(|| conn::OverCap::new(limits, Arc::clone(&permits)));
+        let held = marker.clone();
+        let service = service_fn(move |mut req: Request<Incoming>| {
+            if let Some(marker) = &marker {
+                req.extensions_mut().insert(marker.clone());
+            }
+            handler(peer, req)
+        });
         let conn = hyper::server::conn::http1::Builder::new()
-            .keep_alive(true)
+            // A connection past the cap answers one request and closes.
+            .keep_alive(!over_cap)
             .timer(hyper_util::rt::TokioTimer::new())
             // Covers a request's headers and an idle keep-alive connection.
-            .header_read_timeout(limits.client_timeout)
+            .header_read_timeout(if over_cap {
+                limits.client_timeout.min(conn::OVER_CAP_HEADER_TIMEOUT)
+            } else {
+                limits.client_timeout
+            })
             .serve_connection(TokioIo::new(stream), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _ = conn.await;
+            drop(held);
             drop(permit);
         });
     }
@@ -240,7 +264,23 @@ async fn handle(
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
+    // Past the cap: probes at once, anything else once a slot frees (or the overload answer).
+    let mut refused_at_cap = None;
+    if let Some(cap) = req.extensions().get::<conn::OverCap>()
+        && !matches!(path.trim_end_matches('/'), "/health" | "/metrics")
+        && !cap.wait_for_slot().await
+    {
+        refused_at_cap = Some(cap.max_connections);
+    }
     let mut response = match state.guard.check(&req) {
+        Ok(()) if let Some(max_connections) = refused_at_cap => {
+            let error = BridgeError::AtCapacity { max_connections };
+            error_response::error_response_in(
+                error_response::Envelope::for_path(&path),
+                error,
+                &request_id,
+            )
+        }
         Ok(()) => {
             route(&state, req, &request_id)
                 .instrument(span.clone())
