@@ -47,6 +47,14 @@ pub enum BridgeError {
         /// The methods it answers (the `allow` header).
         allow: &'static str,
     },
+    /// Large request bodies in flight hold the whole body budget, and it did not free up in time.
+    #[error(
+        "the bridge is reading as many large request bodies as it holds at once ({budget} bytes, --body-budget-bytes); try again in a moment"
+    )]
+    BodiesBusy {
+        /// The budget.
+        budget: usize,
+    },
     /// The connection came past `--max-connections` (only probes are served on it).
     #[error(
         "the bridge is serving its most connections ({max_connections}, --max-connections); try again in a moment"
@@ -150,7 +158,7 @@ impl BridgeError {
             Self::Engine(e) => e.kind(),
             Self::NotFound { .. } => ErrorKind::NotFound,
             Self::MethodNotAllowed { .. } => ErrorKind::InvalidRequest,
-            Self::AtCapacity { .. } => ErrorKind::Overloaded,
+            Self::AtCapacity { .. } | Self::BodiesBusy { .. } => ErrorKind::Overloaded,
             Self::Refused(refusal) if refusal.status() == StatusCode::FORBIDDEN => {
                 ErrorKind::Permission
             }
@@ -198,7 +206,8 @@ impl BridgeError {
         match self {
             Self::Engine(EngineError::Trap(_) | EngineError::Busy(_))
             | Self::Internal(_)
-            | Self::AtCapacity { .. } => Fault::Bridge,
+            | Self::AtCapacity { .. }
+            | Self::BodiesBusy { .. } => Fault::Bridge,
             Self::Engine(EngineError::Request { kind, .. }) if *kind == ErrorKind::Api => {
                 Fault::Bridge
             }

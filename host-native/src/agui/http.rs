@@ -306,8 +306,13 @@ async fn read_body(
     stall: std::time::Duration,
 ) -> Result<Bytes, Response<ResponseBody>> {
     use crate::server::conn::{BodyError, read_request_body};
-    match read_request_body(req.into_body(), limit, stall).await {
-        Ok(body) => Ok(body),
+    // Its bodies are small (runs, answers): no budget.
+    match read_request_body(req.into_body(), limit, stall, None).await {
+        Ok((body, _)) => Ok(body),
+        Err(BodyError::Busy) => Err(error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many large bodies at once; try again",
+        )),
         Err(BodyError::TooLarge) => Err(error(
             StatusCode::PAYLOAD_TOO_LARGE,
             &format!("the body is larger than {limit} bytes (--max-body-bytes)"),

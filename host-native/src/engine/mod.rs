@@ -94,6 +94,24 @@ pub trait Engine: Send + Sync + 'static {
     }
 }
 
+/// Inputs at least this large are translated off the async runtime's turn ([`off_the_runtime`]).
+pub const LARGE_INPUT_BYTES: usize = 1 << 20;
+
+/// Run `work` — a translation of `input_len` bytes — so that a large one does not hold up the
+/// runtime's other tasks: on the multi-threaded runtime the worker hands its queued tasks to
+/// the others while `work` runs (`block_in_place`), so `/health`, `/metrics` and small
+/// requests keep being answered while a few 30 MB bodies are converted. Small inputs, and
+/// callers outside such a runtime, run `work` as it is.
+pub fn off_the_runtime<T>(input_len: usize, work: impl FnOnce() -> T) -> T {
+    let multi_threaded = tokio::runtime::Handle::try_current()
+        .is_ok_and(|h| h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread);
+    if input_len >= LARGE_INPUT_BYTES && multi_threaded {
+        tokio::task::block_in_place(work)
+    } else {
+        work()
+    }
+}
+
 /// Options as the JSON the core's facade takes.
 ///
 /// # Errors

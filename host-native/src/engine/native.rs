@@ -30,11 +30,15 @@ impl Engine for NativeEngine {
         request: &[u8],
         options_json: &str,
     ) -> Result<ConvertedRequest, EngineError> {
-        api::prepare(dialect, request, options_json).map_err(|e| request_error(&e))
+        super::off_the_runtime(request.len(), || {
+            api::prepare(dialect, request, options_json).map_err(|e| request_error(&e))
+        })
     }
 
     fn count_tokens(&self, request: &[u8]) -> Result<u32, EngineError> {
-        api::count_tokens(request).map_err(|e| request_error(&e))
+        super::off_the_runtime(request.len(), || {
+            api::count_tokens(request).map_err(|e| request_error(&e))
+        })
     }
 
     fn fabstir_session_init(&self, init_json: &str) -> Result<String, EngineError> {

@@ -603,6 +603,15 @@ impl WasmEngine {
         input_len: usize,
         call: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<T, wit::CoreError>>,
     ) -> Result<T, EngineError> {
+        super::off_the_runtime(input_len, || self.call_here(what, input_len, call))
+    }
+
+    fn call_here<T>(
+        &self,
+        what: &str,
+        input_len: usize,
+        call: impl FnOnce(&mut Instance) -> wasmtime::Result<Result<T, wit::CoreError>>,
+    ) -> Result<T, EngineError> {
         let mut attempts = 0;
         loop {
             attempts += 1;

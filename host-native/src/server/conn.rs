@@ -14,6 +14,9 @@
 //!   timer covers both), so slowloris sockets do not pile up;
 //! - each piece of a request body must arrive within the same time ([`read_request_body`]),
 //!   or the request is answered 408;
+//! - request bodies share one byte budget ([`BodyBudget`]): a large body waits (its bytes
+//!   unread) until the bodies before it are done, so ten 30 MB uploads at once do not each
+//!   take their parse's memory at the same time;
 //! - the soft open-files limit is raised to the hard one at start ([`raise_fd_limit`]), and the
 //!   cap is lowered to what the limit can hold (each client may need an upstream socket too).
 //!
@@ -125,6 +128,102 @@ pub fn raise_fd_limit() -> Option<u64> {
     rlimit::increase_nofile_limit(u64::MAX).ok()
 }
 
+/// Bodies smaller than this are read without touching the budget.
+const SMALL_BODY: usize = 64 << 10;
+
+/// The budget's unit (a semaphore permit is one KiB).
+const BUDGET_UNIT: usize = 1 << 10;
+
+/// How the budget grows for a body of unknown length: this much more each time it fills.
+const BUDGET_STEP: usize = 1 << 20;
+
+/// The bytes of request bodies the server holds at once, across requests. A body larger than
+/// [`SMALL_BODY`] reserves its size (all of it when `content-length` says it, else step by
+/// step as it arrives) before its bytes are read, and gives it back when its request is done.
+///
+/// ```
+/// # tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap().block_on(async {
+/// use std::time::Duration;
+/// use claude_bridge::server::conn::BodyBudget;
+/// let budget = BodyBudget::new(4 << 20);
+/// let first = budget.reserve(3 << 20, Duration::from_millis(10)).await;
+/// assert!(first.is_some());
+/// assert!(budget.reserve(2 << 20, Duration::from_millis(10)).await.is_none(), "only 1 MiB left");
+/// drop(first);
+/// assert!(budget.reserve(2 << 20, Duration::from_millis(10)).await.is_some());
+/// # });
+/// ```
+#[derive(Debug, Clone)]
+pub struct BodyBudget {
+    units: Arc<Semaphore>,
+    total: usize,
+}
+
+/// Room reserved in a [`BodyBudget`]; given back when dropped.
+#[derive(Debug, Default)]
+pub struct BodyReservation {
+    permits: Vec<OwnedSemaphorePermit>,
+}
+
+impl BodyBudget {
+    /// A budget of `bytes` (at least one unit).
+    #[must_use]
+    pub fn new(bytes: usize) -> Self {
+        let units = (bytes / BUDGET_UNIT).clamp(1, Semaphore::MAX_PERMITS);
+        Self {
+            units: Arc::new(Semaphore::new(units)),
+            total: units * BUDGET_UNIT,
+        }
+    }
+
+    /// The budget in bytes.
+    #[must_use]
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Reserve room for `bytes` more (capped at the whole budget), waiting up to `wait`;
+    /// `None` when it did not free up in time.
+    pub async fn reserve(&self, bytes: usize, wait: Duration) -> Option<BodyReservation> {
+        let mut reservation = BodyReservation::default();
+        self.extend(&mut reservation, bytes, wait)
+            .await
+            .then_some(reservation)
+    }
+
+    /// Add room for `bytes` more to `reservation`; `false` when it did not free up in time.
+    async fn extend(
+        &self,
+        reservation: &mut BodyReservation,
+        bytes: usize,
+        wait: Duration,
+    ) -> bool {
+        let units = bytes
+            .div_ceil(BUDGET_UNIT)
+            .min(self.total / BUDGET_UNIT)
+            .saturating_sub(reservation.units());
+        let Ok(units) = u32::try_from(units) else {
+            return false;
+        };
+        if units == 0 {
+            return true;
+        }
+        match tokio::time::timeout(wait, Arc::clone(&self.units).acquire_many_owned(units)).await {
+            Ok(Ok(permit)) => {
+                reservation.permits.push(permit);
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+impl BodyReservation {
+    fn units(&self) -> usize {
+        self.permits.iter().map(|p| p.num_permits()).sum()
+    }
+}
+
 /// Most a request body's buffer is sized to from its `content-length` before the bytes come.
 const RESERVE_AT_MOST: usize = 4 << 20;
 
@@ -135,6 +234,8 @@ pub enum BodyError {
     TooLarge,
     /// The client sent nothing for the client timeout.
     Stalled,
+    /// The body budget did not free up within the client timeout.
+    Busy,
     /// The connection failed.
     Failed(String),
 }
@@ -148,12 +249,25 @@ pub async fn read_request_body(
     body: Incoming,
     limit: usize,
     stall: Duration,
-) -> Result<Bytes, BodyError> {
+    budget: Option<&BodyBudget>,
+) -> Result<(Bytes, BodyReservation), BodyError> {
     // `content-length` (when sent and within the limit) sizes the buffer once; a body that
     // arrives in one frame is kept as it is, not copied.
     let expected = usize::try_from(hyper::body::Body::size_hint(&body).lower())
         .unwrap_or(usize::MAX)
         .min(limit);
+    // Room in the budget before the bytes are read: all of an announced large body, else a
+    // step at a time as it grows.
+    let mut reservation = BodyReservation::default();
+    let mut reserved = 0;
+    if let Some(budget) = budget
+        && expected >= SMALL_BODY
+    {
+        if !budget.extend(&mut reservation, expected, stall).await {
+            return Err(BodyError::Busy);
+        }
+        reserved = expected;
+    }
     let mut body = Limited::new(body, limit);
     // The first frame, until a second comes: then both go into `out`.
     let mut first: Option<Bytes> = None;
@@ -161,11 +275,21 @@ pub async fn read_request_body(
     loop {
         match tokio::time::timeout(stall, body.frame()).await {
             Err(_) => return Err(BodyError::Stalled),
-            Ok(None) => return Ok(first.unwrap_or_else(|| out.freeze())),
+            Ok(None) => return Ok((first.unwrap_or_else(|| out.freeze()), reservation)),
             Ok(Some(Ok(frame))) => {
                 let Ok(data) = frame.into_data() else {
                     continue;
                 };
+                let held = out.len() + first.as_ref().map_or(0, Bytes::len) + data.len();
+                if let Some(budget) = budget
+                    && held >= SMALL_BODY
+                    && held > reserved
+                {
+                    reserved = held.max(reserved + BUDGET_STEP);
+                    if !budget.extend(&mut reservation, reserved, stall).await {
+                        return Err(BodyError::Busy);
+                    }
+                }
                 if first.is_none() && out.is_empty() {
                     first = Some(data);
                     continue;

@@ -46,6 +46,8 @@ pub struct AppState {
     pub client_key: Option<String>,
     /// Largest request body.
     pub max_body_bytes: usize,
+    /// The bytes of request bodies held at once (`--body-budget-bytes`).
+    pub body_budget: conn::BodyBudget,
     /// Connection cap and client timeouts.
     pub limits: conn::ConnLimits,
     /// How answers are relayed (pings, idle timeout).
@@ -388,8 +390,9 @@ async fn route(
         Some(Endpoint::Model) => authorize(state, req.headers())
             .and_then(|()| models::get(state, &path["/v1/models/".len()..])),
         Some(post) => match authorize(state, req.headers()) {
+            // The body's room in the budget is held until the answer is ready.
             Ok(()) => match read_call(state, req).await {
-                Ok(call) => match post {
+                Ok((call, _reservation)) => match post {
                     Endpoint::CountTokens => messages::count_tokens(state, call).await,
                     Endpoint::ChatCompletions => {
                         Ok(openai_front::chat_completions(state, call, request_id).await)
@@ -490,21 +493,29 @@ pub(crate) fn presents_key(headers: &HeaderMap, expected: &str) -> bool {
 }
 
 /// The request as a provider takes it: body, headers, query string.
+/// The request as a provider takes it, and its room in the body budget (held until the
+/// request is answered).
 async fn read_call(
     state: &AppState,
     req: Request<Incoming>,
-) -> Result<crate::provider::Call, BridgeError> {
+) -> Result<(crate::provider::Call, conn::BodyReservation), BridgeError> {
     let headers = req.headers().clone();
     let query = req.uri().query().map(String::from);
-    let body = read_body(state, req).await?;
-    Ok(crate::provider::Call {
-        body,
-        headers,
-        query,
-    })
+    let (body, reservation) = read_body(state, req).await?;
+    Ok((
+        crate::provider::Call {
+            body,
+            headers,
+            query,
+        },
+        reservation,
+    ))
 }
 
-async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, BridgeError> {
+async fn read_body(
+    state: &AppState,
+    req: Request<Incoming>,
+) -> Result<(Bytes, conn::BodyReservation), BridgeError> {
     let limit = state.max_body_bytes;
     if let Some(len) = req
         .headers()
@@ -516,8 +527,11 @@ async fn read_body(state: &AppState, req: Request<Incoming>) -> Result<Bytes, Br
         return Err(BridgeError::TooLarge { limit });
     }
     let stall = state.limits.client_timeout;
-    match conn::read_request_body(req.into_body(), limit, stall).await {
-        Ok(body) => Ok(body),
+    match conn::read_request_body(req.into_body(), limit, stall, Some(&state.body_budget)).await {
+        Ok(read) => Ok(read),
+        Err(conn::BodyError::Busy) => Err(BridgeError::BodiesBusy {
+            budget: state.body_budget.total(),
+        }),
         Err(conn::BodyError::TooLarge) => Err(BridgeError::TooLarge { limit }),
         Err(conn::BodyError::Stalled) => Err(BridgeError::ClientStalled {
             seconds: stall.as_secs(),

@@ -245,11 +245,35 @@ async fn burst(args: &[String]) -> bridge_tests::Result<()> {
                 })
             })
             .collect();
+        // `/health` on fresh connections meanwhile: the slowest answer.
+        let probing = Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let prober = {
+            let (base, probing) = (base.clone(), Arc::clone(&probing));
+            tokio::spawn(async move {
+                let mut slowest = Duration::ZERO;
+                while probing.load(std::sync::atomic::Ordering::Relaxed) {
+                    let asked = Instant::now();
+                    let _ = http::send(
+                        "GET",
+                        &format!("{base}/health"),
+                        &[],
+                        None,
+                        Duration::from_secs(30),
+                    )
+                    .await;
+                    slowest = slowest.max(asked.elapsed());
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+                slowest
+            })
+        };
         let mut peak_kb = 0;
         while !clients.iter().all(tokio::task::JoinHandle::is_finished) {
             peak_kb = peak_kb.max(rss_kb(pid).unwrap_or(0));
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
+        probing.store(false, std::sync::atomic::Ordering::Relaxed);
+        let health_max_ms = prober.await.map_or(0, |d| d.as_millis() as u64);
         let mut ok = 0;
         for client in clients {
             if client.await.unwrap_or(false) {
@@ -269,10 +293,11 @@ async fn burst(args: &[String]) -> bridge_tests::Result<()> {
         }
         let idle_after_kb = rss_kb(pid).unwrap_or(0);
         println!(
-            "  round {round}: {ok}/{bodies} ok in {burst_s:.1} s; RSS peak {peak_kb} kB, at the end {after_kb} kB, after {idle_s} s idle {idle_after_kb} kB"
+            "  round {round}: {ok}/{bodies} ok in {burst_s:.1} s; RSS peak {peak_kb} kB, at the end {after_kb} kB, after {idle_s} s idle {idle_after_kb} kB; slowest /health {health_max_ms} ms"
         );
         results.push(
             json!({"round": round, "ok": ok, "seconds": burst_s, "rss_peak_kb": peak_kb,
+                            "health_max_ms": health_max_ms,
                             "rss_end_kb": after_kb, "rss_idle_after_kb": idle_after_kb,
                             "idle_samples": samples}),
         );
