@@ -356,7 +356,7 @@ mod tests {
             client_timeout: Duration::from_secs(1),
         };
         assert_eq!(limits.fitted_to(1 << 20).max_connections, 512);
-        assert_eq!(limits.fitted_to(1024).max_connections, 480);
+        assert_eq!(limits.fitted_to(1024).max_connections, 448);
         assert_eq!(limits.fitted_to(64).max_connections, MIN_CONNECTIONS);
         assert_eq!(limits.fitted_to(0).max_connections, MIN_CONNECTIONS);
     }
