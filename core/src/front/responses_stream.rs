@@ -45,7 +45,6 @@ use crate::anthropic::events::{
 };
 use crate::front::Failure;
 use crate::front::client_tools::ResponsesTools;
-use crate::sse::encoder::encode_frame;
 
 /// What the encoder needs to know about the response it writes.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,9 +74,63 @@ pub struct ResponsesFrame {
 impl ResponsesFrame {
     /// Append the frame's SSE bytes.
     pub fn encode(&self, out: &mut String) {
-        // Event types are fixed identifiers without line breaks: this cannot fail.
-        let _ = encode_frame(out, self.kind, &self.data.to_string());
+        // Event types are fixed identifiers and serde_json writes no raw line break: the JSON
+        // goes straight into `out`, one `data:` line, with no copy of it made on the way.
+        out.push_str("event: ");
+        out.push_str(self.kind);
+        out.push_str("\ndata: ");
+        let start = out.len();
+        if crate::compact_json::write_into(out, &self.data).is_err() {
+            out.truncate(start);
+            out.push_str("{}");
+        }
+        out.push_str("\n\n");
     }
+}
+
+/// Where the encoder's frames go: written out at once (each frame's JSON dropped as soon as it
+/// is written, so a large answer's copies do not pile up), kept whole, or — for a fold — only
+/// the terminal one kept.
+#[derive(Debug)]
+enum Sink {
+    Sse(String),
+    Frames(Vec<ResponsesFrame>),
+    Terminal(Option<ResponsesFrame>),
+}
+
+impl Sink {
+    fn put(&mut self, frame: ResponsesFrame) {
+        match self {
+            Self::Sse(out) => frame.encode(out),
+            Self::Frames(frames) => frames.push(frame),
+            Self::Terminal(kept) => {
+                if matches!(frame.kind, "response.completed" | "response.incomplete") {
+                    *kept = Some(frame);
+                }
+            }
+        }
+    }
+
+    fn into_sse(self) -> String {
+        match self {
+            Self::Sse(out) => out,
+            Self::Frames(frames) => encode(&frames),
+            Self::Terminal(_) => String::new(),
+        }
+    }
+
+    fn into_frames(self) -> Vec<ResponsesFrame> {
+        match self {
+            Self::Frames(frames) => frames,
+            Self::Sse(_) => Vec::new(),
+            Self::Terminal(kept) => kept.into_iter().collect(),
+        }
+    }
+}
+
+/// A JSON object of `fields`, moved in (the `json!` macro would copy each value).
+fn object(fields: Vec<(&str, Value)>) -> Value {
+    Value::Object(fields.into_iter().map(|(k, v)| (k.to_owned(), v)).collect())
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -153,12 +206,16 @@ impl ResponsesStreamEncoder {
 
     /// The SSE bytes for one event.
     pub fn push(&mut self, event: &StreamEvent) -> String {
-        encode(&self.push_frames(event))
+        let mut out = Sink::Sse(String::new());
+        self.push_into(event, &mut out);
+        out.into_sse()
     }
 
     /// The SSE bytes that end the stream (nothing when it already ended).
     pub fn finish(&mut self) -> String {
-        encode(&self.finish_frames())
+        let mut out = Sink::Sse(String::new());
+        self.finish_into(&mut out);
+        out.into_sse()
     }
 
     /// Whether the terminal event was written.
@@ -169,18 +226,23 @@ impl ResponsesStreamEncoder {
 
     /// The frames for one event.
     pub fn push_frames(&mut self, event: &StreamEvent) -> Vec<ResponsesFrame> {
-        let mut out = Vec::new();
+        let mut out = Sink::Frames(Vec::new());
+        self.push_into(event, &mut out);
+        out.into_frames()
+    }
+
+    fn push_into(&mut self, event: &StreamEvent, out: &mut Sink) {
         if self.done {
-            return out;
+            return;
         }
         match event {
             StreamEvent::MessageStart { message } => {
                 self.usage = message.usage.clone();
-                self.start(&mut out);
+                self.start(out);
             }
             StreamEvent::ContentBlockStart { content_block, .. } => {
-                self.start(&mut out);
-                self.close(&mut out);
+                self.start(out);
+                self.close(out);
                 let kind = match content_block {
                     BlockStart::Text { .. } => Kind::Message {
                         text: String::new(),
@@ -212,55 +274,63 @@ impl ResponsesStreamEncoder {
                         }
                     }
                 };
-                self.open_item(kind, &mut out);
+                self.open_item(kind, out);
             }
             StreamEvent::ContentBlockDelta { delta, .. } => {
-                self.start(&mut out);
-                self.delta(delta, &mut out);
+                self.start(out);
+                self.delta(delta, out);
             }
-            StreamEvent::ContentBlockStop { .. } => self.close(&mut out),
+            StreamEvent::ContentBlockStop { .. } => self.close(out),
             StreamEvent::MessageDelta { delta, usage } => {
                 self.stop = delta.stop_reason;
                 self.stop_seen = true;
                 merge_usage(&mut self.usage, usage);
             }
-            StreamEvent::MessageStop => self.end(&mut out),
+            StreamEvent::MessageStop => self.end(out),
             StreamEvent::Ping => {}
-            StreamEvent::Error { error } => self.fail(error, &mut out),
+            StreamEvent::Error { error } => self.fail(error, out),
         }
-        out
     }
 
     /// The frames that end the stream.
     pub fn finish_frames(&mut self) -> Vec<ResponsesFrame> {
-        let mut out = Vec::new();
+        let mut out = Sink::Frames(Vec::new());
+        self.finish_into(&mut out);
+        out.into_frames()
+    }
+
+    fn finish_into(&mut self, out: &mut Sink) {
         if self.done {
-            return out;
+            return;
         }
         if self.stop_seen {
-            self.end(&mut out);
+            self.end(out);
         } else {
             let error = ApiError::new(
                 ErrorKind::Api,
                 "the upstream stream ended before the response was complete",
             );
-            self.fail(&error, &mut out);
+            self.fail(&error, out);
         }
-        out
     }
 
-    fn frame(&mut self, kind: &'static str, fields: Value, out: &mut Vec<ResponsesFrame>) {
+    fn frame(&mut self, kind: &'static str, fields: Value, out: &mut Sink) {
         let mut data = json!({"type": kind, "sequence_number": self.seq});
         if let (Value::Object(data), Value::Object(fields)) = (&mut data, fields) {
             data.extend(fields);
         }
         self.seq += 1;
-        out.push(ResponsesFrame { kind, data });
+        out.put(ResponsesFrame { kind, data });
     }
 
     fn response(&self, status: &str, usage: bool) -> Value {
+        self.response_with(status, usage, Value::Array(self.output.clone()))
+    }
+
+    /// The response object with `output` given (the last one takes the items, not a copy).
+    fn response_with(&self, status: &str, usage: bool, output: Value) -> Value {
         let usage = usage.then(|| response_usage(&self.usage));
-        json!({
+        let mut response = json!({
             "id": self.id,
             "object": "response",
             "created_at": self.options.created_at,
@@ -268,12 +338,14 @@ impl ResponsesStreamEncoder {
             "error": null,
             "incomplete_details": null,
             "model": self.options.model,
-            "output": self.output,
+            "output": null,
             "usage": usage,
-        })
+        });
+        response["output"] = output;
+        response
     }
 
-    fn start(&mut self, out: &mut Vec<ResponsesFrame>) {
+    fn start(&mut self, out: &mut Sink) {
         if self.started {
             return;
         }
@@ -289,7 +361,7 @@ impl ResponsesStreamEncoder {
         format!("{prefix}_{suffix}_{}", self.output.len())
     }
 
-    fn open_item(&mut self, kind: Kind, out: &mut Vec<ResponsesFrame>) {
+    fn open_item(&mut self, kind: Kind, out: &mut Sink) {
         let output_index = self.output.len();
         let (id, item) = match &kind {
             Kind::Message { .. } => {
@@ -355,7 +427,7 @@ impl ResponsesStreamEncoder {
         });
     }
 
-    fn delta(&mut self, delta: &Delta, out: &mut Vec<ResponsesFrame>) {
+    fn delta(&mut self, delta: &Delta, out: &mut Sink) {
         let wanted = match delta {
             Delta::TextDelta { .. } => Some(BlockStart::Text {
                 text: String::new(),
@@ -431,14 +503,17 @@ impl ResponsesStreamEncoder {
         }
     }
 
-    fn push_frames_into(&mut self, block: &BlockStart, out: &mut Vec<ResponsesFrame>) {
-        out.extend(self.push_frames(&StreamEvent::ContentBlockStart {
-            index: 0,
-            content_block: block.clone(),
-        }));
+    fn push_frames_into(&mut self, block: &BlockStart, out: &mut Sink) {
+        self.push_into(
+            &StreamEvent::ContentBlockStart {
+                index: 0,
+                content_block: block.clone(),
+            },
+            out,
+        );
     }
 
-    fn close(&mut self, out: &mut Vec<ResponsesFrame>) {
+    fn close(&mut self, out: &mut Sink) {
         let Some(OpenItem {
             id,
             output_index,
@@ -451,35 +526,63 @@ impl ResponsesStreamEncoder {
         let with = |extra: Value| merge(place.clone(), extra);
         let item = match kind {
             Kind::Message { text } => {
+                let text = Value::String(text);
                 self.frame(
                     "response.output_text.done",
-                    with(json!({"content_index": 0, "text": text, "logprobs": []})),
+                    with(object(vec![
+                        ("content_index", json!(0)),
+                        ("text", text.clone()),
+                        ("logprobs", json!([])),
+                    ])),
                     out,
                 );
-                let part = json!({"type": "output_text", "annotations": [], "text": text});
+                let part = object(vec![
+                    ("type", json!("output_text")),
+                    ("annotations", json!([])),
+                    ("text", text),
+                ]);
                 self.frame(
                     "response.content_part.done",
-                    with(json!({"content_index": 0, "part": part})),
+                    with(object(vec![
+                        ("content_index", json!(0)),
+                        ("part", part.clone()),
+                    ])),
                     out,
                 );
-                json!({"id": id, "type": "message", "status": "completed", "role": "assistant",
-                    "content": [part]})
+                object(vec![
+                    ("id", json!(id)),
+                    ("type", json!("message")),
+                    ("status", json!("completed")),
+                    ("role", json!("assistant")),
+                    ("content", Value::Array(vec![part])),
+                ])
             }
             Kind::Reasoning { text, signature } => {
+                let text = Value::String(text);
                 self.frame(
                     "response.reasoning_summary_text.done",
-                    with(json!({"summary_index": 0, "text": text})),
+                    with(object(vec![
+                        ("summary_index", json!(0)),
+                        ("text", text.clone()),
+                    ])),
                     out,
                 );
-                let part = json!({"type": "summary_text", "text": text});
+                let part = object(vec![("type", json!("summary_text")), ("text", text)]);
                 self.frame(
                     "response.reasoning_summary_part.done",
-                    with(json!({"summary_index": 0, "part": part})),
+                    with(object(vec![
+                        ("summary_index", json!(0)),
+                        ("part", part.clone()),
+                    ])),
                     out,
                 );
-                let mut item = json!({"id": id, "type": "reasoning", "summary": [part]});
+                let mut item = object(vec![
+                    ("id", json!(id)),
+                    ("type", json!("reasoning")),
+                    ("summary", Value::Array(vec![part])),
+                ]);
                 if self.options.include_encrypted_reasoning && !signature.is_empty() {
-                    item["encrypted_content"] = json!(signature);
+                    item["encrypted_content"] = Value::String(signature);
                 }
                 item
             }
@@ -540,13 +643,16 @@ impl ResponsesStreamEncoder {
         };
         self.frame(
             "response.output_item.done",
-            json!({"output_index": output_index, "item": item}),
+            object(vec![
+                ("output_index", json!(output_index)),
+                ("item", item.clone()),
+            ]),
             out,
         );
         self.output.push(item);
     }
 
-    fn end(&mut self, out: &mut Vec<ResponsesFrame>) {
+    fn end(&mut self, out: &mut Sink) {
         self.start(out);
         self.close(out);
         let incomplete = match self.stop {
@@ -558,15 +664,17 @@ impl ResponsesStreamEncoder {
             Some(_) => ("response.incomplete", "incomplete"),
             None => ("response.completed", "completed"),
         };
-        let mut response = self.response(status, true);
+        // The answer ends here: the items go into the last event, not a copy of them.
+        let output = Value::Array(std::mem::take(&mut self.output));
+        let mut response = self.response_with(status, true, output);
         if let Some(reason) = incomplete {
             response["incomplete_details"] = json!({ "reason": reason });
         }
-        self.frame(kind, json!({ "response": response }), out);
+        self.frame(kind, object(vec![("response", response)]), out);
         self.done = true;
     }
 
-    fn fail(&mut self, error: &ApiError, out: &mut Vec<ResponsesFrame>) {
+    fn fail(&mut self, error: &ApiError, out: &mut Sink) {
         self.failure = Some(error.clone());
         let code = error_code(error);
         if self.started {
@@ -656,7 +764,8 @@ fn encode(frames: &[ResponsesFrame]) -> String {
 #[derive(Debug)]
 pub struct ResponsesFold {
     encoder: ResponsesStreamEncoder,
-    terminal: Option<ResponsesFrame>,
+    /// Keeps only the terminal frame.
+    terminal: Sink,
 }
 
 impl ResponsesFold {
@@ -665,14 +774,13 @@ impl ResponsesFold {
     pub fn new(options: ResponsesStreamOptions) -> Self {
         Self {
             encoder: ResponsesStreamEncoder::new(options),
-            terminal: None,
+            terminal: Sink::Terminal(None),
         }
     }
 
     /// Fold one event in.
     pub fn push(&mut self, event: &StreamEvent) {
-        let frames = self.encoder.push_frames(event);
-        self.keep_terminal(frames);
+        self.encoder.push_into(event, &mut self.terminal);
     }
 
     /// The response object (status `completed` or `incomplete`), or the failure.
@@ -680,25 +788,20 @@ impl ResponsesFold {
     /// # Errors
     /// A [`Failure`] when the stream ended with an error or before its stop reason.
     pub fn finish(mut self) -> Result<Value, Failure> {
-        let frames = self.encoder.finish_frames();
-        self.keep_terminal(frames);
+        self.encoder.finish_into(&mut self.terminal);
         if let Some(error) = &self.encoder.failure {
             return Err(Failure::from_api_error(error));
         }
-        match self.terminal {
-            Some(frame) => Ok(frame.data.get("response").cloned().unwrap_or(Value::Null)),
+        match self.terminal.into_frames().pop() {
+            Some(mut frame) => Ok(frame
+                .data
+                .get_mut("response")
+                .map(Value::take)
+                .unwrap_or(Value::Null)),
             None => Err(Failure::from_api_error(&ApiError::new(
                 ErrorKind::Api,
                 "the response did not end",
             ))),
-        }
-    }
-
-    fn keep_terminal(&mut self, frames: Vec<ResponsesFrame>) {
-        if let Some(last) = frames.into_iter().last()
-            && matches!(last.kind, "response.completed" | "response.incomplete")
-        {
-            self.terminal = Some(last);
         }
     }
 }

@@ -13,6 +13,12 @@
 //! samples the bridge's RSS every 50 ms while they run, then waits IDLE_S seconds idle. Writes
 //! `tests/bench/results/burst-<UTC time>.json`. The engine is the bridge's default, or
 //! `E2E_ENGINE` (make: SOAK_ENGINE).
+//!
+//! `soak answer MB` (make soak-burst: SOAK_ANSWER_MB, default 20): what one large answer costs
+//! through each front. The upstream answers one line of MB megabytes of text; each front
+//! (Messages, Chat Completions, Responses), streamed and folded, gets it from a fresh bridge,
+//! whose RSS is sampled every 10 ms. Prints the peak above the bridge's idle RSS as a multiple
+//! of the answer, and writes `tests/bench/results/answer-<UTC time>.json`.
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
 
@@ -49,6 +55,9 @@ async fn main() -> bridge_tests::Result<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.get(1).map(String::as_str) == Some("burst") {
         return burst(&args[2..]).await;
+    }
+    if args.get(1).map(String::as_str) == Some("answer") {
+        return answer(&args[2..]).await;
     }
     let streams: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(200);
     let minutes: f64 = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(5.0);
@@ -312,5 +321,93 @@ async fn burst(args: &[String]) -> bridge_tests::Result<()> {
     });
     let path = write_result("burst", &result)?;
     println!("burst: -> {}", path.display());
+    Ok(())
+}
+
+/// `soak answer MB`: see the module docs.
+async fn answer(args: &[String]) -> bridge_tests::Result<()> {
+    let mb = args
+        .first()
+        .and_then(|a| a.parse::<u64>().ok())
+        .unwrap_or(20);
+    let bytes = usize::try_from(mb << 20).unwrap_or(usize::MAX);
+    // Words, so the text is what a model writes (and JSON escapes nothing).
+    let text: String = "lorem ipsum ".repeat(bytes / 12);
+    let upstream =
+        Upstream::always(ChatStream::new().role().text(&text).finish("stop").build()).await?;
+    let cases: [(&str, &str, bool); 6] = [
+        ("messages", "/v1/messages", true),
+        ("messages", "/v1/messages", false),
+        ("chat", "/v1/chat/completions", true),
+        ("chat", "/v1/chat/completions", false),
+        ("responses", "/v1/responses", true),
+        ("responses", "/v1/responses", false),
+    ];
+    let engine = std::env::var("E2E_ENGINE")
+        .ok()
+        .filter(|e| !e.is_empty())
+        .unwrap_or_else(|| String::from("default (wasm)"));
+    println!(
+        "answer: one {:.1} MB answer through each front, engine {engine}",
+        text.len() as f64 / 1e6
+    );
+    let mut results = Vec::new();
+    for (front, path, stream) in cases {
+        let bridge = Bridge::start_with(
+            &upstream.base_url(),
+            "soak-answer",
+            BridgeOptions::default(),
+        )
+        .await?;
+        let pid = bridge.pid();
+        let base = bridge.base_url();
+        let body = match front {
+            "messages" => json!({"model": "m", "max_tokens": 64, "stream": stream,
+                                 "messages": [{"role": "user", "content": "write"}]}),
+            "chat" => json!({"model": "m", "stream": stream,
+                             "messages": [{"role": "user", "content": "write"}]}),
+            _ => json!({"model": "m", "stream": stream, "input": "write"}),
+        };
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let idle_kb = rss_kb(pid).unwrap_or(0);
+        let url = format!("{base}{path}");
+        let request = tokio::spawn(async move {
+            http::send(
+                "POST",
+                &url,
+                http::MESSAGES_HEADERS,
+                Some(body.to_string().into_bytes()),
+                Duration::from_secs(300),
+            )
+            .await
+        });
+        let mut peak_kb = idle_kb;
+        while !request.is_finished() {
+            peak_kb = peak_kb.max(rss_kb(pid).unwrap_or(0));
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let response = request
+            .await
+            .map_err(|e| bridge_tests::err(e.to_string()))??;
+        let answer_bytes = response.body.len();
+        let above_kb = peak_kb.saturating_sub(idle_kb);
+        let ratio = (above_kb as f64 * 1024.0) / text.len() as f64;
+        println!(
+            "  {front:9} {:6}: status {}, {:.1} MB out; RSS peak {peak_kb} kB ({above_kb} kB above idle) = {ratio:.1}x the answer's text",
+            if stream { "stream" } else { "folded" },
+            response.status,
+            answer_bytes as f64 / 1e6
+        );
+        results.push(
+            json!({"front": front, "stream": stream, "status": response.status,
+            "response_bytes": answer_bytes, "rss_idle_kb": idle_kb, "rss_peak_kb": peak_kb,
+            "above_idle_kb": above_kb, "times_text": ratio}),
+        );
+        upstream.clear_requests();
+        drop(bridge);
+    }
+    let result = json!({"text_bytes": text.len(), "engine": engine, "cases": results});
+    let path = write_result("answer", &result)?;
+    println!("answer: -> {}", path.display());
     Ok(())
 }
