@@ -349,9 +349,10 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_MAX_BODY_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub max_body_bytes: usize,
-    /// Bytes of request bodies held at once, across requests (at least --max-body-bytes): a
-    /// large body past it waits, unread, for the ones before it (up to --client-timeout, then
-    /// 529), so concurrent uploads cannot each take their parse's memory at once.
+    /// Bytes of request bodies held at once, across requests: a large body past it waits,
+    /// unread, for the ones before it (up to --client-timeout, then 529), so concurrent uploads
+    /// cannot each take their parse's memory at once; a body larger than the whole budget is
+    /// read alone.
     #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_BODY_BUDGET_BYTES", default_value_t = 128 * 1024 * 1024)]
     pub body_budget_bytes: usize,
     /// Client connections served at once (lowered to what the open-files limit can hold). Past

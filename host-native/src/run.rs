@@ -216,7 +216,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         routes: std::sync::RwLock::new(Arc::new(routes)),
         client_key,
         max_body_bytes: args.max_body_bytes,
-        body_budget: server::conn::BodyBudget::new(args.body_budget_bytes.max(args.max_body_bytes)),
+        body_budget: server::conn::BodyBudget::new(args.body_budget_bytes),
         limits: args.conn_limits(),
         guard,
         upstream_models: std::sync::RwLock::default(),
