@@ -149,7 +149,7 @@ impl FrontStream {
     pub fn feed(&mut self, anthropic_sse: &[u8]) -> String {
         let mut out = String::new();
         for event in self.reader.feed(anthropic_sse) {
-            out.push_str(&self.encoder.push(&event));
+            append(&mut out, self.encoder.push(&event));
         }
         out
     }
@@ -159,13 +159,24 @@ impl FrontStream {
     pub fn finish(&mut self) -> String {
         let mut out = String::new();
         for event in self.reader.finish() {
-            out.push_str(&self.encoder.push(&event));
+            append(&mut out, self.encoder.push(&event));
         }
-        match &mut self.encoder {
-            Encoder::Chat(encoder) => out.push_str(&encoder.finish()),
-            Encoder::Responses(encoder) => out.push_str(&encoder.finish()),
-        }
+        let last = match &mut self.encoder {
+            Encoder::Chat(encoder) => encoder.finish(),
+            Encoder::Responses(encoder) => encoder.finish(),
+        };
+        append(&mut out, last);
         out
+    }
+}
+
+/// `out` followed by `more`; the first piece is taken as it is, not copied (one upstream event
+/// can make tens of MB of client events).
+fn append(out: &mut String, more: String) {
+    if out.is_empty() {
+        *out = more;
+    } else {
+        out.push_str(&more);
     }
 }
 
