@@ -459,14 +459,7 @@ async fn connect(state: &AguiState, thread_id: &str) -> Response<ResponseBody> {
     let text: String = history.iter().map(encode_sse).collect();
     let mut response = Response::new(crate::server::body::full(Bytes::from(text)));
     let headers = response.headers_mut();
-    headers.insert(
-        http::header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream; charset=utf-8"),
-    );
-    headers.insert(
-        http::header::CACHE_CONTROL,
-        HeaderValue::from_static("no-cache"),
-    );
+    crate::server::sse_headers(headers);
     headers.insert(http::header::CONNECTION, HeaderValue::from_static("close"));
     response
 }

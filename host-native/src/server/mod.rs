@@ -576,7 +576,12 @@ pub(crate) fn status_only(status: StatusCode) -> Response<ResponseBody> {
 /// A Server-Sent Events response whose body is whatever arrives on `rx`, written as it arrives.
 pub(crate) fn sse_response(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<ResponseBody> {
     let mut response = Response::new(ResponseBody::Channel(rx));
-    let headers = response.headers_mut();
+    sse_headers(response.headers_mut());
+    response
+}
+
+/// The headers of an event stream (no caching, no proxy buffering).
+pub(crate) fn sse_headers(headers: &mut HeaderMap) {
     headers.insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("text/event-stream; charset=utf-8"),
@@ -586,7 +591,6 @@ pub(crate) fn sse_response(rx: tokio::sync::mpsc::Receiver<Bytes>) -> Response<R
         HeaderValue::from_static("no-cache"),
     );
     headers.insert("x-accel-buffering", HeaderValue::from_static("no"));
-    response
 }
 
 /// A JSON response.
