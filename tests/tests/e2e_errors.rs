@@ -1147,7 +1147,8 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
     let slow = ChatStream::new()
         .role()
         .text("slow ")
-        .pause(Duration::from_millis(3000))
+        // Long enough that the held streams are still open however slow the machine is.
+        .pause(Duration::from_millis(8000))
         .text("answer")
         .finish("stop")
         .build();

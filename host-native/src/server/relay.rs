@@ -321,8 +321,11 @@ impl Relay {
             };
             last_sent = Instant::now();
             if out.finished {
-                // The answer is complete: whatever the upstream still sends or holds open is
-                // not waited for (and nothing, not a ping, follows the last event).
+                // The answer is complete: nothing, not a ping, follows the last event. What the
+                // upstream still sends (usually its end, at once) is read for a moment, so its
+                // connection can serve the next request; one that holds its connection open is
+                // not waited for longer than that.
+                drain(source).await;
                 out.end().await;
                 return;
             }
@@ -366,6 +369,18 @@ impl Relay {
             self.idle_timeout.as_secs()
         )
     }
+}
+
+/// Longest the rest of a finished answer's upstream is read.
+const DRAIN: Duration = Duration::from_secs(1);
+
+/// Read a finished answer's upstream to its end (its output is not sent: the client's answer
+/// ended), for at most [`DRAIN`].
+async fn drain(mut source: Box<dyn EventSource>) {
+    let _ = tokio::time::timeout(DRAIN, async {
+        while !matches!(source.next().await, Next::End) {}
+    })
+    .await;
 }
 
 /// Where a streamed answer goes: the client's channel, through a front translator for an
