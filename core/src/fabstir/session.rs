@@ -343,9 +343,7 @@ impl Session {
     pub fn handle_host_error(&mut self, error: ApiError, now: u64) {
         match self.state {
             State::Initializing { job_id, .. } | State::Streaming { job_id, .. } => {
-                if !self.recover_head(&error, false) {
-                    self.fail_head(error);
-                }
+                self.recover_or_fail(error, false);
                 self.state = State::Idle { job_id };
                 self.advance(now);
             }
@@ -362,9 +360,7 @@ impl Session {
                     "the Fabstir host closed the session before the reply was complete; \
                      the next request opens a new session",
                 );
-                if !self.recover_head(&error, true) {
-                    self.fail_head(error);
-                }
+                self.recover_or_fail(error, true);
                 self.job_lost(now);
             }
             State::Connecting { .. } | State::Idle { .. } => {
@@ -392,39 +388,34 @@ impl Session {
             ErrorKind::Timeout,
             format!("the Fabstir host {what} in time"),
         );
-        if !self.recover_head(&error, true) {
-            self.fail_head(error);
-        }
+        self.recover_or_fail(error, true);
         self.effects.push_back(Effect::CloseSocket);
         self.job_lost(now);
     }
 
-    /// The running head prompt failed with `error`: when nothing of its reply arrived yet and
-    /// it was not sent again before, it stays at the head to be sent again
-    /// ([`Effect::PromptRecovering`]); `false` when it must fail instead.
-    fn recover_head(&mut self, error: &ApiError, new_job: bool) -> bool {
+    /// The running head prompt failed with `error`: when nothing of its reply arrived yet, the
+    /// failure is transient and it was not sent again before, it stays at the head to be sent
+    /// again ([`Effect::PromptRecovering`]); otherwise it fails with `error`.
+    fn recover_or_fail(&mut self, error: ApiError, new_job: bool) {
         let untouched = matches!(
             self.state,
             State::Initializing { .. } | State::Streaming { chunks: 0, .. }
         );
-        let Some(&prompt) = self.queue.front() else {
-            return false;
-        };
         // A refusal of the request itself (too long, bad input, no funds) would only repeat.
         let transient = matches!(
             error.kind,
             ErrorKind::Api | ErrorKind::Overloaded | ErrorKind::Timeout
         );
-        if !untouched || !transient || self.recovered == Some(prompt) {
-            return false;
-        }
+        let prompt = match self.queue.front() {
+            Some(&prompt) if untouched && transient && self.recovered != Some(prompt) => prompt,
+            _ => return self.fail_head(error),
+        };
         self.recovered = Some(prompt);
         self.effects.push_back(Effect::PromptRecovering {
             prompt,
-            error: error.clone(),
+            error,
             new_job,
         });
-        true
     }
 
     /// An amount in the limits' unit: `0.0002 ETH` (base units when no unit is set).

@@ -91,13 +91,7 @@ pub async fn handle(
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
     // Past the cap: probes at once, anything else once a slot frees (or 503).
-    let mut refused_at_cap = None;
-    if let Some(cap) = req.extensions().get::<crate::server::conn::OverCap>()
-        && !matches!(path.trim_end_matches('/'), "/health" | "/info")
-        && !cap.wait_for_slot().await
-    {
-        refused_at_cap = Some(cap.max_connections);
-    }
+    let refused_at_cap = crate::server::conn::OverCap::refused(&req, &["/health", "/info"]).await;
     let mut response = match (refusal(&state, peer, &req), refused_at_cap) {
         (Some(refusal), _) => refusal,
         (None, Some(max_connections)) => {

@@ -62,7 +62,7 @@ pub const OVER_CAP_HEADER_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Marks a request that came on a connection past the cap (a request extension): `/health`
 /// and `/metrics` are served on it at once; anything else first waits for a slot
-/// ([`OverCap::wait_for_slot`]).
+/// ([`OverCap::refused`]).
 #[derive(Debug, Clone)]
 pub struct OverCap {
     /// The cap (`--max-connections`), for the answer's message.
@@ -87,9 +87,20 @@ impl OverCap {
         }
     }
 
+    /// For a request that came past the cap (the marker is on it) and is not one of `probes`
+    /// (paths answered at once): wait for a slot; the cap, when none freed up in time (the
+    /// caller then answers with its overload error).
+    pub async fn refused<B>(req: &http::Request<B>, probes: &[&str]) -> Option<usize> {
+        let cap = req.extensions().get::<Self>()?;
+        if probes.contains(&req.uri().path().trim_end_matches('/')) || cap.wait_for_slot().await {
+            return None;
+        }
+        Some(cap.max_connections)
+    }
+
     /// Wait up to `cap_wait` for one of the cap's slots; `true` when this connection got one
     /// (it is then served as any other, and gives the slot back when it closes).
-    pub async fn wait_for_slot(&self) -> bool {
+    async fn wait_for_slot(&self) -> bool {
         let acquired =
             tokio::time::timeout(self.cap_wait, Arc::clone(&self.slots).acquire_owned()).await;
         match acquired {

@@ -267,13 +267,7 @@ async fn handle(
     let path = req.uri().path().to_owned();
     let origin = req.headers().get(http::header::ORIGIN).cloned();
     // Past the cap: probes at once, anything else once a slot frees (or the overload answer).
-    let mut refused_at_cap = None;
-    if let Some(cap) = req.extensions().get::<conn::OverCap>()
-        && !matches!(path.trim_end_matches('/'), "/health" | "/metrics")
-        && !cap.wait_for_slot().await
-    {
-        refused_at_cap = Some(cap.max_connections);
-    }
+    let refused_at_cap = conn::OverCap::refused(&req, &["/health", "/metrics"]).await;
     let mut response = match state.guard.check(&req) {
         Ok(()) if let Some(max_connections) = refused_at_cap => {
             let error = BridgeError::AtCapacity { max_connections };

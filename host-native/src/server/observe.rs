@@ -147,6 +147,15 @@ impl Metrics {
     }
 }
 
+/// What [`Tally::saw`] found in a piece of SSE.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Seen {
+    /// It holds an `error` event.
+    pub error: bool,
+    /// It holds the stream's last event (`message_stop` or `error`).
+    pub ends: bool,
+}
+
 /// What the relay saw of an answer.
 #[derive(Debug, Default)]
 pub struct Tally {
@@ -172,16 +181,18 @@ impl Tally {
         self.error = Some(kind.to_owned());
     }
 
-    /// Note one piece of SSE sent to the client; returns whether it holds an `error` event (the
-    /// relay masks secrets in those, without scanning every chunk a second time).
-    pub fn saw(&mut self, sse: &str) -> bool {
-        let mut error = false;
+    /// Note one piece of SSE sent to the client; returns what the relay needs to know of it
+    /// (read in this one pass, not again): whether it holds an `error` event (secrets are masked
+    /// in those) and whether it ends the stream.
+    pub fn saw(&mut self, sse: &str) -> Seen {
+        let mut seen = Seen::default();
         if self.first_content.is_none() && sse.contains("event: content_block_delta") {
             self.first_content = Some(Instant::now());
         }
         for event in sse.split("\n\n") {
             let is_error = event.starts_with("event: error");
-            error |= is_error;
+            seen.error |= is_error;
+            seen.ends |= is_error || event.starts_with("event: message_stop");
             let interesting = is_error
                 || event.starts_with("event: message_start")
                 || event.starts_with("event: message_delta");
@@ -196,7 +207,7 @@ impl Tally {
             };
             self.absorb(&value);
         }
-        error
+        seen
     }
 
     /// Note a folded answer (a non-streaming client's `Message` or error envelope).

@@ -299,11 +299,13 @@ impl Relay {
             let sent = match next {
                 Ok(Next::Sse(sse)) => {
                     last_output = Instant::now();
+                    let seen = tally.saw(&sse);
                     // An upstream's error may quote a key back.
-                    if tally.saw(&sse) {
-                        out.sse(crate::redact::redact(&sse).into_owned()).await
+                    if seen.error {
+                        out.sse(crate::redact::redact(&sse).into_owned(), seen.ends)
+                            .await
                     } else {
-                        out.sse(sse).await
+                        out.sse(sse, seen.ends).await
                     }
                 }
                 Ok(Next::End) => {
@@ -397,20 +399,15 @@ struct Outbound {
     finished: bool,
 }
 
-/// Whether a run of Anthropic SSE holds an event that ends the stream.
-fn ends_stream(sse: &str) -> bool {
-    sse.split("\n\n")
-        .any(|event| event.starts_with("event: message_stop") || event.starts_with("event: error"))
-}
-
 impl Outbound {
     /// Send a run of Anthropic SSE (transcoded for an OpenAI client; a run that makes no
-    /// output sends nothing). `false` when the client is gone or the stream had to end.
-    async fn sse(&mut self, sse: String) -> bool {
+    /// output sends nothing); `ends`: it holds the stream's last event. `false` when the client
+    /// is gone or the stream had to end.
+    async fn sse(&mut self, sse: String, ends: bool) -> bool {
         if self.finished {
             return false;
         }
-        self.finished = ends_stream(&sse);
+        self.finished = ends;
         let bytes = match &mut self.front {
             None => Bytes::from(sse),
             Some(front) => match front.feed(sse.as_bytes()) {
@@ -465,7 +462,7 @@ impl Outbound {
 
     /// The last SSE of an answer the relay ends (a timeout), then the end.
     async fn last(&mut self, sse: String) {
-        if self.sse(sse).await {
+        if self.sse(sse, true).await {
             self.end().await;
         }
     }
