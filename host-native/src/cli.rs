@@ -355,6 +355,20 @@ pub struct ServeArgs {
     /// read alone.
     #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_BODY_BUDGET_BYTES", default_value_t = 128 * 1024 * 1024)]
     pub body_budget_bytes: usize,
+    /// Bytes of `/v1/responses` answers kept in memory so a later request's
+    /// `previous_response_id` and `item_reference` items resolve and `GET /v1/responses/{id}`
+    /// finds them (requests with `store: false` are not kept); the oldest go first. `0` keeps
+    /// nothing.
+    #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_RESPONSES_STORE_BYTES", default_value_t = 64 * 1024 * 1024)]
+    pub responses_store_bytes: usize,
+    /// Seconds a kept `/v1/responses` answer stays resolvable.
+    #[arg(
+        help_heading = "Timeouts and limits",
+        long,
+        env = "CLAUDE_BRIDGE_RESPONSES_STORE_TTL",
+        default_value_t = 86_400
+    )]
+    pub responses_store_ttl: u64,
     /// Client connections served at once (lowered to what the open-files limit can hold). Past
     /// it, /health and /metrics are still answered, and a request waits up to --cap-wait for a
     /// free slot, then gets 529 (503 for OpenAI clients) with retry-after.

@@ -220,6 +220,10 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
         limits: args.conn_limits(),
         guard,
         upstream_models: std::sync::RwLock::default(),
+        responses: Arc::new(server::responses_store::ResponseStore::new(
+            args.responses_store_bytes,
+            Duration::from_secs(args.responses_store_ttl),
+        )),
         relay: server::relay::Relay {
             ping_interval: Duration::from_secs(args.ping_interval.max(1)),
             idle_timeout: Duration::from_secs(args.idle_timeout.max(1)),

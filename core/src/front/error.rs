@@ -37,6 +37,15 @@ pub enum FrontError {
         /// What is wrong and what to send instead.
         message: String,
     },
+    /// A stored response or item the request names is not there (HTTP 404 for an item, 400
+    /// for `previous_response_id`, as OpenAI answers).
+    #[error("{message}")]
+    NotFound {
+        /// The field that names it (`previous_response_id`, `input`).
+        param: String,
+        /// Which id, and why it may be missing.
+        message: String,
+    },
     /// A field asks for something the bridge cannot provide (e.g. `n` > 1, audio input).
     #[error("{param}: {message}")]
     Unsupported {
@@ -76,7 +85,8 @@ impl FrontError {
             Self::Json(_) => None,
             Self::Missing { param, .. }
             | Self::Invalid { param, .. }
-            | Self::Unsupported { param, .. } => Some(param),
+            | Self::Unsupported { param, .. }
+            | Self::NotFound { param, .. } => Some(param),
         }
     }
 
@@ -88,13 +98,20 @@ impl FrontError {
             Self::Missing { .. } => "missing_required_parameter",
             Self::Invalid { .. } => "invalid_value",
             Self::Unsupported { .. } => "unsupported_value",
+            Self::NotFound { param, .. } if param == "previous_response_id" => {
+                "previous_response_not_found"
+            }
+            Self::NotFound { .. } => "not_found",
         }
     }
 
-    /// The HTTP status: always 400.
+    /// The HTTP status: 400, or 404 for a stored item that is not there.
     #[must_use]
     pub fn status(&self) -> u16 {
-        400
+        match self {
+            Self::NotFound { param, .. } if param != "previous_response_id" => 404,
+            _ => 400,
+        }
     }
 
     /// The error body: `{"error":{"message","type":"invalid_request_error","param","code"}}`.

@@ -86,6 +86,14 @@ pub struct FrontOptions {
         deserialize_with = "null_as_default"
     )]
     pub include_encrypted_reasoning: bool,
+    /// Responses: the request's settings every response object repeats (`tools`, `store`,
+    /// `text`, `instructions`, …), as OpenAI's do.
+    #[serde(
+        default,
+        skip_serializing_if = "serde_json::Map::is_empty",
+        deserialize_with = "null_as_default"
+    )]
+    pub echo: serde_json::Map<String, serde_json::Value>,
 }
 
 /// `null` (JSON) or `undefined` (a JS object's field) reads as the default, like a missing field.
@@ -151,6 +159,7 @@ pub fn prepare(front: Front, request: &[u8]) -> ConvertedRequest {
                 let answer = FrontOptions {
                     tools: c.client_tools,
                     include_encrypted_reasoning: c.include_encrypted_reasoning,
+                    echo: c.echo,
                     ..FrontOptions::default()
                 };
                 (c.request, c.stream, answer, c.warnings)
@@ -217,6 +226,7 @@ pub fn answer(front: Front, model: &str, id_seed: u64, options: &FrontOptions) -
             Front::Responses => FrontShape::Responses {
                 tools: options.tools.clone(),
                 include_encrypted_reasoning: options.include_encrypted_reasoning,
+                echo: options.echo.clone(),
             },
         },
     }

@@ -82,6 +82,7 @@
 //!     id: "r1".into(), created_at: 1_700_000_000, model: "gpt-5.5".into(),
 //!     tools: front.client_tools.clone(),
 //!     include_encrypted_reasoning: front.include_encrypted_reasoning,
+//!     echo: front.echo.clone(),
 //! });
 //! let mut sse = String::new();
 //! for event in [
@@ -112,6 +113,7 @@ pub mod chat_validate;
 pub mod client_tools;
 pub mod facade;
 pub mod responses_request;
+pub mod responses_state;
 pub mod responses_stream;
 pub mod responses_validate;
 pub mod transcode;

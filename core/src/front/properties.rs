@@ -241,6 +241,7 @@ proptest! {
                 namespaced_tools: Vec::new(),
             },
             include_encrypted_reasoning: include,
+            echo: serde_json::Map::new(),
         });
         let mut sse: String = events.iter().map(|e| enc.push(e)).collect();
         sse.push_str(&enc.finish());

@@ -30,8 +30,9 @@
 //! here as the same thinking block (text and signature), which is what Anthropic requires when a
 //! conversation with thinking and tool use continues.
 //!
-//! Refused: `previous_response_id` and `conversation` (the bridge stores nothing: send the whole
-//! conversation), `item_reference` items, `file_id` images and files, wrong JSON types, tool-call
+//! Refused: `previous_response_id` and `item_reference` items (a host that keeps responses
+//! resolves them first with [`crate::front::responses_state`]; this conversion takes the whole
+//! conversation), `conversation`, `file_id` images and files, wrong JSON types, tool-call
 //! arguments that are not a JSON object. Dropped with a warning: hosted tools and their call
 //! items, `reasoning.summary`, `text.verbosity`, `store`, `metadata`, `truncation`,
 //! `max_tool_calls`, `prompt_cache_key`, `service_tier`, `background`, assistant `refusal`
@@ -86,6 +87,8 @@ pub struct ResponsesFrontRequest {
     pub include_encrypted_reasoning: bool,
     /// What was dropped or degraded, for the host's log.
     pub warnings: Vec<String>,
+    /// The request's settings the response objects repeat ([`request_echo`]).
+    pub echo: Map<String, Value>,
 }
 
 impl ResponsesFrontRequest {
@@ -105,6 +108,43 @@ pub fn custom_tool_schema() -> Value {
         "required": ["input"],
         "additionalProperties": false
     })
+}
+
+/// The request's settings a response object repeats, as OpenAI's do: each field the request
+/// gave, else the value the API reports by default (`store: true`, `tool_choice: "auto"`,
+/// `temperature: 1`, …). The host overrides `store` (whether it kept the response) and
+/// `previous_response_id` (which it resolved).
+#[must_use]
+pub fn request_echo(req: &Map<String, Value>) -> Map<String, Value> {
+    let defaults = [
+        ("background", json!(false)),
+        ("instructions", Value::Null),
+        ("max_output_tokens", Value::Null),
+        ("max_tool_calls", Value::Null),
+        ("metadata", json!({})),
+        ("parallel_tool_calls", json!(true)),
+        ("previous_response_id", Value::Null),
+        ("prompt_cache_key", Value::Null),
+        ("reasoning", json!({"effort": null, "summary": null})),
+        ("safety_identifier", Value::Null),
+        ("service_tier", json!("auto")),
+        ("store", json!(true)),
+        ("temperature", json!(1.0)),
+        ("text", json!({"format": {"type": "text"}})),
+        ("tool_choice", json!("auto")),
+        ("tools", json!([])),
+        ("top_logprobs", json!(0)),
+        ("top_p", json!(1.0)),
+        ("truncation", json!("disabled")),
+        ("user", Value::Null),
+    ];
+    defaults
+        .into_iter()
+        .map(|(name, default)| {
+            let given = non_null(req, name).cloned();
+            (name.to_owned(), given.unwrap_or(default))
+        })
+        .collect()
 }
 
 /// Convert a Responses request body.
@@ -163,7 +203,7 @@ impl Converter {
             if non_null(req, field).is_some() {
                 return Err(FrontError::unsupported(
                     field,
-                    "the bridge stores no responses; send the whole conversation in input (store: false)",
+                    "not resolved here: send the whole conversation in input, or the response's id to a bridge that kept it",
                 ));
             }
         }
@@ -283,6 +323,7 @@ impl Converter {
             client_tools: self.client_tools,
             include_encrypted_reasoning,
             warnings: self.warnings,
+            echo: request_echo(req),
         })
     }
 
@@ -336,7 +377,7 @@ impl Converter {
             }
             "item_reference" => Err(FrontError::unsupported(
                 format!("{at}.type"),
-                "the bridge stores no items; send the item itself instead of a reference",
+                "not resolved here: send the item itself, or the reference to a bridge that kept it",
             )),
             other => {
                 let what = if other.ends_with("_call") || other.ends_with("_call_output") {

@@ -60,6 +60,9 @@ pub struct ResponsesStreamOptions {
     pub tools: ResponsesTools,
     /// Put thinking signatures into reasoning items' `encrypted_content`.
     pub include_encrypted_reasoning: bool,
+    /// The request's settings every response object repeats (`tools`, `store`, `text`, …:
+    /// [`crate::front::responses_request::request_echo`]), as OpenAI's do.
+    pub echo: serde_json::Map<String, Value>,
 }
 
 /// One Responses stream event: its `type` and its JSON (which holds the same `type`).
@@ -341,6 +344,11 @@ impl ResponsesStreamEncoder {
             "output": null,
             "usage": usage,
         });
+        if let Value::Object(fields) = &mut response {
+            for (name, value) in &self.options.echo {
+                fields.entry(name.as_str()).or_insert_with(|| value.clone());
+            }
+        }
         response["output"] = output;
         response
     }
@@ -830,6 +838,7 @@ mod tests {
                 namespaced_tools: Vec::new(),
             },
             include_encrypted_reasoning: true,
+            echo: serde_json::Map::new(),
         }
     }
 

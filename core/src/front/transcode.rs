@@ -52,6 +52,8 @@ pub enum FrontShape {
         tools: ResponsesTools,
         /// `include: ["reasoning.encrypted_content"]`.
         include_encrypted_reasoning: bool,
+        /// The request's settings the response objects repeat.
+        echo: serde_json::Map<String, serde_json::Value>,
     },
 }
 
@@ -75,12 +77,14 @@ impl FrontAnswer {
             FrontShape::Responses {
                 tools,
                 include_encrypted_reasoning,
+                echo,
             } => Some(ResponsesStreamOptions {
                 id: self.id.clone(),
                 created_at: self.created,
                 model: self.model.clone(),
                 tools: tools.clone(),
                 include_encrypted_reasoning: *include_encrypted_reasoning,
+                echo: echo.clone(),
             }),
         }
     }
@@ -393,6 +397,7 @@ mod tests {
             shape: FrontShape::Responses {
                 tools: ResponsesTools::default(),
                 include_encrypted_reasoning: false,
+                echo: serde_json::Map::new(),
             },
             ..chat(false)
         }

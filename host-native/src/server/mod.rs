@@ -14,6 +14,7 @@ mod models;
 pub mod observe;
 mod openai_front;
 pub mod relay;
+pub mod responses_store;
 pub mod routes;
 pub mod shape;
 
@@ -57,6 +58,8 @@ pub struct AppState {
     /// The upstream's own model ids, as its model list said at start (flags without `--model`
     /// only: then a client's model name goes upstream unchanged, so these are names it can send).
     pub upstream_models: std::sync::RwLock<Vec<String>>,
+    /// What `/v1/responses` answered, for later references (`--responses-store-bytes`).
+    pub responses: Arc<responses_store::ResponseStore>,
 }
 
 impl AppState {
@@ -323,6 +326,8 @@ enum Endpoint {
     CountTokens,
     ChatCompletions,
     Responses,
+    /// `/v1/responses/{id}`: a kept response.
+    Response,
     Models,
     Model,
 }
@@ -338,6 +343,12 @@ impl Endpoint {
             "/v1/messages/count_tokens" => Self::CountTokens,
             "/v1/chat/completions" => Self::ChatCompletions,
             "/v1/responses" => Self::Responses,
+            p if p
+                .strip_prefix("/v1/responses/")
+                .is_some_and(|id| !id.is_empty() && !id.contains('/')) =>
+            {
+                Self::Response
+            }
             "/v1/models" => Self::Models,
             p if p.starts_with("/v1/models/") => Self::Model,
             _ => return None,
@@ -349,6 +360,7 @@ impl Endpoint {
         match self {
             Self::Root | Self::Models => "GET, HEAD",
             Self::Health | Self::Metrics | Self::Model => "GET",
+            Self::Response => "GET, DELETE",
             Self::Messages | Self::CountTokens | Self::ChatCompletions | Self::Responses => "POST",
         }
     }
@@ -383,6 +395,8 @@ async fn route(
         Some(Endpoint::Models) => authorize(state, req.headers()).map(|()| models::list(state)),
         Some(Endpoint::Model) => authorize(state, req.headers())
             .and_then(|()| models::get(state, &path["/v1/models/".len()..])),
+        Some(Endpoint::Response) => authorize(state, req.headers())
+            .map(|()| openai_front::kept_response(state, &method, &path["/v1/responses/".len()..])),
         Some(post) => match authorize(state, req.headers()) {
             // The body's room in the budget is held until the answer is ready.
             Ok(()) => match read_call(state, req).await {

@@ -20,6 +20,7 @@ use bridge_core::api::{Front, FrontOptions, StreamOptions};
 
 use super::body::ResponseBody;
 use super::error_response::{Envelope, error_response_in};
+use super::responses_store::Pending;
 use super::shape::{ClientShape, OpenAiClient};
 use super::{AppState, json_response, messages};
 use crate::engine::EngineError;
@@ -64,11 +65,25 @@ struct Refusal {
 
 async fn serve(
     state: &AppState,
-    call: Call,
+    mut call: Call,
     request_id: &str,
     front: Front,
 ) -> Response<ResponseBody> {
-    let converted = match state.engine.prepare(front.dialect(), &call.body, "{}") {
+    // Responses: what the request refers to is put in place, and its answer kept.
+    let pending = match front {
+        Front::Responses => match Pending::open(std::mem::take(&mut call.body), &state.responses) {
+            Ok(pending) => Some(pending),
+            Err(error) => {
+                return refused(Refusal {
+                    status: error.status(),
+                    error: error.error_object(),
+                });
+            }
+        },
+        Front::Chat => None,
+    };
+    let body = pending.as_ref().map_or(&call.body, |p| &p.body);
+    let converted = match state.engine.prepare(front.dialect(), body, "{}") {
         Ok(converted) => converted,
         Err(EngineError::Request { kind, message }) => {
             // The embedded core always has the fronts; a `--core` plug-in may not.
@@ -100,6 +115,15 @@ async fn serve(
         }
     };
     log_warnings(&converted.warnings);
+    let mut answer = prepared.answer;
+    let keep = pending.and_then(|pending| {
+        pending.echo(&mut answer.echo);
+        pending.keep
+    });
+    if keep.is_some() {
+        // A kept reasoning item must come back with its signature, asked for or not.
+        answer.include_encrypted_reasoning = true;
+    }
     let options = StreamOptions {
         stream: converted.client_stream,
         model: converted.client_model,
@@ -110,11 +134,12 @@ async fn serve(
             created: std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_secs()),
-            ..prepared.answer
+            ..answer
         },
         ..StreamOptions::default()
     };
-    let client = OpenAiClient::new(std::sync::Arc::clone(&state.engine), front, options);
+    let client =
+        OpenAiClient::new(std::sync::Arc::clone(&state.engine), front, options).keeping(keep);
     // The client's headers are OpenAI's: its `Authorization` is for this bridge, not a
     // credential for an upstream (the Anthropic provider adds the version it needs).
     let call = Call {
@@ -122,7 +147,44 @@ async fn serve(
         headers: http::HeaderMap::new(),
         query: None,
     };
-    messages::dispatch(state, call, request_id, &ClientShape::OpenAi(client)).await
+    messages::dispatch(
+        state,
+        call,
+        request_id,
+        &ClientShape::OpenAi(Box::new(client)),
+    )
+    .await
+}
+
+/// `GET` / `DELETE /v1/responses/{id}`: a kept response, or OpenAI's 404.
+pub(super) fn kept_response(
+    state: &AppState,
+    method: &http::Method,
+    id: &str,
+) -> Response<ResponseBody> {
+    let found = if method == http::Method::DELETE {
+        state.responses.delete(id).then(|| {
+            serde_json::json!({"id": id, "object": "response", "deleted": true}).to_string()
+        })
+    } else {
+        state.responses.get(id).map(|response| response.to_string())
+    };
+    match found {
+        Some(body) => json_response(StatusCode::OK, body),
+        None => {
+            let error = serde_json::json!({"error": {
+                "message": format!(
+                    "Response with id '{id}' not found. This bridge keeps responses made with store \
+                     not false in its memory for a limited time and size (--responses-store-ttl, \
+                     --responses-store-bytes)."
+                ),
+                "type": "invalid_request_error",
+                "param": null,
+                "code": null,
+            }});
+            json_response(StatusCode::NOT_FOUND, error.to_string())
+        }
+    }
 }
 
 fn log_warnings(warnings: &[String]) {

@@ -487,7 +487,7 @@ impl Folder {
             ClientShape::Anthropic => Self::Anthropic(Box::default()),
             ClientShape::OpenAi(client) => Self::Front {
                 session: client.session(false)?,
-                client: Box::new(client.clone()),
+                client: client.clone(),
                 failed: None,
             },
         })
@@ -554,7 +554,7 @@ impl Folder {
                     Ok(finished) => (finished.status, finished.body),
                     Err(e) => {
                         error!(error = %e, "the engine failed folding an OpenAI client's answer");
-                        let shape = ClientShape::OpenAi(*client);
+                        let shape = ClientShape::OpenAi(client);
                         let api = ApiError::new(e.kind(), e.to_string());
                         (
                             bridge_core::front::openai_status(e.kind()),

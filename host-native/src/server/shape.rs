@@ -13,6 +13,7 @@ use bridge_core::anthropic::events::{ApiError, Message};
 use bridge_core::api::{Front, StreamEnd, StreamOptions};
 
 use super::error_response::Envelope;
+use super::responses_store::{Keep, Keeping};
 use crate::engine::{Engine, EngineError, StreamSession};
 
 /// The client's API.
@@ -21,7 +22,7 @@ pub enum ClientShape {
     /// The Anthropic Messages API (streaming or not, as the request said).
     Anthropic,
     /// An OpenAI API.
-    OpenAi(OpenAiClient),
+    OpenAi(Box<OpenAiClient>),
 }
 
 /// An OpenAI client's answer: the engine that writes it and the front translator's options
@@ -31,6 +32,8 @@ pub struct OpenAiClient {
     engine: Arc<dyn Engine>,
     front: Front,
     options: StreamOptions,
+    /// Responses: the answer is kept for later references ([`super::responses_store`]).
+    keep: Option<Keep>,
 }
 
 impl std::fmt::Debug for OpenAiClient {
@@ -54,7 +57,14 @@ impl OpenAiClient {
                 dialect: front.dialect(),
                 ..options
             },
+            keep: None,
         }
+    }
+
+    /// The same client, its answer kept with `keep` (a Responses request with `store` on).
+    #[must_use]
+    pub fn keeping(self, keep: Option<Keep>) -> Self {
+        Self { keep, ..self }
     }
 
     /// Whether the client asked for a stream.
@@ -68,9 +78,13 @@ impl OpenAiClient {
     /// # Errors
     /// The engine failed (a trap, no free instance).
     pub fn session(&self, stream: bool) -> Result<Box<dyn StreamSession>, EngineError> {
-        self.engine.translator(&StreamOptions {
+        let session = self.engine.translator(&StreamOptions {
             stream,
             ..self.options.clone()
+        })?;
+        Ok(match &self.keep {
+            Some(keep) => Box::new(Keeping::new(session, keep.clone(), stream)),
+            None => session,
         })
     }
 

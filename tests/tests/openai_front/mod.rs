@@ -805,3 +805,119 @@ async fn a_whole_anthropic_answer_reaches_openai_clients_as_their_object() {
         "{responses}"
     );
 }
+
+/// The tool loop's upstream: a text part and a weather call, then (the tool's result in the
+/// conversation) the answer; outside the loop, a name remembered only if the first turn came
+/// back.
+fn tool_loop(req: &RecordedRequest) -> ScriptedResponse {
+    let last_role = req.messages().last().map(|m| m["role"].clone());
+    let text = req.all_text();
+    if last_role == Some(Value::from("tool")) {
+        text_stream(&["It is sunny ", "in Paris."])
+    } else if req
+        .tools()
+        .iter()
+        .any(|t| t["function"]["name"] == "get_weather")
+    {
+        let start = bridge_tests::chunks::ChatStream::new()
+            .role()
+            .text("Let me check. ");
+        bridge_tests::chunks::tool_call_builder(
+            start,
+            &[("call_w", "get_weather", &["{\"city\":", "\"Paris\"}"])],
+        )
+        .finish("tool_calls")
+        .usage(120, 17, 0)
+        .build()
+    } else if text.contains("What is my name?") && text.contains("Nice to meet you, Ada.") {
+        text_stream(&["Your name ", "is Ada."])
+    } else if text.contains("What is my name?") {
+        text_stream(&["I do not know."])
+    } else {
+        text_stream(&["Nice to meet ", "you, Ada."])
+    }
+}
+
+async fn ai_sdk(bridge: &Bridge, mode: &str) -> Value {
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(e2e_dir().join("ai_sdk.mjs"))
+        .args([&format!("{}/v1", bridge.base_url()), mode])
+        .current_dir(e2e_dir())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL");
+    let out = run(cmd, T, "AI SDK driver").await.unwrap();
+    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+    let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
+    let parsed = serde_json::from_str(line.unwrap_or_default());
+    assert!(parsed.is_ok(), "no JSON: {}\n{}", out.stdout, out.stderr);
+    parsed.unwrap()
+}
+
+/// Issue 33 item 1: the Vercel AI SDK's `openai(...)` provider (Responses, `store: true`) sends
+/// each earlier answer back as an `item_reference`; the bridge keeps what it answered, so its
+/// multi-step tool loops run, streaming or not. `previous_response_id`, `GET` and `DELETE`
+/// work with the official SDK, and what is not kept is a 404/400 naming it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn app_sdks_continue_from_what_the_bridge_kept() {
+    let upstream = Upstream::start(tool_loop).await.unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "responses-kept")
+        .await
+        .unwrap();
+    let ctx = || format!("{}\n--- bridge log:\n{}", upstream.dump(), bridge.log());
+
+    for mode in ["generate", "stream"] {
+        let before = upstream.requests().len();
+        let r = ai_sdk(&bridge, mode).await;
+        assert_eq!(r["ok"], true, "AI SDK {mode}: {r}\n{}", ctx());
+        assert_eq!(r["text"], "It is sunny in Paris.", "{r}");
+        let steps = r["steps"].as_array().unwrap();
+        assert_eq!(steps.len(), 2, "{r}");
+        assert_eq!(
+            steps[0]["toolCalls"],
+            serde_json::json!(["get_weather"]),
+            "{r}"
+        );
+        assert_eq!(steps[0]["text"], "Let me check. ", "{r}");
+        assert_eq!(steps[0]["toolResults"][0]["weather"], "sunny", "{r}");
+        assert_eq!(steps[1]["finishReason"], "stop", "{r}");
+        // The second step's upstream request holds the first answer the SDK referred to.
+        let second = &upstream.requests()[before + 1];
+        let assistant = second.messages().iter().find(|m| m["role"] == "assistant");
+        assert!(assistant.is_some(), "no assistant turn: {}", second.body);
+        let assistant = assistant.unwrap();
+        assert_eq!(assistant["content"], "Let me check. ", "{}", second.body);
+        assert_eq!(
+            assistant["tool_calls"][0]["id"], "call_w",
+            "{}",
+            second.body
+        );
+        assert_eq!(second.messages().last().unwrap()["role"], "tool");
+    }
+
+    let r = ai_sdk(&bridge, "previous").await;
+    assert_eq!(r["ok"], true, "previous_response_id: {r}\n{}", ctx());
+    assert_eq!(r["first"]["store"], true, "{r}");
+    assert_eq!(r["second"]["text"], "Your name is Ada.", "{r}\n{}", ctx());
+    assert_eq!(r["second"]["previous_response_id"], r["first"]["id"], "{r}");
+    assert_eq!(r["retrieved"]["text"], "Nice to meet you, Ada.", "{r}");
+    assert_eq!(r["deleted"]["deleted"], true, "{r}");
+    assert_eq!(r["afterDelete"]["status"], 404, "{r}");
+    assert_eq!(r["gone"]["status"], 400, "{r}");
+    assert_eq!(r["gone"]["code"], "previous_response_not_found", "{r}");
+    assert_eq!(r["gone"]["param"], "previous_response_id", "{r}");
+
+    // Kept nothing: the loop's second step names the item it referred to.
+    let stateless = Bridge::start_with(
+        &upstream.base_url(),
+        "responses-unkept",
+        bridge_tests::bridge::BridgeOptions::default().args(&["--responses-store-bytes", "0"]),
+    )
+    .await
+    .unwrap();
+    let r = ai_sdk(&stateless, "generate").await;
+    assert_eq!(r["ok"], false, "{r}");
+    assert_eq!(r["error"]["status"], 404, "{r}");
+    let message = r["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("Item with id 'msg_"), "{r}");
+    assert!(message.contains("--responses-store-bytes"), "{r}");
+}
