@@ -3,7 +3,7 @@
 #   - tests/e2e/node_modules: @anthropic-ai/claude-code (native CLI), @anthropic-ai/sdk, the @noble
 #     crypto libraries, @ag-ui/client, @modelcontextprotocol/sdk, openai and @openai/codex (pinned in package.json)
 #   - tests/evm/node_modules: hardhat (the local EVM node) and solc (pinned in package.json)
-#   - tests/e2e/.venv: Python venv with the `anthropic` and `openai` SDKs (pinned in requirements.txt)
+#   - tests/e2e/.venv: Python venv with the `anthropic` and `openai` SDKs and litellm (pinned in requirements.txt)
 #   - tmux (Debian), the terminal the interactive client tests run in
 # Idempotent and quiet; a no-op taking well under a second when everything is in place.
 set -euo pipefail
@@ -64,16 +64,18 @@ fi
 # --- Python venv ---------------------------------------------------------------------------------
 want="$(sed -n 's/^anthropic==//p' requirements.txt)"
 want_openai="$(sed -n 's/^openai==//p' requirements.txt)"
+want_litellm="$(sed -n 's/^litellm==//p' requirements.txt)"
 py_ok() {
   [[ -x .venv/bin/python ]] &&
     compgen -G ".venv/lib/python3*/site-packages/anthropic-$want.dist-info" >/dev/null &&
-    compgen -G ".venv/lib/python3*/site-packages/openai-$want_openai.dist-info" >/dev/null
+    compgen -G ".venv/lib/python3*/site-packages/openai-$want_openai.dist-info" >/dev/null &&
+    compgen -G ".venv/lib/python3*/site-packages/litellm-$want_litellm.dist-info" >/dev/null
 }
 if ! py_ok; then
-  echo "setup-e2e: Python venv tests/e2e/.venv with anthropic==$want, openai==$want_openai"
+  echo "setup-e2e: Python venv tests/e2e/.venv with anthropic==$want, openai==$want_openai, litellm==$want_litellm"
   [[ -x .venv/bin/python ]] || python3 -m venv .venv
   .venv/bin/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-  py_ok || { echo "setup-e2e: anthropic==$want or openai==$want_openai did not install" >&2; exit 1; }
+  py_ok || { echo "setup-e2e: anthropic==$want, openai==$want_openai or litellm==$want_litellm did not install" >&2; exit 1; }
 fi
 
 # --- tmux: the real terminal the interactive Claude Code and Codex tests type into ---------------

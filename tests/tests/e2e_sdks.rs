@@ -393,3 +393,59 @@ async fn native_and_wasm_engines_give_the_same_answers() {
         "upstream requests differ between engines"
     );
 }
+
+/// Issue 33 item 2: litellm's `anthropic/…` structured output sends the beta's top-level
+/// `output_format`; the bridge reads it as `output_config.format`, so a Chat upstream gets
+/// the schema as `response_format` and the caller's JSON parses (it was dropped: prose came
+/// back and litellm's caller failed to parse it).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn litellm_structured_output_reaches_the_upstream() {
+    let upstream = Upstream::start(|req| {
+        let schema = &req.body["response_format"]["json_schema"]["schema"];
+        let answer = if schema["properties"]["age"].is_object() {
+            r#"{"name":"Ada Lovelace","age":36}"#
+        } else {
+            "Ada Lovelace was a mathematician."
+        };
+        ChatStream::new()
+            .role()
+            .text(answer)
+            .finish("stop")
+            .usage(PROMPT_TOKENS, COMPLETION_TOKENS, 0)
+            .build()
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start(&upstream.base_url(), "litellm")
+        .await
+        .unwrap();
+    let mut cmd = tokio::process::Command::new(bridge_tests::clients::python_bin().unwrap());
+    cmd.arg(bridge_tests::clients::e2e_dir().join("app_sdks.py"))
+        .args([bridge.base_url().as_str(), "litellm-structured"])
+        .env_remove("ANTHROPIC_API_KEY")
+        .env("LITELLM_LOCAL_MODEL_COST_MAP", "True");
+    let out = bridge_tests::clients::run(cmd, SDK_TIMEOUT, "litellm driver")
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_str(
+        out.stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    let ctx = format!(
+        "{report}\n{}\n--- bridge log:\n{}",
+        upstream.dump(),
+        bridge.log()
+    );
+    assert_eq!(report["ok"], true, "{ctx}");
+    assert_eq!(
+        report["parsed"],
+        json!({"name": "Ada Lovelace", "age": 36}),
+        "{ctx}"
+    );
+    let sent = &upstream.requests()[0].body;
+    assert_eq!(sent["response_format"]["type"], "json_schema", "{ctx}");
+}

@@ -5,6 +5,7 @@ pub mod accumulate;
 pub mod defaults;
 pub mod encode;
 pub mod events;
+pub mod fields;
 pub mod overflow;
 pub mod repair;
 pub mod request;

@@ -104,16 +104,13 @@ pub struct ChatmlPrompt {
 /// # Errors
 /// [`RequestError`] when the request lacks what the Messages API requires.
 pub fn render(request: &[u8], options: &ChatmlOptions) -> Result<ChatmlPrompt, RequestError> {
-    let parsed = crate::anthropic::repair::parse_and_repair(request)?;
-    let req = parsed.request;
-    if options.require_max_tokens && req.max_tokens.is_none() {
-        return Err(RequestError::field("max_tokens", "Field required"));
-    }
+    let (req, warnings) =
+        crate::anthropic::fields::read_for_translation(request, options.require_max_tokens)?;
     let mut r = Renderer {
         format: options.tool_format,
         prompt: String::new(),
         images: Vec::new(),
-        warnings: crate::anthropic::repair::repair_warnings(&parsed.repairs),
+        warnings,
         dropped_thinking: false,
     };
 

@@ -21,7 +21,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use crate::anthropic::repair::repair_warnings;
 use crate::anthropic::request::system_text;
 use crate::anthropic::request::{
     Block, Content, ImageSource, InputMessage, KnownBlock, Role, Tool,
@@ -101,13 +100,9 @@ pub struct ConvertedRequest {
 /// # Errors
 /// [`RequestError`] when the request lacks what the Messages API requires.
 pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequest, RequestError> {
-    let parsed = crate::anthropic::repair::parse_and_repair(request)?;
-    let mut req = parsed.request;
+    let (mut req, mut warnings) =
+        crate::anthropic::fields::read_for_translation(request, options.require_max_tokens)?;
     let tool_names = crate::translate::tool_names::rename_request(&mut req);
-    if options.require_max_tokens && req.max_tokens.is_none() {
-        return Err(RequestError::field("max_tokens", "Field required"));
-    }
-    let mut warnings = repair_warnings(&parsed.repairs);
     let mut messages = Vec::with_capacity(req.messages.len() + 1);
 
     if let Some(system) = &req.system {

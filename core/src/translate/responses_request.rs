@@ -52,7 +52,6 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::anthropic::repair::repair_warnings;
 use crate::anthropic::request::system_text;
 use crate::anthropic::request::{Block, Content, ImageSource, KnownBlock, MessagesRequest, Role};
 use crate::error::RequestError;
@@ -126,13 +125,10 @@ pub fn convert(
             EFFORTS.join(", ")
         )));
     }
-    let parsed = crate::anthropic::repair::parse_and_repair(request)?;
-    let mut req = parsed.request;
-    if options.require_max_tokens && req.max_tokens.is_none() {
-        return Err(RequestError::field("max_tokens", "Field required"));
-    }
+    let (mut req, warnings) =
+        crate::anthropic::fields::read_for_translation(request, options.require_max_tokens)?;
     let tool_names = crate::translate::tool_names::rename_request(&mut req);
-    let mut warnings = Warnings(repair_warnings(&parsed.repairs));
+    let mut warnings = Warnings(warnings);
     let instructions = req
         .system
         .as_ref()

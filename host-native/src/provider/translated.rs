@@ -18,11 +18,29 @@ use crate::engine::{EngineError, StreamSession};
 /// What a conversion dropped (debug), and the histories it repaired (warn).
 pub fn log_warnings(warnings: &[String]) {
     for warning in warnings {
-        match warning.strip_prefix(bridge_core::anthropic::repair::REPAIRED) {
-            Some(repair) => warn!(%repair, "repaired the conversation history"),
-            None => debug!(%warning, "dropped in translation"),
+        if let Some(repair) = warning.strip_prefix(bridge_core::anthropic::repair::REPAIRED) {
+            warn!(%repair, "repaired the conversation history");
+        } else if let Some(field) =
+            warning.strip_prefix(bridge_core::anthropic::fields::UNKNOWN_FIELD)
+            && first_time(field)
+        {
+            warn!(%field, "the request has a top-level field the Messages API does not define; it is ignored (logged once per name)");
+        } else {
+            debug!(%warning, "dropped in translation");
         }
     }
+}
+
+/// Whether this process has not named `field` before (so each unknown field is logged once at
+/// warn level, then at debug).
+fn first_time(field: &str) -> bool {
+    static SEEN: std::sync::Mutex<std::collections::BTreeSet<String>> =
+        std::sync::Mutex::new(std::collections::BTreeSet::new());
+    let mut seen = SEEN
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // A bound, so a client that sends ever new names cannot grow it without end.
+    seen.len() < 1024 && seen.insert(field.to_owned())
 }
 
 /// Most upstream bytes gathered into one translation run (and so one write to the client).
