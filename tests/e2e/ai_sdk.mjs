@@ -9,6 +9,7 @@
 // MODE      generate | stream  (a multi-step tool loop: a weather tool, then the answer)
 //           previous           (openai SDK: a turn, then one with previous_response_id, then
 //                               retrieve and delete the first response)
+//           strict             (openai SDK: a strict JSON schema on Chat and on Responses)
 //
 // Prints one JSON object on stdout: {"ok":true,...} or {"ok":false,"error":{...}}. Errors are
 // reported, not thrown: exit code 0 unless the driver itself is broken.
@@ -121,8 +122,37 @@ async function previous() {
   };
 }
 
+async function strict() {
+  const client = new OpenAI({ baseURL, apiKey: "any", maxRetries: 0 });
+  const schema = {
+    type: "object",
+    properties: { name: { type: "string" }, age: { type: "integer" } },
+    required: ["name", "age"],
+    additionalProperties: false,
+  };
+  const chat = await client.chat.completions.create({
+    model: "gpt-4.1",
+    messages: [{ role: "user", content: "Describe Ada Lovelace." }],
+    response_format: { type: "json_schema", json_schema: { name: "person", strict: true, schema } },
+  });
+  const responses = await client.responses.create({
+    model: "gpt-4.1",
+    input: "Describe Ada Lovelace.",
+    store: false,
+    text: { format: { type: "json_schema", name: "person", strict: true, schema } },
+  });
+  return {
+    ok: true,
+    chat: JSON.parse(chat.choices[0].message.content),
+    responses: JSON.parse(responses.output_text),
+    echoed: responses.text,
+    store: responses.store,
+  };
+}
+
 try {
-  report(mode === "previous" ? await previous() : await toolLoop());
+  const run = { previous, strict }[mode] ?? toolLoop;
+  report(await run());
 } catch (e) {
   report(failure(e));
 }

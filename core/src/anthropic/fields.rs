@@ -59,6 +59,31 @@ const KNOWN_EXTRA: &[&str] = &[
     "speed",
 ];
 
+/// Fields an OpenAI client's JSON schema brings into `output_config.format` (the schema's `name`
+/// and `strict`), kept for OpenAI upstreams; Anthropic's format has neither.
+pub const OPENAI_FORMAT_FIELDS: [&str; 2] = ["name", "strict"];
+
+/// Whether `output_config` (a request's) carries [`OPENAI_FORMAT_FIELDS`].
+#[must_use]
+pub fn has_openai_format_fields(output_config: Option<&Value>) -> bool {
+    output_config
+        .and_then(|c| c.get("format"))
+        .and_then(Value::as_object)
+        .is_some_and(|f| OPENAI_FORMAT_FIELDS.iter().any(|k| f.contains_key(*k)))
+}
+
+/// Take [`OPENAI_FORMAT_FIELDS`] out of a request's `output_config.format` (for Anthropic).
+pub fn strip_openai_format_fields(request: &mut Value) {
+    if let Some(Value::Object(format)) = request
+        .get_mut("output_config")
+        .and_then(|c| c.get_mut("format"))
+    {
+        for field in OPENAI_FORMAT_FIELDS {
+            format.remove(field);
+        }
+    }
+}
+
 /// Adopt `output_format` as `output_config.format`, and name the fields no translator reads.
 pub fn adopt_top_level(req: &mut MessagesRequest) -> Vec<String> {
     if let Some(format) = req.extra.remove("output_format").filter(|f| !f.is_null()) {

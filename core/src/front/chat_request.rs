@@ -18,7 +18,7 @@
 //! | `stop` (string or array) | `stop_sequences` |
 //! | `temperature`, `top_p` | the same (passed as given: OpenAI's temperature range is 0–2, Anthropic's 0–1) |
 //! | `stream`, `stream_options.include_usage` | `stream`; [`ChatFrontRequest::include_usage`] for the encoder |
-//! | `response_format` `json_schema` | `output_config.format: {type:"json_schema", schema}` (`name`, `strict` lost) |
+//! | `response_format` `json_schema` | `output_config.format: {type:"json_schema", schema, name, strict}` (`name`, `strict` kept for OpenAI upstreams; the Anthropic pass-through drops them) |
 //! | `response_format` `json_object` | an instruction appended to `system` (no guarantee, only a request) |
 //! | `user` | `metadata.user_id` |
 //!
@@ -430,9 +430,14 @@ impl Converter {
                         "a JSON Schema object",
                     ));
                 };
+                let spec = format.get("json_schema");
                 output_config.insert(
                     String::from("format"),
-                    json!({"type": "json_schema", "schema": schema}),
+                    crate::front::convert::schema_format(
+                        schema,
+                        spec.and_then(|s| s.get("name")),
+                        spec.and_then(|s| s.get("strict")),
+                    ),
                 );
             }
             _ => {
@@ -962,10 +967,16 @@ mod tests {
             json!({"model": "m", "messages": [{"role": "user", "content": "x"}],
             "response_format": {"type": "json_schema", "json_schema": {"name": "r", "schema": schema}}}),
         );
+        // The schema's name (and strict, when given) stay for an OpenAI upstream.
         assert_eq!(
             out["output_config"]["format"],
-            json!({"type": "json_schema", "schema": schema})
+            json!({"type": "json_schema", "schema": schema, "name": "r"})
         );
+        let strict = convert(
+            json!({"model": "m", "messages": [{"role": "user", "content": "x"}],
+            "response_format": {"type": "json_schema", "json_schema": {"name": "r", "strict": true, "schema": schema}}}),
+        );
+        assert_eq!(strict["output_config"]["format"]["strict"], true);
         let obj = convert(
             json!({"model": "m", "messages": [{"role": "user", "content": "x"}],
             "response_format": {"type": "json_object"}}),

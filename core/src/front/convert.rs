@@ -28,6 +28,23 @@ pub(crate) fn non_null<'a>(req: &'a Map<String, Value>, field: &str) -> Option<&
     req.get(field).filter(|v| !v.is_null())
 }
 
+/// Anthropic's `output_config.format` for an OpenAI client's JSON schema, keeping the schema's
+/// `name` and `strict` (when given) for an OpenAI upstream, which guarantees a valid answer only
+/// with `strict: true` ([`crate::anthropic::fields::OPENAI_FORMAT_FIELDS`]; the Anthropic
+/// pass-through takes them out).
+pub(crate) fn schema_format(schema: &Value, name: Option<&Value>, strict: Option<&Value>) -> Value {
+    let mut format = Map::new();
+    format.insert(String::from("type"), Value::from("json_schema"));
+    format.insert(String::from("schema"), schema.clone());
+    if let Some(name) = name.filter(|n| n.is_string()) {
+        format.insert(String::from("name"), name.clone());
+    }
+    if let Some(strict) = strict.filter(|s| s.is_boolean()) {
+        format.insert(String::from("strict"), strict.clone());
+    }
+    Value::Object(format)
+}
+
 /// An integer ≥ 1, or an error naming `field`.
 pub(crate) fn positive_int(v: &Value, field: &str) -> Result<u64, FrontError> {
     v.as_u64()

@@ -569,7 +569,11 @@ impl Converter {
                 };
                 output_config.insert(
                     String::from("format"),
-                    json!({"type": "json_schema", "schema": schema}),
+                    crate::front::convert::schema_format(
+                        schema,
+                        format.get("name"),
+                        format.get("strict"),
+                    ),
                 );
             }
             _ => {
@@ -1187,7 +1191,7 @@ mod tests {
         );
         assert_eq!(
             out["output_config"]["format"],
-            json!({"type": "json_schema", "schema": schema})
+            json!({"type": "json_schema", "schema": schema, "name": "x", "strict": true})
         );
     }
 }

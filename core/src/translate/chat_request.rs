@@ -628,10 +628,11 @@ fn response_format(format: &Value) -> Option<Value> {
         return None;
     }
     let schema = format.get("schema")?;
-    Some(json!({
-        "type": "json_schema",
-        "json_schema": {"name": "response", "schema": schema}
-    }))
+    let mut spec = json!({"name": format.get("name").filter(|n| n.is_string()).unwrap_or(&json!("response")), "schema": schema});
+    if let Some(strict) = format.get("strict").filter(|s| s.is_boolean()) {
+        spec["strict"] = strict.clone();
+    }
+    Some(json!({"type": "json_schema", "json_schema": spec}))
 }
 
 #[cfg(test)]
@@ -673,6 +674,26 @@ mod tests {
                     "\"agents: none\\n\\nsecond\\n\\nlate note\"".into()
                 ),
             ]
+        );
+    }
+
+    #[test]
+    fn a_strict_schema_keeps_its_name_and_guarantee() {
+        let req = br#"{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"}],
+            "output_config":{"format":{"type":"json_schema","name":"person","strict":true,"schema":{"type":"object"}}}}"#;
+        let out = convert(req, &ConvertOptions::default()).unwrap();
+        let body: Value = serde_json::from_str(&out.body).unwrap();
+        assert_eq!(
+            body["response_format"],
+            json!({"type": "json_schema", "json_schema": {"name": "person", "schema": {"type": "object"}, "strict": true}})
+        );
+        let req = br#"{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"}],
+            "output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}}"#;
+        let out = convert(req, &ConvertOptions::default()).unwrap();
+        let body: Value = serde_json::from_str(&out.body).unwrap();
+        assert_eq!(
+            body["response_format"]["json_schema"],
+            json!({"name": "response", "schema": {"type": "object"}})
         );
     }
 

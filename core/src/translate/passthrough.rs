@@ -60,21 +60,25 @@ pub fn prepare(
     let input_tokens_estimate = crate::tokens::estimate_request(&parsed.request);
     let client_stream = parsed.request.stream.unwrap_or(false);
     let warnings = repair_warnings(&parsed.repairs);
-    let body = if model.is_none_or(|m| m == client_model) && parsed.repaired.is_none() {
-        String::from_utf8(request.to_vec())
-            .map_err(|e| RequestError::Json(format!("the body is not UTF-8: {e}")))?
-    } else {
-        let mut value = match parsed.repaired {
-            Some(value) => value,
-            None => {
-                serde_json::from_slice(request).map_err(|e| RequestError::Json(e.to_string()))?
+    // An OpenAI client's schema `name`/`strict` (kept for OpenAI upstreams) Anthropic refuses.
+    let openai_format =
+        crate::anthropic::fields::has_openai_format_fields(parsed.request.output_config.as_ref());
+    let body =
+        if model.is_none_or(|m| m == client_model) && parsed.repaired.is_none() && !openai_format {
+            String::from_utf8(request.to_vec())
+                .map_err(|e| RequestError::Json(format!("the body is not UTF-8: {e}")))?
+        } else {
+            let mut value = match parsed.repaired {
+                Some(value) => value,
+                None => serde_json::from_slice(request)
+                    .map_err(|e| RequestError::Json(e.to_string()))?,
+            };
+            if let Some(model) = model {
+                value["model"] = serde_json::Value::String(model.to_owned());
             }
+            crate::anthropic::fields::strip_openai_format_fields(&mut value);
+            value.to_string()
         };
-        if let Some(model) = model {
-            value["model"] = serde_json::Value::String(model.to_owned());
-        }
-        value.to_string()
-    };
     Ok(ConvertedRequest {
         body,
         upstream_model,
@@ -247,6 +251,18 @@ mod tests {
             Relayed::default()
         );
         assert_eq!(relay.finish(), Relayed::default());
+    }
+
+    #[test]
+    fn an_openai_clients_schema_name_and_strict_do_not_reach_anthropic() {
+        let req = br#"{"model":"claude-x","max_tokens":9,"messages":[{"role":"user","content":"q"}],
+            "output_config":{"effort":"low","format":{"type":"json_schema","name":"p","strict":true,"schema":{"type":"object"}}}}"#;
+        let out = prepare(req, &AnthropicOptions::default()).unwrap();
+        let body: serde_json::Value = serde_json::from_str(&out.body).unwrap();
+        assert_eq!(
+            body["output_config"],
+            serde_json::json!({"effort": "low", "format": {"type": "json_schema", "schema": {"type": "object"}}})
+        );
     }
 
     #[test]

@@ -549,9 +549,23 @@ fn text_format(output_config: Option<&Value>) -> Option<Value> {
     if format.get("type").and_then(Value::as_str) != Some("json_schema") {
         return None;
     }
-    let schema = clean_schema(format.get("schema")?, false);
+    let strict = format
+        .get("strict")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    // A strict schema goes as the client wrote it: OpenAI checks it, and cleaning could change
+    // what the guarantee covers.
+    let schema = if strict {
+        format.get("schema")?.clone()
+    } else {
+        clean_schema(format.get("schema")?, false)
+    };
+    let name = format
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("response");
     Some(json!({
-        "format": {"type": "json_schema", "name": "response", "schema": schema, "strict": false}
+        "format": {"type": "json_schema", "name": name, "schema": schema, "strict": strict}
     }))
 }
 
@@ -562,6 +576,31 @@ mod tests {
     fn body(request: &str, options: &ResponsesOptions) -> (Value, Vec<String>) {
         let out = convert(request.as_bytes(), options).unwrap();
         (serde_json::from_str(&out.body).unwrap(), out.warnings)
+    }
+
+    #[test]
+    fn a_strict_schema_keeps_its_name_and_guarantee() {
+        let strict = r#"{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"}],
+            "output_config":{"format":{"type":"json_schema","name":"person","strict":true,
+            "schema":{"type":"object","properties":{"n":{"type":"string","format":"email"}},"required":["n"],"additionalProperties":false}}}}"#;
+        let (b, _) = body(strict, &ResponsesOptions::default());
+        let format = &b["text"]["format"];
+        assert_eq!(
+            (&format["name"], &format["strict"]),
+            (&json!("person"), &json!(true))
+        );
+        assert_eq!(
+            format["schema"]["properties"]["n"]["format"], "email",
+            "sent as written"
+        );
+        // Claude Code's shape (no name, no strict) stays best effort under a fixed name.
+        let plain = r#"{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"}],
+            "output_config":{"format":{"type":"json_schema","schema":{"type":"object"}}}}"#;
+        let (b, _) = body(plain, &ResponsesOptions::default());
+        assert_eq!(
+            (&b["text"]["format"]["name"], &b["text"]["format"]["strict"]),
+            (&json!("response"), &json!(false))
+        );
     }
 
     #[test]

@@ -812,7 +812,10 @@ async fn a_whole_anthropic_answer_reaches_openai_clients_as_their_object() {
 fn tool_loop(req: &RecordedRequest) -> ScriptedResponse {
     let last_role = req.messages().last().map(|m| m["role"].clone());
     let text = req.all_text();
-    if last_role == Some(Value::from("tool")) {
+    let format = &req.body["response_format"]["json_schema"];
+    if format["strict"] == true && format["name"] == "person" {
+        text_stream(&[r#"{"name":"Ada Lovelace","#, r#""age":36}"#])
+    } else if last_role == Some(Value::from("tool")) {
         text_stream(&["It is sunny ", "in Paris."])
     } else if req
         .tools()
@@ -905,6 +908,14 @@ async fn app_sdks_continue_from_what_the_bridge_kept() {
     assert_eq!(r["gone"]["status"], 400, "{r}");
     assert_eq!(r["gone"]["code"], "previous_response_not_found", "{r}");
     assert_eq!(r["gone"]["param"], "previous_response_id", "{r}");
+
+    // Issue 33 item 4: a strict schema keeps its name and guarantee on both APIs.
+    let r = ai_sdk(&bridge, "strict").await;
+    assert_eq!(r["ok"], true, "strict: {r}\n{}", ctx());
+    let ada = serde_json::json!({"name": "Ada Lovelace", "age": 36});
+    assert_eq!((&r["chat"], &r["responses"]), (&ada, &ada), "{r}");
+    assert_eq!(r["echoed"]["format"]["name"], "person", "{r}");
+    assert_eq!(r["store"], false, "{r}");
 
     // Kept nothing: the loop's second step names the item it referred to.
     let stateless = Bridge::start_with(
