@@ -12,7 +12,7 @@
 //! | `tools` (`type:"function"`) | tools with `input_schema` = `parameters` |
 //! | `tool_choice` `none` / `auto` / `required` / `{function:{name}}` | `none` / `auto` / `any` / `{type:"tool",name}` |
 //! | `parallel_tool_calls: false` | `tool_choice.disable_parallel_tool_use: true` |
-//! | `max_completion_tokens`, else `max_tokens`, else [`DEFAULT_MAX_TOKENS`] | `max_tokens` |
+//! | `max_completion_tokens`, else `max_tokens` (neither: none, as OpenAI's API) | `max_tokens` (absent: the host sends none, or the target's default where the upstream needs one) |
 //! | `reasoning_effort` `none` | `thinking: {type:"disabled"}` |
 //! | `reasoning_effort` `minimal`/`low`/`medium`/`high`/`xhigh` | `thinking: {type:"adaptive"}`, `output_config.effort` (`minimal` → `low`) |
 //! | `stop` (string or array) | `stop_sequences` |
@@ -64,10 +64,6 @@ use crate::front::convert::{
     arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
     optional_number, part_type, positive_int, push_message, string_field, text_block,
 };
-
-/// `max_tokens` when the client sends neither `max_completion_tokens` nor `max_tokens`
-/// (Anthropic requires one; OpenAI's default is "as much as the model can").
-pub const DEFAULT_MAX_TOKENS: u64 = 4096;
 
 /// The instruction appended to `system` for `response_format: {type:"json_object"}`.
 pub const JSON_OBJECT_INSTRUCTION: &str =
@@ -187,9 +183,10 @@ impl Converter {
             non_null(req, "max_completion_tokens"),
             non_null(req, "max_tokens"),
         ) {
-            (Some(v), _) => positive_int(v, "max_completion_tokens")?,
-            (None, Some(v)) => positive_int(v, "max_tokens")?,
-            (None, None) => DEFAULT_MAX_TOKENS,
+            (Some(v), _) => Some(positive_int(v, "max_completion_tokens")?),
+            (None, Some(v)) => Some(positive_int(v, "max_tokens")?),
+            // The upstream's own default (the model's limit), as OpenAI's API does.
+            (None, None) => None,
         };
         let stream = optional_bool(req, "stream")?.unwrap_or(false);
         let include_usage = match non_null(req, "stream_options") {
@@ -228,7 +225,7 @@ impl Converter {
         };
         let request = MessagesRequest {
             model,
-            max_tokens: Some(max_tokens),
+            max_tokens,
             messages: self.messages,
             system,
             stop_sequences: stop(req)?,
@@ -785,14 +782,14 @@ mod tests {
     }
 
     #[test]
-    fn max_completion_tokens_wins_and_a_default_fills_in() {
+    fn max_completion_tokens_wins_and_none_is_invented() {
         let both = convert(
             json!({"model": "m", "max_tokens": 5, "max_completion_tokens": 7,
             "messages": [{"role": "user", "content": "x"}]}),
         );
         assert_eq!(both["max_tokens"], 7);
         let none = convert(json!({"model": "m", "messages": [{"role": "user", "content": "x"}]}));
-        assert_eq!(none["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert!(none.get("max_tokens").is_none(), "{none}");
         assert_eq!(none["stream"], false);
     }
 

@@ -42,7 +42,7 @@
 //! let front = chat_to_anthropic(br#"{"model":"gpt-x","stream":true,
 //!     "stream_options":{"include_usage":true},
 //!     "messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"Hi"}]}"#).unwrap();
-//! assert_eq!(front.request.max_tokens, Some(4096)); // Anthropic requires it; the default
+//! assert_eq!(front.request.max_tokens, None); // none invented: the target decides
 //! assert!(front.stream && front.include_usage);
 //!
 //! // The answer side: Anthropic events in, Chat Completions SSE out.

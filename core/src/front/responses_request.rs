@@ -19,7 +19,7 @@
 //! | hosted tools (`web_search`, `file_search`, …) | dropped with a warning |
 //! | `tool_choice` `none`/`auto`/`required`/`{type:"function"|"custom", name}` | `none`/`auto`/`any`/`{type:"tool", name}` |
 //! | `parallel_tool_calls: false` | `disable_parallel_tool_use: true` |
-//! | `max_output_tokens`, else [`DEFAULT_MAX_OUTPUT_TOKENS`] | `max_tokens` |
+//! | `max_output_tokens` (absent: none, as OpenAI's API) | `max_tokens` (absent: the host sends none, or the target's default where the upstream needs one) |
 //! | `reasoning.effort` | as Chat's `reasoning_effort` (`none` → thinking disabled; else adaptive + `output_config.effort`) |
 //! | `text.format` `json_schema` / `json_object` | `output_config.format` / a system instruction |
 //! | `temperature`, `top_p`, `stream`, `user` | the same, `metadata.user_id` |
@@ -68,11 +68,6 @@ use crate::front::convert::{
     arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
     optional_number, positive_int, push_message, string_field, text_block,
 };
-
-/// `max_tokens` when the client sends no `max_output_tokens` (Codex never does). Agent turns
-/// write long patches, so this is larger than the Chat front's default; providers cap it to
-/// what the upstream model takes.
-pub const DEFAULT_MAX_OUTPUT_TOKENS: u64 = 32_000;
 
 /// The converted request and what the answer's encoder needs.
 #[derive(Debug, Clone, PartialEq)]
@@ -252,8 +247,9 @@ impl Converter {
             ));
         }
         let max_tokens = match non_null(req, "max_output_tokens") {
-            Some(v) => positive_int(v, "max_output_tokens")?,
-            None => DEFAULT_MAX_OUTPUT_TOKENS,
+            Some(v) => Some(positive_int(v, "max_output_tokens")?),
+            // The upstream's own default (the model's limit), as OpenAI's API does.
+            None => None,
         };
         let stream = optional_bool(req, "stream")?.unwrap_or(false);
         let include_encrypted_reasoning = match non_null(req, "include") {
@@ -303,7 +299,7 @@ impl Converter {
         };
         let request = MessagesRequest {
             model,
-            max_tokens: Some(max_tokens),
+            max_tokens,
             messages: self.messages,
             system,
             stop_sequences: None,
@@ -948,7 +944,10 @@ mod tests {
         );
         assert!(!front.stream && front.client_tools.custom_tools.is_empty());
         let (default, _) = convert(json!({"model": "m", "input": "hi"}));
-        assert_eq!(default["max_tokens"], DEFAULT_MAX_OUTPUT_TOKENS);
+        assert!(
+            default.get("max_tokens").is_none(),
+            "none invented: {default}"
+        );
     }
 
     /// A Codex second turn: developer prompt, user text, the model's replayed reasoning and

@@ -48,6 +48,10 @@ pub struct Call {
     pub headers: HeaderMap,
     /// The query string, if any (`beta=true` from Claude Code).
     pub query: Option<String>,
+    /// The client's API lets it leave `max_tokens` out (an OpenAI client): a request without
+    /// one is sent without one where the upstream allows that, and with the target's default
+    /// where it needs one. An Anthropic client must give it, as the Messages API requires.
+    pub max_tokens_optional: bool,
 }
 
 /// What the upstream answered.

@@ -36,6 +36,9 @@ pub struct OpenAi {
     options: serde_json::Value,
     /// The same, encoded once (every request passes it to the engine).
     options_json: String,
+    /// The options for a request that may leave `max_tokens` out (an OpenAI client's: the
+    /// upstream then gets none and uses the model's own limit).
+    options_max_tokens_optional: serde_json::Value,
     /// Output limits upstream models stated when they refused a larger `max_tokens`.
     output_limits: Mutex<HashMap<String, u64>>,
 }
@@ -49,8 +52,11 @@ impl OpenAi {
         dialect: Dialect,
         options: serde_json::Value,
     ) -> Self {
+        let mut options_max_tokens_optional = options.clone();
+        options_max_tokens_optional["require_max_tokens"] = serde_json::Value::Bool(false);
         Self {
             options_json: options.to_string(),
+            options_max_tokens_optional,
             engine,
             upstream,
             dialect,
@@ -137,15 +143,19 @@ impl Provider for OpenAi {
             // A limit learned for the target model applies before the first attempt; for a
             // forwarded client model it is known only once the request is read.
             // Without one the options are the provider's own, encoded once: nothing is copied.
-            let mut options = self
-                .target_model()
-                .and_then(|m| self.learned_limit(m))
-                .map(|limit| Self::capped(&self.options, limit));
+            let (base, mut options) = if call.max_tokens_optional {
+                let base = &self.options_max_tokens_optional;
+                (base, Some(base.clone()))
+            } else {
+                (&self.options, None)
+            };
+            if let Some(limit) = self.target_model().and_then(|m| self.learned_limit(m)) {
+                options = Some(Self::capped(base, limit));
+            }
             let mut converted = self.prepare(&call.body, options.as_ref())?;
-            if options.is_none()
-                && let Some(limit) = self.learned_limit(&converted.upstream_model)
-            {
-                let capped = Self::capped(&self.options, limit);
+            let learned_late = options.as_ref().is_none_or(|o| o == base);
+            if learned_late && let Some(limit) = self.learned_limit(&converted.upstream_model) {
+                let capped = Self::capped(base, limit);
                 converted = self.prepare(&call.body, Some(&capped))?;
                 options = Some(capped);
             }

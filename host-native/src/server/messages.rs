@@ -141,7 +141,15 @@ async fn open_with_retries(
     label: &str,
 ) -> Result<crate::provider::Answer, BridgeError> {
     let with_defaults;
-    let call = match bridge_core::anthropic::defaults::merge_defaults(&call.body, &entry.defaults) {
+    let required;
+    let defaults = match required_max_tokens(entry, call) {
+        Some(max_tokens) => {
+            required = with_max_tokens(&entry.defaults, max_tokens);
+            &required
+        }
+        None => &*entry.defaults,
+    };
+    let call = match bridge_core::anthropic::defaults::merge_defaults(&call.body, defaults) {
         Some(body) => {
             with_defaults = Call {
                 body: body.into(),
@@ -164,6 +172,26 @@ async fn open_with_retries(
             other => return other,
         }
     }
+}
+
+/// `max_tokens` for a request that may leave it out ([`Call::max_tokens_optional`]) on a target
+/// whose upstream needs one (Anthropic, a Fabstir host) and whose `defaults` name none.
+pub const REQUIRED_MAX_TOKENS_DEFAULT: u64 = 32_000;
+
+fn required_max_tokens(entry: &TargetEntry, call: &Call) -> Option<u64> {
+    (call.max_tokens_optional
+        && matches!(entry.kind, "anthropic" | "fabstir")
+        && !entry.defaults.contains_key("max_tokens"))
+    .then_some(REQUIRED_MAX_TOKENS_DEFAULT)
+}
+
+fn with_max_tokens(
+    defaults: &serde_json::Map<String, serde_json::Value>,
+    max_tokens: u64,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut defaults = defaults.clone();
+    defaults.insert(String::from("max_tokens"), max_tokens.into());
+    defaults
 }
 
 /// An upstream's `retry-after` in seconds, if it gave one.

@@ -515,6 +515,7 @@ async fn read_call(
             body,
             headers,
             query,
+            max_tokens_optional: false,
         },
         reservation,
     ))

@@ -146,6 +146,7 @@ async fn serve(
         body: request,
         headers: http::HeaderMap::new(),
         query: None,
+        max_tokens_optional: true,
     };
     messages::dispatch(
         state,

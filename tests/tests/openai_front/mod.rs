@@ -895,6 +895,10 @@ async fn app_sdks_continue_from_what_the_bridge_kept() {
             second.body
         );
         assert_eq!(second.messages().last().unwrap()["role"], "tool");
+        // Issue 33 item 5: the client set no limit, so none is invented for the upstream.
+        for field in ["max_tokens", "max_completion_tokens"] {
+            assert!(second.body.get(field).is_none(), "{field}: {}", second.body);
+        }
     }
 
     let r = ai_sdk(&bridge, "previous").await;
