@@ -30,6 +30,7 @@ npm_ok() {
     [[ -f node_modules/@modelcontextprotocol/sdk/package.json ]] &&
     [[ -f node_modules/openai/package.json ]] &&
     [[ -f node_modules/ai/package.json && -f node_modules/@ai-sdk/openai/package.json && -f node_modules/zod/package.json ]] &&
+    [[ -f node_modules/@langchain/anthropic/package.json && -f node_modules/@langchain/core/package.json ]] &&
     [[ -x node_modules/@openai/codex-linux-x64/vendor/x86_64-unknown-linux-musl/bin/codex ]] &&
     ls node_modules/@anthropic-ai/claude-code-linux-*/claude >/dev/null 2>&1
 }

@@ -332,6 +332,15 @@ pub struct ServeArgs {
         env = "CLAUDE_BRIDGE_KEEP_MID_CONVERSATION_SYSTEM"
     )]
     pub keep_mid_conversation_system: bool,
+    /// Ask the upstream for usage on every chunk (`stream_options.continuous_usage_stats`:
+    /// vLLM, SGLang), so `message_start` tells clients the real input and cached tokens at once
+    /// instead of an estimate. Other servers may refuse the field.
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_CONTINUOUS_USAGE_STATS"
+    )]
+    pub continuous_usage_stats: bool,
     /// Browser origins (besides loopback pages such as `http://localhost:3000`) allowed to call
     /// the bridge, e.g. `https://app.example.com`; `*` allows any (only with --client-key).
     #[arg(
@@ -654,6 +663,7 @@ impl ServeArgs {
             reasoning_effort: self.reasoning_effort,
             reasoning_passback: !self.no_reasoning_passback,
             keep_mid_conversation_system: self.keep_mid_conversation_system,
+            continuous_usage_stats: self.continuous_usage_stats,
             drop_tool_choice: false,
             require_max_tokens: true,
         }
@@ -712,6 +722,7 @@ const TRANSLATE_FLAGS: &[&str] = &[
     "reasoning_effort",
     "no_reasoning_passback",
     "keep_mid_conversation_system",
+    "continuous_usage_stats",
     "tool_format",
     "env_file",
 ];

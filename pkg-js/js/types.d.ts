@@ -96,6 +96,8 @@ export interface ConvertOptions {
   drop_tool_choice?: boolean;
   /** Require `max_tokens` as `/v1/messages` does (default true; false for count_tokens). */
   require_max_tokens?: boolean;
+  /** Ask for usage on every chunk (`stream_options.continuous_usage_stats`: vLLM, SGLang). */
+  continuous_usage_stats?: boolean;
 }
 
 /** An Anthropic request prepared for an upstream (`prepare`). */

@@ -449,3 +449,83 @@ async fn litellm_structured_output_reaches_the_upstream() {
     let sent = &upstream.requests()[0].body;
     assert_eq!(sent["response_format"]["type"], "json_schema", "{ctx}");
 }
+
+/// Issue 33 item 3: LangChain JS reads input and cached tokens from `message_start` alone. An
+/// upstream that reports usage on every chunk (vLLM, SGLang with `continuous_usage_stats`, which
+/// `--continuous-usage-stats` asks for) lets the bridge announce the real counts there: the
+/// client sees 1,234 input tokens and its 1,000 cache hits, not the estimate.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn langchain_sees_early_usage_in_message_start() {
+    let upstream = Upstream::start(|req| {
+        let continuous = req.body["stream_options"]["continuous_usage_stats"] == true;
+        let usage = |done: u64| {
+            json!({"prompt_tokens": 1234, "completion_tokens": done, "total_tokens": 1234 + done,
+                "prompt_tokens_details": {"cached_tokens": 1000}})
+        };
+        let chunk = |delta: Value, finish: Value, done: u64| {
+            let mut c = json!({"id": "c1", "object": "chat.completion.chunk", "created": 1,
+                "model": "m", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]});
+            if continuous {
+                c["usage"] = usage(done);
+            }
+            c
+        };
+        ChatStream::new()
+            .raw(chunk(
+                json!({"role": "assistant", "content": ""}),
+                Value::Null,
+                0,
+            ))
+            .raw(chunk(json!({"content": "Hello"}), Value::Null, 1))
+            .raw(chunk(json!({"content": "!"}), json!("stop"), 2))
+            .raw(
+                json!({"id": "c1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+                "choices": [], "usage": usage(2)}),
+            )
+            .build()
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start_with(
+        &upstream.base_url(),
+        "langchain-usage",
+        BridgeOptions::default().args(&["--continuous-usage-stats"]),
+    )
+    .await
+    .unwrap();
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(bridge_tests::clients::e2e_dir().join("langchain_usage.mjs"))
+        .arg(bridge.base_url())
+        .current_dir(bridge_tests::clients::e2e_dir())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL");
+    let out = bridge_tests::clients::run(cmd, SDK_TIMEOUT, "LangChain driver")
+        .await
+        .unwrap();
+    let report: Value = serde_json::from_str(
+        out.stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    let ctx = format!(
+        "{report}\n{}\n--- bridge log:\n{}",
+        upstream.dump(),
+        bridge.log()
+    );
+    assert_eq!(report["ok"], true, "{ctx}");
+    assert_eq!(report["text"], "Hello!", "{ctx}");
+    assert_eq!(report["usage"]["input_tokens"], 1234, "{ctx}");
+    assert_eq!(
+        report["usage"]["input_token_details"]["cache_read"], 1000,
+        "{ctx}"
+    );
+    assert_eq!(report["usage"]["output_tokens"], 2, "{ctx}");
+    let sent = &upstream.requests()[0].body;
+    assert_eq!(
+        sent["stream_options"]["continuous_usage_stats"], true,
+        "{ctx}"
+    );
+}

@@ -55,6 +55,9 @@ pub struct ConvertOptions {
     pub drop_tool_choice: bool,
     /// Require `max_tokens` as `/v1/messages` does (`false` for `count_tokens`).
     pub require_max_tokens: bool,
+    /// Ask for usage on every chunk (`stream_options.continuous_usage_stats`, vLLM and SGLang),
+    /// so `message_start` announces the real input and cache tokens instead of an estimate.
+    pub continuous_usage_stats: bool,
 }
 
 impl Default for ConvertOptions {
@@ -69,6 +72,7 @@ impl Default for ConvertOptions {
             keep_mid_conversation_system: false,
             drop_tool_choice: false,
             require_max_tokens: true,
+            continuous_usage_stats: false,
         }
     }
 }
@@ -171,7 +175,11 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
         reasoning_effort,
         response_format,
         stream: true,
-        stream_options: json!({"include_usage": true}),
+        stream_options: if options.continuous_usage_stats {
+            json!({"include_usage": true, "continuous_usage_stats": true})
+        } else {
+            json!({"include_usage": true})
+        },
     };
     let body =
         crate::compact_json::to_string(&chat).map_err(|e| RequestError::Json(e.to_string()))?;

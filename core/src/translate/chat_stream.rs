@@ -118,12 +118,14 @@ impl ChatStreamTranslator {
     }
 
     fn chunk(&mut self, chunk: ChatChunk) {
+        if chunk.usage.is_some() {
+            self.usage = chunk.usage;
+            self.writer.announce_input(&self.upstream_usage());
+        }
+        self.writer.start();
         if let Some(error) = &chunk.error {
             self.writer.fail(upstream_error(error));
             return;
-        }
-        if chunk.usage.is_some() {
-            self.usage = chunk.usage;
         }
         for choice in chunk.choices {
             if choice.index == 0 {
@@ -351,8 +353,13 @@ impl ChatStreamTranslator {
                 _ => StopReason::EndTurn,
             }
         };
-        let upstream = self
-            .usage
+        let usage = self.writer.usage(&self.upstream_usage());
+        self.writer.finish(stop_reason, usage);
+    }
+
+    /// What the upstream reported last.
+    fn upstream_usage(&self) -> UpstreamUsage {
+        self.usage
             .as_ref()
             .map_or_else(UpstreamUsage::default, |u| {
                 let details = u.prompt_tokens_details.as_ref();
@@ -362,13 +369,14 @@ impl ChatStreamTranslator {
                     cache_write_tokens: details.and_then(|d| d.cache_write_tokens),
                     output_tokens: u.completion_tokens,
                 }
-            });
-        let usage = self.writer.usage(&upstream);
-        self.writer.finish(stop_reason, usage);
+            })
     }
 }
 
 impl SseTranslate for ChatStreamTranslator {
+    /// vLLM's `continuous_usage_stats` reports the prompt on the first chunk.
+    const STARTS_ON_FIRST_FRAME: bool = true;
+
     fn writer(&mut self) -> &mut AnthropicWriter {
         &mut self.writer
     }
@@ -378,7 +386,11 @@ impl SseTranslate for ChatStreamTranslator {
     }
 
     fn frame(&mut self, event: Option<&str>, data: &str) {
-        match serde_json::from_str::<ChatChunk>(data) {
+        let parsed = serde_json::from_str::<ChatChunk>(data);
+        if parsed.is_err() {
+            self.writer.start();
+        }
+        match parsed {
             Ok(chunk) => self.chunk(chunk),
             // An `event: error` frame with a non-chunk body is still an error.
             Err(_) if event == Some("error") => {
@@ -390,6 +402,7 @@ impl SseTranslate for ChatStreamTranslator {
     }
 
     fn done_marker(&mut self) {
+        self.writer.start();
         self.done();
     }
 
@@ -506,5 +519,56 @@ mod tests {
             upstream_error(&serde_json::json!("boom")).kind,
             ErrorKind::Api
         );
+    }
+
+    /// Issue 33 item 3: vLLM's `continuous_usage_stats` reports the prompt on the first chunk;
+    /// `message_start` announces it (and the cache hit) instead of the estimate.
+    #[test]
+    fn usage_known_before_the_first_block_is_announced_in_message_start() {
+        let usage = |prompt: u32, done: u32| {
+            format!(
+                r#""usage":{{"prompt_tokens":{prompt},"completion_tokens":{done},"total_tokens":{},"prompt_tokens_details":{{"cached_tokens":1000}}}}"#,
+                prompt + done
+            )
+        };
+        let mut t = ChatStreamTranslator::new("claude-x".into(), 6, 1);
+        let mut events = t.feed(
+            format!(
+                "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}}}}],{}}}\n\n\
+                 data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"content\":\"Hi\"}},\"finish_reason\":\"stop\"}}],{}}}\n\ndata: [DONE]\n\n",
+                usage(1234, 0),
+                usage(1234, 1)
+            )
+            .as_bytes(),
+        );
+        events.extend(t.finish());
+        let StreamEvent::MessageStart { message } = &events[0] else {
+            panic!("{events:?}");
+        };
+        assert_eq!(message.usage.input_tokens, 234);
+        assert_eq!(message.usage.cache_read_input_tokens, Some(1000));
+        assert_eq!(message.usage.output_tokens, 0);
+
+        // Only at the end (OpenAI), after message_start went out: the estimate stays there.
+        let mut t = ChatStreamTranslator::new("claude-x".into(), 6, 1);
+        let events = t.feed(
+            b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n",
+        );
+        let later = t.feed(
+            format!(
+                "data: {{\"choices\":[],{}}}\n\ndata: [DONE]\n\n",
+                usage(1234, 1)
+            )
+            .as_bytes(),
+        );
+        assert!(
+            !later
+                .iter()
+                .any(|e| matches!(e, StreamEvent::MessageStart { .. }))
+        );
+        let StreamEvent::MessageStart { message } = &events[0] else {
+            panic!("{events:?}");
+        };
+        assert_eq!(message.usage.input_tokens, 6);
     }
 }

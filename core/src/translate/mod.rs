@@ -94,9 +94,14 @@ impl SseBody {
 /// The driver every SSE stream translator shares: bytes in through [`SseBody`], frames to the
 /// translator, events out of its [`AnthropicWriter`]. A translator says what a frame, a plain
 /// (non-SSE) body and the end of the body mean; the driver keeps the order of things: the first
-/// feed writes `message_start`, nothing is read once the message is done, a body without frames
-/// is handed over whole at the end.
+/// feed writes `message_start` (or, for a translator that reads usage from the first frame, the
+/// first frame — the same for any split of the bytes), nothing is read once the message is
+/// done, a body without frames is handed over whole at the end.
 pub(crate) trait SseTranslate {
+    /// The translator writes `message_start` itself when it reads the first frame (which may
+    /// report the input usage `message_start` announces).
+    const STARTS_ON_FIRST_FRAME: bool = false;
+
     /// The writer the translator's events go through.
     fn writer(&mut self) -> &mut AnthropicWriter;
     /// The upstream body's state.
@@ -129,7 +134,9 @@ pub(crate) trait SseTranslate {
         if self.writer().is_done() {
             return Vec::new();
         }
-        self.writer().start();
+        if !Self::STARTS_ON_FIRST_FRAME {
+            self.writer().start();
+        }
         let mut decoder = self.body().take_decoder(chunk);
         decoder.feed_each(chunk, |frame| {
             // Frames after the message is done are read and dropped.

@@ -126,6 +126,8 @@ pub struct AnthropicWriter {
     next_index: u32,
     output_chars: usize,
     out: Vec<StreamEvent>,
+    /// What the upstream reported of its input before `message_start` was written.
+    early_usage: Option<Usage>,
 }
 
 impl AnthropicWriter {
@@ -142,6 +144,21 @@ impl AnthropicWriter {
             next_index: 0,
             output_chars: 0,
             out: Vec::new(),
+            early_usage: None,
+        }
+    }
+
+    /// The upstream's input usage, known before `message_start` is written (vLLM's
+    /// `continuous_usage_stats` puts it on every chunk, the first one included):
+    /// `message_start` announces it instead of the estimate — input and cache tokens, which
+    /// clients such as LangChain read from `message_start` alone. After `message_start`, or
+    /// without a prompt count, it changes nothing.
+    pub fn announce_input(&mut self, upstream: &UpstreamUsage) {
+        if self.phase == Phase::Idle && upstream.prompt_tokens.is_some_and(|p| p > 0) {
+            self.early_usage = Some(Usage {
+                output_tokens: 0,
+                ..self.usage(upstream)
+            });
         }
     }
 
@@ -216,9 +233,11 @@ impl AnthropicWriter {
         }
         self.phase = Phase::Between;
         let id = self.ids.next_id("msg_");
-        self.out.push(StreamEvent::MessageStart {
-            message: MessageShell::new(id, self.model.clone(), self.input_tokens),
-        });
+        let mut message = MessageShell::new(id, self.model.clone(), self.input_tokens);
+        if let Some(usage) = self.early_usage.take() {
+            message.usage = usage;
+        }
+        self.out.push(StreamEvent::MessageStart { message });
     }
 
     /// Open a text block (closing the open one).

@@ -70,6 +70,8 @@ pub struct ProviderRaw {
     pub no_reasoning_passback: Option<bool>,
     /// `--keep-mid-conversation-system`.
     pub keep_mid_conversation_system: Option<bool>,
+    /// `--continuous-usage-stats`.
+    pub continuous_usage_stats: Option<bool>,
     /// `[providers.NAME.defaults]`: request parameters used when the client sends none.
     pub defaults: Option<DefaultsRaw>,
 }

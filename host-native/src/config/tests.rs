@@ -343,6 +343,7 @@ strict_schemas = true
 reasoning_effort = true
 no_reasoning_passback = true
 keep_mid_conversation_system = true
+continuous_usage_stats = true
 connect_timeout = 3
 first_byte_timeout = 60
 idle_timeout = 90
@@ -403,6 +404,7 @@ default = "chat,qwen/qwen3-coder:free"
             reasoning_effort: Some(true),
             no_reasoning_passback: Some(true),
             keep_mid_conversation_system: Some(true),
+            continuous_usage_stats: Some(true),
         }
     );
     assert_eq!(

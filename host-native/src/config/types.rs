@@ -123,6 +123,8 @@ pub struct ChatSettings {
     pub no_reasoning_passback: Option<bool>,
     /// `keep_mid_conversation_system`.
     pub keep_mid_conversation_system: Option<bool>,
+    /// `continuous_usage_stats`.
+    pub continuous_usage_stats: Option<bool>,
 }
 
 /// Settings of kind `responses`.

@@ -42,6 +42,7 @@ const OPENAI: &[&str] = &[
     "reasoning_effort",
     "no_reasoning_passback",
     "keep_mid_conversation_system",
+    "continuous_usage_stats",
 ];
 const RESPONSES: &[&str] = &["max_tokens_cap", "strict_schemas", "reasoning_effort"];
 const FABSTIR: &[&str] = &[
@@ -310,6 +311,7 @@ fn provider(
                 reasoning_effort: switch(doc, name, raw.reasoning_effort.as_ref())?,
                 no_reasoning_passback: raw.no_reasoning_passback,
                 keep_mid_conversation_system: raw.keep_mid_conversation_system,
+                continuous_usage_stats: raw.continuous_usage_stats,
             },
         },
         Kind::Responses => ProviderKind::Responses {

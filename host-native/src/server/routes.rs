@@ -346,6 +346,9 @@ fn provider_args(
             out.keep_mid_conversation_system = options
                 .keep_mid_conversation_system
                 .unwrap_or(out.keep_mid_conversation_system);
+            out.continuous_usage_stats = options
+                .continuous_usage_stats
+                .unwrap_or(out.continuous_usage_stats);
         }
         ProviderKind::Responses { upstream, options } => {
             out.provider = ProviderChoice::Responses;
