@@ -341,6 +341,16 @@ pub struct ServeArgs {
         env = "CLAUDE_BRIDGE_CONTINUOUS_USAGE_STATS"
     )]
     pub continuous_usage_stats: bool,
+    /// Count the prompt with the upstream model's tokenizer, so `message_start` tells clients
+    /// the input tokens before the upstream's own count arrives: `auto` (OpenAI's encoding for
+    /// OpenAI models), an encoding (`o200k_base`, `cl100k_base`, …) or a Hugging Face
+    /// `tokenizer.json` path. Off: an estimate (about four characters a token).
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        env = "CLAUDE_BRIDGE_TOKENIZER"
+    )]
+    pub tokenizer: Option<String>,
     /// Browser origins (besides loopback pages such as `http://localhost:3000`) allowed to call
     /// the bridge, e.g. `https://app.example.com`; `*` allows any (only with --client-key).
     #[arg(

@@ -174,19 +174,31 @@ pub async fn build_provider(
         }
         Ok::<_, String>(upstream)
     };
+    let tokenizer = args
+        .tokenizer
+        .as_deref()
+        .filter(|t| !t.is_empty())
+        .map(crate::provider::tokenizer::TokenizerSpec::parse)
+        .transpose()?;
     Ok(match args.provider {
-        Provider::Openai => Arc::new(crate::provider::openai::OpenAi::new(
-            Arc::clone(engine),
-            upstream("chat/completions", true)?,
-            Dialect::OpenaiChat,
-            serde_json::to_value(args.convert_options()).map_err(|e| e.to_string())?,
-        )),
-        Provider::Responses => Arc::new(crate::provider::openai::OpenAi::new(
-            Arc::clone(engine),
-            upstream("responses", true)?,
-            Dialect::OpenaiResponses,
-            serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
-        )),
+        Provider::Openai => Arc::new(
+            crate::provider::openai::OpenAi::new(
+                Arc::clone(engine),
+                upstream("chat/completions", true)?,
+                Dialect::OpenaiChat,
+                serde_json::to_value(args.convert_options()).map_err(|e| e.to_string())?,
+            )
+            .with_tokenizer(tokenizer),
+        ),
+        Provider::Responses => Arc::new(
+            crate::provider::openai::OpenAi::new(
+                Arc::clone(engine),
+                upstream("responses", true)?,
+                Dialect::OpenaiResponses,
+                serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
+            )
+            .with_tokenizer(tokenizer),
+        ),
         Provider::Anthropic => Arc::new(crate::provider::anthropic::AnthropicPassThrough::new(
             Arc::clone(engine),
             upstream("v1/messages", false)?,

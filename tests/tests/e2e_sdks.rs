@@ -453,7 +453,8 @@ async fn litellm_structured_output_reaches_the_upstream() {
 /// Issue 33 item 3: LangChain JS reads input and cached tokens from `message_start` alone. An
 /// upstream that reports usage on every chunk (vLLM, SGLang with `continuous_usage_stats`, which
 /// `--continuous-usage-stats` asks for) lets the bridge announce the real counts there: the
-/// client sees 1,234 input tokens and its 1,000 cache hits, not the estimate.
+/// client sees 1,234 input tokens and its 1,000 cache hits, not the estimate. One that reports
+/// only at the end gets the prompt counted with the model's tokenizer (`--tokenizer auto`).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn langchain_sees_early_usage_in_message_start() {
     let upstream = Upstream::start(|req| {
@@ -493,23 +494,7 @@ async fn langchain_sees_early_usage_in_message_start() {
     )
     .await
     .unwrap();
-    let mut cmd = tokio::process::Command::new("node");
-    cmd.arg(bridge_tests::clients::e2e_dir().join("langchain_usage.mjs"))
-        .arg(bridge.base_url())
-        .current_dir(bridge_tests::clients::e2e_dir())
-        .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_BASE_URL");
-    let out = bridge_tests::clients::run(cmd, SDK_TIMEOUT, "LangChain driver")
-        .await
-        .unwrap();
-    let report: Value = serde_json::from_str(
-        out.stdout
-            .lines()
-            .rev()
-            .find(|l| l.starts_with('{'))
-            .unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
+    let report = langchain(&bridge).await;
     let ctx = format!(
         "{report}\n{}\n--- bridge log:\n{}",
         upstream.dump(),
@@ -528,4 +513,51 @@ async fn langchain_sees_early_usage_in_message_start() {
         sent["stream_options"]["continuous_usage_stats"], true,
         "{ctx}"
     );
+
+    // An upstream that reports usage only at the end, and `--tokenizer auto` on an OpenAI model:
+    // message_start holds the prompt counted with o200k_base. Expected, from OpenAI's Python
+    // tiktoken 0.14.0 ("user": 1 token, "Say hello.": 3) and its formula (3 per message, 3 to
+    // prime the answer): 10.
+    let counted = Bridge::start_with(
+        &upstream.base_url(),
+        "langchain-tokenizer",
+        BridgeOptions {
+            model: Some(String::from("gpt-4o")),
+            ..BridgeOptions::default()
+        }
+        .args(&["--tokenizer", "auto"]),
+    )
+    .await
+    .unwrap();
+    let report = langchain(&counted).await;
+    let ctx = format!("{report}\n--- bridge log:\n{}", counted.log());
+    assert_eq!(report["ok"], true, "{ctx}");
+    assert_eq!(report["usage"]["input_tokens"], 10, "{ctx}");
+    let sent = &upstream.requests()[1].body;
+    assert!(
+        sent["stream_options"]
+            .get("continuous_usage_stats")
+            .is_none(),
+        "{ctx}"
+    );
+}
+
+async fn langchain(bridge: &Bridge) -> Value {
+    let mut cmd = tokio::process::Command::new("node");
+    cmd.arg(bridge_tests::clients::e2e_dir().join("langchain_usage.mjs"))
+        .arg(bridge.base_url())
+        .current_dir(bridge_tests::clients::e2e_dir())
+        .env_remove("ANTHROPIC_API_KEY")
+        .env_remove("ANTHROPIC_BASE_URL");
+    let out = bridge_tests::clients::run(cmd, SDK_TIMEOUT, "LangChain driver")
+        .await
+        .unwrap();
+    serde_json::from_str(
+        out.stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .unwrap_or_default(),
+    )
+    .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr))
 }

@@ -72,6 +72,8 @@ pub struct ProviderRaw {
     pub keep_mid_conversation_system: Option<bool>,
     /// `--continuous-usage-stats`.
     pub continuous_usage_stats: Option<bool>,
+    /// `--tokenizer` (a relative path starts from the config file's directory).
+    pub tokenizer: Option<String>,
     /// `[providers.NAME.defaults]`: request parameters used when the client sends none.
     pub defaults: Option<DefaultsRaw>,
 }

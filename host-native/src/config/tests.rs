@@ -344,6 +344,7 @@ reasoning_effort = true
 no_reasoning_passback = true
 keep_mid_conversation_system = true
 continuous_usage_stats = true
+tokenizer = "tok/tokenizer.json"
 connect_timeout = 3
 first_byte_timeout = 60
 idle_timeout = 90
@@ -405,6 +406,7 @@ default = "chat,qwen/qwen3-coder:free"
             no_reasoning_passback: Some(true),
             keep_mid_conversation_system: Some(true),
             continuous_usage_stats: Some(true),
+            tokenizer: Some(String::from("/home/u/project/conf/tok/tokenizer.json")),
         }
     );
     assert_eq!(

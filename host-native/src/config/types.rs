@@ -109,7 +109,7 @@ pub struct HttpUpstream {
 }
 
 /// Settings of kind `openai` (the Chat converter's flags).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ChatSettings {
     /// `max_tokens_cap` (0 = no cap).
     pub max_tokens_cap: Option<u64>,
@@ -125,6 +125,8 @@ pub struct ChatSettings {
     pub keep_mid_conversation_system: Option<bool>,
     /// `continuous_usage_stats`.
     pub continuous_usage_stats: Option<bool>,
+    /// `tokenizer` (paths resolved against the config file's directory).
+    pub tokenizer: Option<String>,
 }
 
 /// Settings of kind `responses`.
@@ -136,6 +138,8 @@ pub struct ResponsesSettings {
     pub strict_schemas: Option<bool>,
     /// `reasoning_effort`: `None` follows the client; `off`, or an effort sent on every request.
     pub reasoning_effort: Option<String>,
+    /// `tokenizer` (paths resolved against the config file's directory).
+    pub tokenizer: Option<String>,
 }
 
 /// Settings of kind `fabstir`: each field is the serve flag of the same name (`--host-url`, …;

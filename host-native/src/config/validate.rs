@@ -43,8 +43,14 @@ const OPENAI: &[&str] = &[
     "no_reasoning_passback",
     "keep_mid_conversation_system",
     "continuous_usage_stats",
+    "tokenizer",
 ];
-const RESPONSES: &[&str] = &["max_tokens_cap", "strict_schemas", "reasoning_effort"];
+const RESPONSES: &[&str] = &[
+    "max_tokens_cap",
+    "strict_schemas",
+    "reasoning_effort",
+    "tokenizer",
+];
 const FABSTIR: &[&str] = &[
     "host_url",
     "host_pubkey",
@@ -312,6 +318,7 @@ fn provider(
                 no_reasoning_passback: raw.no_reasoning_passback,
                 keep_mid_conversation_system: raw.keep_mid_conversation_system,
                 continuous_usage_stats: raw.continuous_usage_stats,
+                tokenizer: tokenizer_path(dir, raw.tokenizer.as_deref()),
             },
         },
         Kind::Responses => ProviderKind::Responses {
@@ -320,6 +327,7 @@ fn provider(
                 max_tokens_cap: raw.max_tokens_cap,
                 strict_schemas: raw.strict_schemas,
                 reasoning_effort: level(doc, name, raw.reasoning_effort.as_ref())?,
+                tokenizer: tokenizer_path(dir, raw.tokenizer.as_deref()),
             },
         },
         Kind::Anthropic => ProviderKind::Anthropic {
@@ -507,4 +515,15 @@ fn level(
             ))
         }
     }
+}
+
+/// A `tokenizer` value: an encoding name as it is, a path from the config file's directory.
+fn tokenizer_path(dir: &std::path::Path, value: Option<&str>) -> Option<String> {
+    let value = value?;
+    let is_path = value.contains('/') || value.ends_with(".json");
+    Some(if is_path {
+        dir.join(value).to_string_lossy().into_owned()
+    } else {
+        value.to_owned()
+    })
 }

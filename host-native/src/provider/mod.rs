@@ -23,6 +23,7 @@
 pub mod anthropic;
 pub mod fabstir;
 pub mod openai;
+pub mod tokenizer;
 pub mod translated;
 pub mod upstream;
 

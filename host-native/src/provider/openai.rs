@@ -41,6 +41,8 @@ pub struct OpenAi {
     options_max_tokens_optional: serde_json::Value,
     /// Output limits upstream models stated when they refused a larger `max_tokens`.
     output_limits: Mutex<HashMap<String, u64>>,
+    /// Counts the prompt for `message_start` (`--tokenizer`); `None`: the core's estimate.
+    tokenizer: Option<super::tokenizer::TokenizerSpec>,
 }
 
 impl OpenAi {
@@ -62,7 +64,34 @@ impl OpenAi {
             dialect,
             options,
             output_limits: Mutex::default(),
+            tokenizer: None,
         }
+    }
+
+    /// The same provider, counting prompts with `tokenizer`.
+    #[must_use]
+    pub fn with_tokenizer(self, tokenizer: Option<super::tokenizer::TokenizerSpec>) -> Self {
+        Self { tokenizer, ..self }
+    }
+
+    /// Count the prompt of `body` (the upstream request) with the tokenizer for `model`, on a
+    /// blocking thread, while the request is on its way.
+    fn count_prompt(
+        &self,
+        model: &str,
+        body: &str,
+    ) -> Option<tokio::task::JoinHandle<Option<u32>>> {
+        let tokenizer = match self.tokenizer.as_ref()?.tokenizer(model) {
+            Ok(tokenizer) => tokenizer?,
+            Err(e) => {
+                warn!(error = %e, "the tokenizer is not available; message_start keeps the estimate");
+                return None;
+            }
+        };
+        let body = bytes::Bytes::copy_from_slice(body.as_bytes());
+        Some(tokio::task::spawn_blocking(move || {
+            tokenizer.prompt_tokens(&body)
+        }))
     }
 
     /// The output limit `model` stated earlier in this process, if it did.
@@ -160,6 +189,7 @@ impl Provider for OpenAi {
                 options = Some(capped);
             }
             log_warnings(&converted.warnings);
+            let counting = self.count_prompt(&converted.upstream_model, &converted.body);
             info!(
                 model = %converted.client_model,
                 upstream_model = %converted.upstream_model,
@@ -175,10 +205,18 @@ impl Provider for OpenAi {
                     options,
                 )
                 .await?;
+            let input_tokens_estimate = match counting {
+                Some(counting) => counting
+                    .await
+                    .ok()
+                    .flatten()
+                    .unwrap_or(converted.input_tokens_estimate),
+                None => converted.input_tokens_estimate,
+            };
             let session = self.engine.translator(&StreamOptions {
                 stream: true,
                 model: converted.client_model,
-                input_tokens_estimate: converted.input_tokens_estimate,
+                input_tokens_estimate,
                 id_seed: crate::ids::seed(),
                 dialect: self.dialect,
                 tool_names: converted.tool_names,

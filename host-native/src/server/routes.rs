@@ -349,6 +349,7 @@ fn provider_args(
             out.continuous_usage_stats = options
                 .continuous_usage_stats
                 .unwrap_or(out.continuous_usage_stats);
+            out.tokenizer = options.tokenizer.clone().or(out.tokenizer);
         }
         ProviderKind::Responses { upstream, options } => {
             out.provider = ProviderChoice::Responses;
@@ -358,6 +359,7 @@ fn provider_args(
             }
             out.strict_schemas = options.strict_schemas.unwrap_or(out.strict_schemas);
             out.responses_reasoning_effort = options.reasoning_effort.clone();
+            out.tokenizer = options.tokenizer.clone().or(out.tokenizer);
         }
         ProviderKind::Anthropic { upstream } => {
             out.provider = ProviderChoice::Anthropic;
