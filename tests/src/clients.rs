@@ -165,14 +165,20 @@ pub async fn run_sdk(
         .env("E2E_CLIENT_TIMEOUT_MS", client_timeout_ms.to_string())
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("ANTHROPIC_AUTH_TOKEN");
-    let out = run(cmd, timeout, &format!("{} SDK driver", sdk.name())).await?;
+    run_driver(cmd, timeout, &format!("{} SDK driver", sdk.name())).await
+}
+
+/// Run a client driver (`tests/e2e/*.mjs`, `*.py`) that reports one JSON object as its last
+/// `{`-line on stdout and exits 0 (errors are in the report, not the exit code): the report.
+///
+/// # Errors
+/// The driver did not start, timed out, exited non-zero or printed no JSON.
+pub async fn run_driver(cmd: Command, timeout: Duration, what: &str) -> crate::Result<Value> {
+    let out = run(cmd, timeout, what).await?;
     if out.code != Some(0) {
         return Err(err(format!(
-            "{} SDK driver exited with {:?}\nstdout: {}\nstderr: {}",
-            sdk.name(),
-            out.code,
-            out.stdout,
-            out.stderr
+            "{what} exited with {:?}\nstdout: {}\nstderr: {}",
+            out.code, out.stdout, out.stderr
         )));
     }
     let line = out
@@ -183,10 +189,8 @@ pub async fn run_sdk(
         .unwrap_or_default();
     serde_json::from_str(line).map_err(|e| {
         err(format!(
-            "{} SDK driver printed no JSON ({e})\nstdout: {}\nstderr: {}",
-            sdk.name(),
-            out.stdout,
-            out.stderr
+            "{what} printed no JSON ({e})\nstdout: {}\nstderr: {}",
+            out.stdout, out.stderr
         ))
     })
 }

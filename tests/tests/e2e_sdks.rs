@@ -424,17 +424,9 @@ async fn litellm_structured_output_reaches_the_upstream() {
         .args([bridge.base_url().as_str(), "litellm-structured"])
         .env_remove("ANTHROPIC_API_KEY")
         .env("LITELLM_LOCAL_MODEL_COST_MAP", "True");
-    let out = bridge_tests::clients::run(cmd, SDK_TIMEOUT, "litellm driver")
+    let report = bridge_tests::clients::run_driver(cmd, SDK_TIMEOUT, "litellm driver")
         .await
         .unwrap();
-    let report: Value = serde_json::from_str(
-        out.stdout
-            .lines()
-            .rev()
-            .find(|l| l.starts_with('{'))
-            .unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr));
     let ctx = format!(
         "{report}\n{}\n--- bridge log:\n{}",
         upstream.dump(),
@@ -549,15 +541,7 @@ async fn langchain(bridge: &Bridge) -> Value {
         .current_dir(bridge_tests::clients::e2e_dir())
         .env_remove("ANTHROPIC_API_KEY")
         .env_remove("ANTHROPIC_BASE_URL");
-    let out = bridge_tests::clients::run(cmd, SDK_TIMEOUT, "LangChain driver")
+    bridge_tests::clients::run_driver(cmd, SDK_TIMEOUT, "LangChain driver")
         .await
-        .unwrap();
-    serde_json::from_str(
-        out.stdout
-            .lines()
-            .rev()
-            .find(|l| l.starts_with('{'))
-            .unwrap_or_default(),
-    )
-    .unwrap_or_else(|e| panic!("{e}: {}\n{}", out.stdout, out.stderr))
+        .unwrap()
 }

@@ -848,12 +848,9 @@ async fn ai_sdk(bridge: &Bridge, mode: &str) -> Value {
         .current_dir(e2e_dir())
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL");
-    let out = run(cmd, T, "AI SDK driver").await.unwrap();
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
-    let parsed = serde_json::from_str(line.unwrap_or_default());
-    assert!(parsed.is_ok(), "no JSON: {}\n{}", out.stdout, out.stderr);
-    parsed.unwrap()
+    bridge_tests::clients::run_driver(cmd, T, "AI SDK driver")
+        .await
+        .unwrap()
 }
 
 /// Issue 33 item 1: the Vercel AI SDK's `openai(...)` provider (Responses, `store: true`) sends
