@@ -437,6 +437,8 @@ fn metrics(state: &AppState) -> Response<ResponseBody> {
         .entries()
         .map(|e| (e.target.to_string(), e.circuit.is_open(now)))
         .collect();
+    let (kept_bytes, kept) = state.responses.usage();
+    observe::Metrics::global().responses_kept(kept_bytes, kept);
     let mut response = Response::new(full(observe::Metrics::global().render(&circuits)));
     response.headers_mut().insert(
         http::header::CONTENT_TYPE,

@@ -39,6 +39,8 @@ pub struct Metrics {
     fallbacks: Family<Labels, Counter>,
     upstream_errors: Family<Labels, Counter>,
     open_streams: Gauge,
+    responses_kept: Gauge,
+    responses_kept_bytes: Gauge,
 }
 
 fn seconds_buckets() -> Histogram {
@@ -57,6 +59,18 @@ impl Metrics {
         let fallbacks = Family::<Labels, Counter>::default();
         let upstream_errors = Family::<Labels, Counter>::default();
         let open_streams = Gauge::default();
+        let responses_kept = Gauge::default();
+        let responses_kept_bytes = Gauge::default();
+        registry.register(
+            "responses_kept",
+            "/v1/responses answers kept for previous_response_id and item_reference",
+            responses_kept.clone(),
+        );
+        registry.register(
+            "responses_kept_bytes",
+            "Bytes the kept /v1/responses answers count for (--responses-store-bytes bounds it)",
+            responses_kept_bytes.clone(),
+        );
         registry.register(
             "requests",
             "Messages requests answered, by target and status",
@@ -101,7 +115,17 @@ impl Metrics {
             fallbacks,
             upstream_errors,
             open_streams,
+            responses_kept,
+            responses_kept_bytes,
         }
+    }
+
+    /// What the Responses store holds now (set when the metrics are read).
+    pub fn responses_kept(&self, bytes: usize, responses: usize) {
+        self.responses_kept_bytes
+            .set(i64::try_from(bytes).unwrap_or(i64::MAX));
+        self.responses_kept
+            .set(i64::try_from(responses).unwrap_or(i64::MAX));
     }
 
     /// The process-wide metrics.

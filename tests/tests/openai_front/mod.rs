@@ -910,6 +910,23 @@ async fn app_sdks_continue_from_what_the_bridge_kept() {
     assert_eq!(r["gone"]["code"], "previous_response_not_found", "{r}");
     assert_eq!(r["gone"]["param"], "previous_response_id", "{r}");
 
+    // What is kept shows in /metrics.
+    let metrics = bridge_tests::http::send(
+        "GET",
+        &format!("{}/metrics", bridge.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    let text = String::from_utf8_lossy(&metrics.body);
+    let kept = text
+        .lines()
+        .find_map(|l| l.strip_prefix("claude_bridge_responses_kept "))
+        .and_then(|n| n.trim().parse::<u64>().ok());
+    assert!(kept.is_some_and(|n| n >= 4), "{text}");
+
     // Issue 33 item 4: a strict schema keeps its name and guarantee on both APIs.
     let r = ai_sdk(&bridge, "strict").await;
     assert_eq!(r["ok"], true, "strict: {r}\n{}", ctx());
