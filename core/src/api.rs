@@ -186,6 +186,11 @@ pub struct StreamOptions {
         deserialize_with = "crate::front::facade::null_as_default"
     )]
     pub front: FrontOptions,
+    /// [`Dialect::OpenaiChat`]: the upstream reports usage on its first chunk (vLLM's
+    /// `continuous_usage_stats`), so `message_start` waits for that chunk and announces the real
+    /// input and cache tokens. Otherwise it goes out with the first upstream bytes, estimated.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub usage_on_first_chunk: bool,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -374,6 +379,7 @@ impl Translator {
             Dialect::OpenaiChat => {
                 let mut chat = ChatStreamTranslator::new(model, estimate, seed);
                 chat.writer().rename_tools(options.tool_names);
+                chat.start_with_first_frame(options.usage_on_first_chunk);
                 DialectTranslator::Chat(Box::new(chat))
             }
             Dialect::OpenaiResponses => {

@@ -151,6 +151,9 @@ export interface StreamOptions {
   tool_names?: ToolName[];
   /** The `front_*` dialects: how the client's answer is written. */
   front?: FrontOptions;
+  /** "openai_chat": the upstream reports usage on its first chunk (`continuous_usage_stats`), so
+   * `message_start` waits for that chunk and announces the real input and cache tokens. */
+  usage_on_first_chunk?: boolean;
 }
 
 /** What `Translator.finish` and `foldSse` return. */

@@ -71,6 +71,8 @@ pub struct ChatStreamTranslator {
     finish_reason: Option<String>,
     usage: Option<ChatUsage>,
     unreadable: usize,
+    /// `message_start` waits for the first chunk, which reports the usage it announces.
+    usage_on_first_chunk: bool,
 }
 
 impl ChatStreamTranslator {
@@ -88,11 +90,20 @@ impl ChatStreamTranslator {
             finish_reason: None,
             usage: None,
             unreadable: 0,
+            usage_on_first_chunk: false,
         }
     }
 
-    /// Feed upstream bytes; returns the events they complete. The first call always returns
-    /// `message_start`, even for empty input, so a host can send it before the model speaks.
+    /// The upstream reports usage on its first chunk (vLLM's `continuous_usage_stats`):
+    /// `message_start` is written with that chunk and announces the real input and cache tokens,
+    /// the same for any split of the bytes.
+    pub fn start_with_first_frame(&mut self, usage_on_first_chunk: bool) {
+        self.usage_on_first_chunk = usage_on_first_chunk;
+    }
+
+    /// Feed upstream bytes; returns the events they complete. The first call returns
+    /// `message_start`, even for empty input, so a host can send it before the model speaks
+    /// (with [`Self::start_with_first_frame`], the first call that completes a frame does).
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
         self.feed_body(chunk)
     }
@@ -374,8 +385,9 @@ impl ChatStreamTranslator {
 }
 
 impl SseTranslate for ChatStreamTranslator {
-    /// vLLM's `continuous_usage_stats` reports the prompt on the first chunk.
-    const STARTS_ON_FIRST_FRAME: bool = true;
+    fn starts_on_first_frame(&self) -> bool {
+        self.usage_on_first_chunk
+    }
 
     fn writer(&mut self) -> &mut AnthropicWriter {
         &mut self.writer
@@ -532,6 +544,7 @@ mod tests {
             )
         };
         let mut t = ChatStreamTranslator::new("claude-x".into(), 6, 1);
+        t.start_with_first_frame(true);
         let mut events = t.feed(
             format!(
                 "data: {{\"choices\":[{{\"index\":0,\"delta\":{{\"role\":\"assistant\",\"content\":\"\"}}}}],{}}}\n\n\
@@ -551,6 +564,7 @@ mod tests {
 
         // Only at the end (OpenAI), after message_start went out: the estimate stays there.
         let mut t = ChatStreamTranslator::new("claude-x".into(), 6, 1);
+        t.start_with_first_frame(true);
         let events = t.feed(
             b"data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hi\"},\"finish_reason\":\"stop\"}]}\n\n",
         );

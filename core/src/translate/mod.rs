@@ -98,9 +98,11 @@ impl SseBody {
 /// first frame — the same for any split of the bytes), nothing is read once the message is
 /// done, a body without frames is handed over whole at the end.
 pub(crate) trait SseTranslate {
-    /// The translator writes `message_start` itself when it reads the first frame (which may
-    /// report the input usage `message_start` announces).
-    const STARTS_ON_FIRST_FRAME: bool = false;
+    /// The translator writes `message_start` itself when it reads the first frame (which
+    /// reports the input usage `message_start` announces), not at the first bytes.
+    fn starts_on_first_frame(&self) -> bool {
+        false
+    }
 
     /// The writer the translator's events go through.
     fn writer(&mut self) -> &mut AnthropicWriter;
@@ -134,7 +136,7 @@ pub(crate) trait SseTranslate {
         if self.writer().is_done() {
             return Vec::new();
         }
-        if !Self::STARTS_ON_FIRST_FRAME {
+        if !self.starts_on_first_frame() {
             self.writer().start();
         }
         let mut decoder = self.body().take_decoder(chunk);

@@ -220,6 +220,7 @@ impl Provider for OpenAi {
                 id_seed: crate::ids::seed(),
                 dialect: self.dialect,
                 tool_names: converted.tool_names,
+                usage_on_first_chunk: self.options["continuous_usage_stats"] == true,
                 ..StreamOptions::default()
             })?;
             Ok(Answer::Stream {
