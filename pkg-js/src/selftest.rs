@@ -63,6 +63,7 @@ pub fn selftest() -> usize {
                 tools: tools.clone(),
                 tool_names: converted.tool_names.clone(),
                 front: front.clone(),
+                ..api::StreamOptions::default()
             });
             let mut sse = translator.feed(upstream);
             sse.push_str(&translator.finish(&api::StreamEnd::default()).body);
