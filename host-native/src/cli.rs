@@ -370,9 +370,9 @@ pub struct ServeArgs {
     pub max_body_bytes: usize,
     /// Bytes of request bodies held at once, across requests: a large body past it waits,
     /// unread, for the ones before it (up to --client-timeout, then 529), so concurrent uploads
-    /// cannot each take their parse's memory at once; a body larger than the whole budget is
-    /// read alone.
-    #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_BODY_BUDGET_BYTES", default_value_t = 128 * 1024 * 1024)]
+    /// cannot each take their parse's memory at once (about 7 times a body's size while it is
+    /// read and converted); a body larger than the whole budget is read alone.
+    #[arg(help_heading = "Timeouts and limits", long, env = "CLAUDE_BRIDGE_BODY_BUDGET_BYTES", default_value_t = 32 * 1024 * 1024)]
     pub body_budget_bytes: usize,
     /// Bytes of `/v1/responses` answers kept in memory so a later request's
     /// `previous_response_id` and `item_reference` items resolve and `GET /v1/responses/{id}`

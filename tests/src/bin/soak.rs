@@ -215,7 +215,12 @@ async fn burst(args: &[String]) -> bridge_tests::Result<()> {
             .build(),
     )
     .await?;
-    let opts = BridgeOptions::default().args(&["--max-body-bytes", &(64u64 << 20).to_string()]);
+    // SOAK_BRIDGE_ARGS: more bridge flags (e.g. `--body-budget-bytes 40000000`); the bridge's
+    // own CLAUDE_BRIDGE_* environment does not reach it.
+    let extra = std::env::var("SOAK_BRIDGE_ARGS").unwrap_or_default();
+    let mut flags = vec![String::from("--max-body-bytes"), (64u64 << 20).to_string()];
+    flags.extend(extra.split_whitespace().map(str::to_owned));
+    let opts = BridgeOptions::default().args(&flags);
     let bridge = Bridge::start_with(&upstream.base_url(), "soak-burst", opts).await?;
     let pid = bridge.pid();
     let base = bridge.base_url();
