@@ -1147,8 +1147,9 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
     let slow = ChatStream::new()
         .role()
         .text("slow ")
-        // Long enough that the held streams are still open however slow the machine is.
-        .pause(Duration::from_millis(8000))
+        // Long enough that the held streams are still open however slow the machine is (a
+        // fresh clone's first bridges start slowly: both streams may take seconds to arrive).
+        .pause(Duration::from_millis(15_000))
         .text("answer")
         .finish("stop")
         .build();
@@ -1166,14 +1167,24 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
     let streams: Vec<_> = (0..2)
         .map(|_| {
             let base = base.clone();
-            tokio::spawn(async move { http::post_messages(&base, &request(true), T).await })
+            tokio::spawn(async move {
+                http::post_messages(&base, &request(true), Duration::from_secs(40)).await
+            })
         })
         .collect();
-    // Both streams are under way.
+    // Both streams are under way (else a request below would take a free slot, not the
+    // overload answer), within 10 s of each other: the first is held 15 s from its arrival,
+    // which outlasts the checks below.
     let started = Instant::now();
-    while upstream.requests().len() < 2 && started.elapsed() < Duration::from_secs(5) {
+    while upstream.requests().len() < 2 && started.elapsed() < Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
+    assert_eq!(
+        upstream.requests().len(),
+        2,
+        "the held streams did not reach the upstream in 10 s\n{}",
+        bridge.log()
+    );
     for path in ["/health", "/metrics"] {
         let asked = Instant::now();
         let r = http::send(
@@ -1195,7 +1206,7 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
     let asked = Instant::now();
     let r = http::post_messages(&base, &request(false), Duration::from_secs(1))
         .await
-        .unwrap();
+        .unwrap_or_else(|e| panic!("past the cap: {e}\n--- bridge log:\n{}", bridge.log()));
     let c = ctx(&r, &upstream, &bridge);
     assert_envelope(&r, &[529], "overloaded_error", &c);
     assert_eq!(r.header("retry-after"), Some("1"), "{c}");
@@ -1209,7 +1220,12 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
         Duration::from_secs(1),
     )
     .await
-    .unwrap();
+    .unwrap_or_else(|e| {
+        panic!(
+            "OpenAI past the cap: {e}\n--- bridge log:\n{}",
+            bridge.log()
+        )
+    });
     assert_eq!(r.status, 503, "{}", r.text());
     assert!(
         r.json().unwrap()["error"]["message"].is_string(),
