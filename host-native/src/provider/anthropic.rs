@@ -220,6 +220,10 @@ fn add_beta(headers: &mut HeaderMap, beta: &str) {
 }
 
 impl Provider for AnthropicPassThrough {
+    fn requires_max_tokens(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "anthropic"
     }

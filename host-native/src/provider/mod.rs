@@ -115,6 +115,12 @@ pub trait Provider: Send + Sync + 'static {
     /// `openai`, `responses`, `anthropic` or `fabstir`.
     fn kind(&self) -> &'static str;
 
+    /// Whether the upstream refuses a request without `max_tokens` (Anthropic, a Fabstir
+    /// host): a client that may leave it out then gets the target's default.
+    fn requires_max_tokens(&self) -> bool {
+        false
+    }
+
     /// Where it sends requests (for `/health` and logs; never a secret).
     fn endpoint(&self) -> String;
 

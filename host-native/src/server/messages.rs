@@ -180,7 +180,7 @@ pub const REQUIRED_MAX_TOKENS_DEFAULT: u64 = 32_000;
 
 fn required_max_tokens(entry: &TargetEntry, call: &Call) -> Option<u64> {
     (call.max_tokens_optional
-        && matches!(entry.kind, "anthropic" | "fabstir")
+        && entry.provider.requires_max_tokens()
         && !entry.defaults.contains_key("max_tokens"))
     .then_some(REQUIRED_MAX_TOKENS_DEFAULT)
 }

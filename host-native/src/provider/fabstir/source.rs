@@ -46,6 +46,10 @@ impl std::fmt::Debug for FabstirProvider {
 }
 
 impl Provider for FabstirProvider {
+    fn requires_max_tokens(&self) -> bool {
+        true
+    }
+
     fn kind(&self) -> &'static str {
         "fabstir"
     }
