@@ -7,13 +7,15 @@ LISTEN ?= 127.0.0.1:3456
 BASE_URL ?=
 ARGS ?=
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+## Where `purity` and `test-js` build the browser target.
+WEB_TARGET_DIR := $(abspath $(TARGET_DIR))/web
 
-.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-rust test-js bench bench-proxy soak soak-burst fuzz lint fmt purity doc clean
+.PHONY: all setup setup-rust setup-e2e setup-js build install run run-agui fabstir-world js test test-build test-rust test-lean test-js test-js-wasm bench bench-proxy soak soak-burst fuzz lint fmt purity doc clean
 
 all: build
 
 ## Install what builds and tests need: rust targets and components, the real clients (npm, pip),
-## wasm-bindgen-cli, Chromium and the JS test tools.
+## Chromium and the JS test tools.
 setup: setup-rust setup-e2e setup-js
 
 setup-rust:
@@ -58,19 +60,58 @@ js: setup-rust setup-js
 
 ## Everything CI checks: lint, purity, unit + golden + property tests, wasmtime conformance,
 ## end-to-end tests with the real Claude Code CLI and the official Anthropic SDKs, and the npm
-## package in Node and headless Chromium (byte-identical to the native core).
-test: setup lint purity test-rust test-js
+## package in Node and headless Chromium (byte-identical to the native core). scripts/test.sh runs
+## `setup` in the background while `lint`, `purity` and `test-build` compile, then `test-rust`
+## and `test-js`.
+test:
+	@scripts/test.sh
+
+## The binaries the end-to-end tests run are built with the same selection as the tests themselves
+## (--workspace, test targets), so cargo resolves one feature set and compiles the dependencies once:
+## `build -p claude-bridge` alone resolved another, and wasmtime, tokio and reqwest were built twice.
+## The build without default features (no Fabstir chain mode, no AG-UI): clippy on all its
+## targets and the binary's unit tests. Not in `make test`: with other features the whole
+## dependency tree is checked and compiled again (the default features' check of that tree ran
+## over 22 minutes on a fresh 2-core machine), which CI's time cannot carry.
+## Every crate of the workspace with its tests and binaries (bench-proxy too, so lint sees it),
+## but the two wasm facades: they are built (and linted) for their wasm targets — the component
+## by host-native/build.rs and tests/build.rs, the npm package's crate by `purity` and `test-js`
+## — and natively they would only compile wit-bindgen's and wasm-bindgen's macro stacks for
+## nothing (minutes on two cores). The npm crate's own unit test: `cargo test -p bridge-core-js`.
+## The bridge without its `jemalloc` feature: the allocator changes no behaviour a test sees, and
+## compiling jemalloc's C sources cost 13 CPU-minutes (the release build keeps it; `make
+## soak-burst` measures what it is for).
+TEST_SELECTION := --workspace --exclude bridge-core-component --exclude bridge-core-component-faults --exclude bridge-core-js --no-default-features --features claude-bridge/fabstir-chain,claude-bridge/agui,bridge-tests/bench
+TEST_BUILD := build $(TEST_SELECTION) --tests --bins
+## clippy-driver as the workspace's compiler, as `cargo clippy` runs it, but for a build; the
+## tests run with it too, so nothing is compiled again for them.
+CLIPPY_BUILD := RUSTC_WORKSPACE_WRAPPER="$$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)" CLIPPY_ARGS=-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__
+test-build: setup-rust
+	$(CLIPPY_BUILD) $(CARGO) $(TEST_BUILD)
 
 test-rust:
-	$(CARGO) build -p claude-bridge
-	$(CARGO) test --workspace --no-fail-fast
+	$(CLIPPY_BUILD) $(CARGO) $(TEST_BUILD)
+	$(CLIPPY_BUILD) $(CARGO) test $(TEST_SELECTION) --no-fail-fast
+
+test-lean: setup-rust
+	$(CARGO) clippy -p claude-bridge --no-default-features --all-targets -- -D warnings
 	$(CARGO) test -p claude-bridge --no-default-features --lib
 
 ## The npm package's suites: golden fixtures in Node and Chromium against the native core's bytes,
-## the facade's contract, npm pack + install into a fresh directory + tsc, the playground.
-test-js: js
-	$(CARGO) run -q -p bridge-tests --bin conformance-dump -- $(abspath $(TARGET_DIR))/js-test/native-conformance.json
+## the facade's contract, npm pack + install into a fresh directory + tsc, the playground. The
+## package is built as `make js` builds it, linted by clippy on the way (its default features),
+## but in the `js-test` profile (no LTO) and in WEB_TARGET_DIR (`make test` has built its .wasm
+## by then, with `test-js-wasm`).
+test-js: setup-rust setup-js
+	$(CLIPPY_BUILD) $(CARGO) $(TEST_BUILD)
+	CARGO_TARGET_DIR=$(WEB_TARGET_DIR) JS_PROFILE=js-test BRIDGE_BINDGEN=$(abspath $(TARGET_DIR))/debug/bridge-bindgen $(CLIPPY_BUILD) scripts/build-js.sh
+	$(TARGET_DIR)/debug/conformance-dump $(abspath $(TARGET_DIR))/js-test/native-conformance.json
 	cd pkg-js && node --test tests/*.test.mjs
+
+## The .wasm `test-js` packages, alone (no glue, no tests): `make test` builds it in the background
+## beside the native build, after `purity`, so test-js's own cargo step finds it built.
+test-js-wasm: setup-rust
+	CARGO_TARGET_DIR=$(WEB_TARGET_DIR) JS_PROFILE=js-test $(CLIPPY_BUILD) scripts/build-js.sh --wasm-only
 
 ## Measurements (no thresholds): core translation MB/s native vs wasmtime vs Node on one large
 ## stream, the npm .wasm size. Results: tests/bench/results/. BENCH_MB=… sets the stream size.
@@ -112,22 +153,29 @@ soak-burst:
 fuzz:
 	@scripts/fuzz.sh
 
-## fmt check + clippy -D warnings, natively (the default features, and none: no Fabstir chain
-## mode, no AG-UI) and for both wasm targets.
+## fmt check + clippy -D warnings, natively and for both wasm targets. Each pass is a build, not
+## a check: clippy-driver compiles the workspace's crates (lints, then code) in builds that run
+## anyway, so nothing is compiled twice — a `cargo clippy` check shares nothing with a build, and
+## on a fresh 2-core machine the checks of the dependency tree and of the core for each target
+## cost more than all the tests. Natively: the very selection the tests run (TEST_BUILD). The
+## WASI component: host-native/build.rs and tests/build.rs build both its variants (with and
+## without fault-injection) in nested cargos, which keep clippy-driver when the outer build runs
+## under it. The browser target: `purity` (the facade without default features) and `test-js`
+## (with them, as `make js` builds it). The build without default features (no Fabstir chain
+## mode, no AG-UI) is `make test-lean`'s.
 lint: setup-rust
 	$(CARGO) fmt --all --check
-	$(CARGO) clippy --workspace --all-targets --features bridge-tests/bench -- -D warnings
-	$(CARGO) clippy -p claude-bridge --no-default-features --all-targets -- -D warnings
-	$(CARGO) clippy -p bridge-core -p bridge-core-js --target wasm32-unknown-unknown -- -D warnings
-	$(CARGO) clippy -p bridge-core-js --no-default-features --target wasm32-unknown-unknown -- -D warnings
-	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 -- -D warnings
-	$(CARGO) clippy -p bridge-core-component --target wasm32-wasip2 --features fault-injection -- -D warnings
+	$(CLIPPY_BUILD) $(CARGO) $(TEST_BUILD)
 
 ## The core is pure: built for the browser target (the facade crate without its JS bindings),
-## it imports nothing from its host.
+## it imports nothing from its host. In the `js-test` profile and the target dir that `test-js`
+## builds the npm package in; clippy lints it on the way. (The package build compiles the core
+## again: wasm-bindgen's macros give the proc-macros' syn other features, so serde's derive and
+## everything above it differ.) Its own target dir lets `make test` run it beside the native
+## build (cargo locks a target dir for the whole of a build).
 purity: setup-rust
-	$(CARGO) build -p bridge-core-js --no-default-features --target wasm32-unknown-unknown --release
-	python3 scripts/check-wasm-imports.py $(TARGET_DIR)/wasm32-unknown-unknown/release/bridge_core_js.wasm
+	$(CLIPPY_BUILD) $(CARGO) build --target-dir $(WEB_TARGET_DIR) -p bridge-core-js --no-default-features --target wasm32-unknown-unknown --profile js-test
+	python3 scripts/check-wasm-imports.py $(WEB_TARGET_DIR)/wasm32-unknown-unknown/js-test/bridge_core_js.wasm
 
 fmt:
 	$(CARGO) fmt --all

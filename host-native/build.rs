@@ -27,7 +27,8 @@ fn main() -> Result<(), BoxError> {
         .parent()
         .ok_or("host-native has no parent directory")?
         .to_path_buf();
-    let out = PathBuf::from(env::var_os("OUT_DIR").ok_or("no OUT_DIR")?).join(ARTIFACT);
+    let out = PathBuf::from(env::var_os("OUT_DIR").ok_or("no OUT_DIR")?)
+        .join("bridge_core_component.wasm");
 
     println!("cargo::rerun-if-env-changed=CLAUDE_BRIDGE_COMPONENT_WASM");
     if let Some(prebuilt) = env::var_os("CLAUDE_BRIDGE_COMPONENT_WASM").filter(|v| !v.is_empty()) {
@@ -37,10 +38,9 @@ fn main() -> Result<(), BoxError> {
         return Ok(());
     }
     println!("cargo::rerun-if-changed=build/component.rs");
+    // A debug build of the host embeds a core built faster (see `component_profile`).
     let built = ComponentBuild {
-        profile: "component",
-        features: &[],
-        target_dir: "component",
+        package: "bridge-core-component",
     }
     .run(&workspace)?;
     copy(&built, &out)

@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Builds the npm package @fabstir/bridge-core into pkg-js/dist/package and the playground into
-# pkg-js/dist/playground (make js). Needs scripts/setup-js.sh (wasm-bindgen-cli) first.
+# pkg-js/dist/playground (make js). The glue comes from the workspace's bridge-bindgen (the
+# library wasm-bindgen-cli wraps); BRIDGE_BINDGEN names an already built one (make test-js).
+# JS_PROFILE picks the cargo profile: `js` (the default, what is published) or `js-test`
+# (make test-js: the same package without LTO, quicker to build). `--wasm-only` stops after the
+# cargo build (make test-js-wasm: the .wasm built ahead, with the very same cargo command).
 set -euo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -9,14 +13,21 @@ target_dir="${CARGO_TARGET_DIR:-$root/target}"
 cargo="${CARGO:-cargo}"
 
 # 1. The facade crate for the browser target, in the `js` profile (see Cargo.toml).
-"$cargo" build -p bridge-core-js --target wasm32-unknown-unknown --profile js
-wasm="$target_dir/wasm32-unknown-unknown/js/bridge_core_js.wasm"
+profile="${JS_PROFILE:-js}"
+"$cargo" build -p bridge-core-js --target wasm32-unknown-unknown --profile "$profile"
+wasm="$target_dir/wasm32-unknown-unknown/$profile/bridge_core_js.wasm"
+[[ "${1:-}" == "--wasm-only" ]] && exit 0
 
 # 2. wasm-bindgen's ESM glue (`--target web`: works in browsers, and in Node through node.js).
 out="$root/pkg-js/dist/package"
 rm -rf "$out"
 mkdir -p "$out"
-wasm-bindgen --target web --remove-name-section --remove-producers-section --out-dir "$out" --out-name bridge_core "$wasm"
+bindgen="${BRIDGE_BINDGEN:-}"
+if [[ -z "$bindgen" ]]; then
+  "$cargo" build -q -p bridge-bindgen
+  bindgen="$target_dir/debug/bridge-bindgen"
+fi
+"$bindgen" "$wasm" "$out"
 
 # wasm-bindgen declares `[Symbol.dispose]()` on every class; make the declarations load the lib
 # that defines it, so a consumer's tsc passes whatever its `lib` setting (Node >= 20 has it).

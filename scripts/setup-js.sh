@@ -1,6 +1,5 @@
 #!/usr/bin/env bash
 # What the npm package's build and tests need (make js / make test-js):
-#   - wasm-bindgen-cli at exactly the version of the `wasm-bindgen` crate in Cargo.lock
 #   - Debian's chromium (headless browser tests), if missing
 #   - pkg-js/node_modules: playwright-core (drives Chromium) and typescript (tsc --noEmit), pinned
 # Idempotent; a no-op taking well under a second when everything is in place.
@@ -10,22 +9,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
 need() { command -v "$1" >/dev/null 2>&1 || { echo "setup-js: '$1' is required but not installed" >&2; exit 1; }; }
-need cargo
 need node
 need npm
-
-# --- wasm-bindgen-cli ------------------------------------------------------------------------------
-want="$(awk '/^name = "wasm-bindgen"$/ { getline; sub(/^version = "/, ""); sub(/"$/, ""); print; exit }' Cargo.lock)"
-if [[ -z "$want" ]]; then
-  echo "setup-js: no wasm-bindgen in Cargo.lock" >&2
-  exit 1
-fi
-have="$(wasm-bindgen --version 2>/dev/null | awk '{ print $2 }' || true)"
-if [[ "$have" != "$want" ]]; then
-  echo "setup-js: cargo install wasm-bindgen-cli --version $want (have: ${have:-none}; takes a few minutes once)"
-  # Not --locked: its lockfile pins a crate version the registry here lacks.
-  cargo install wasm-bindgen-cli --version "$want" --quiet
-fi
 
 # --- Chromium ------------------------------------------------------------------------------------
 if [[ ! -x /usr/bin/chromium ]]; then

@@ -1,7 +1,7 @@
-//! Builds the test-only variant of the core's WASI component (feature `fault-injection`: markers
-//! in an upstream chunk make the guest write to stderr, panic or loop) for the fault tests, and
-//! passes its path as `FAULTY_COMPONENT`. A dev build in `target/component-faults` (seconds,
-//! not the minute the optimised embedded core takes).
+//! Builds the test-only variant of the core's WASI component (`bridge-core-component-faults`:
+//! markers in an upstream chunk make the guest write to stderr, panic or loop) for the fault
+//! tests, and passes its path as `FAULTY_COMPONENT`. It builds beside the embedded core
+//! (`target/component`, the same profile), so only its own small crate is compiled for it.
 
 use std::env;
 use std::ffi::OsString;
@@ -19,9 +19,7 @@ fn main() -> Result<(), BoxError> {
         .to_path_buf();
     println!("cargo::rerun-if-changed=../host-native/build/component.rs");
     let built = ComponentBuild {
-        profile: "dev",
-        features: &["fault-injection"],
-        target_dir: "component-faults",
+        package: "bridge-core-component-faults",
     }
     .run(&workspace)?;
     println!("cargo::rustc-env=FAULTY_COMPONENT={}", built.display());

@@ -49,7 +49,7 @@ pub use crate::front::facade::{Front, FrontOptions};
 pub use crate::route::{Route, RouterConfig, Target};
 pub use crate::sse::decoder::{SseDecoder, SseFrame};
 pub use crate::sse::encoder::EncodeError;
-pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest};
+pub use crate::translate::chat_request::{ConvertOptions, ConvertedRequest, DocumentMode};
 pub use crate::translate::passthrough::AnthropicOptions;
 pub use crate::translate::responses_request::ResponsesOptions;
 pub use crate::translate::token_stream::StreamEnd;

@@ -17,6 +17,7 @@
 //! - [`hex`]: the one hex codec (Fabstir keys, ids and envelopes).
 //! - [`tokens`]: token estimates.
 //! - [`route`]: which provider and model serve a request (the `[router]` rules), and the fallbacks.
+//! - [`server_tools`]: web search run by the bridge for upstreams without it (the sans-IO loop).
 //! - [`agui`]: Claude Code's stream-json NDJSON → AG-UI events, and AG-UI run input → Claude Code stdin.
 //! - [`api`]: the facade the host, the component and the npm package call.
 
@@ -34,6 +35,7 @@ pub mod hex;
 pub mod ids;
 pub mod openai;
 pub mod route;
+pub mod server_tools;
 pub mod sse;
 pub mod tokens;
 pub mod translate;

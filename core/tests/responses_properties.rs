@@ -232,7 +232,7 @@ proptest! {
         prop_assert_eq!(message.content.len(), items.len());
         for (i, (block, (kind, parts))) in message.content.iter().zip(&items).enumerate() {
             match block {
-                ContentBlock::Text { text } => {
+                ContentBlock::Text { text, .. } => {
                     prop_assert_eq!(*kind, "message");
                     prop_assert_eq!(text, &parts.concat());
                 }
@@ -241,7 +241,7 @@ proptest! {
                     prop_assert_eq!(id, &format!("call_{i}"));
                     prop_assert_eq!(input, &json!({"v": parts.concat()}));
                 }
-                ContentBlock::Thinking { .. } => prop_assert!(false, "unexpected thinking"),
+                other => prop_assert!(false, "unexpected block {:?}", other),
             }
         }
     }

@@ -174,7 +174,7 @@ proptest! {
             prop_assert_eq!(id, &format!("call_{i}"));
             prop_assert_eq!(input, want);
         }
-        let text: String = message.content.iter().filter_map(|b| match b { ContentBlock::Text { text } => Some(text.as_str()), _ => None }).collect();
+        let text: String = message.content.iter().filter_map(|b| match b { ContentBlock::Text { text, .. } => Some(text.as_str()), _ => None }).collect();
         prop_assert_eq!(text, lead_text);
     }
 }

@@ -114,7 +114,7 @@ proptest! {
                 m.content
                     .iter()
                     .map(|b| match b {
-                        ContentBlock::Text { text } => text.clone(),
+                        ContentBlock::Text { text, .. } => text.clone(),
                         other => format!("{other:?}"),
                     })
                     .collect()

@@ -1,24 +1,34 @@
-// Shared by `host-native/build.rs` and `tests/build.rs` (`include!`d): build the core's WASI
-// component with a nested cargo.
+// Shared by `host-native/build.rs` and `tests/build.rs` (`include!`d): build a variant of the
+// core's WASI component with a nested cargo.
 //
-// The nested cargo uses its own target dir (`<outer target dir>/<dir>`): the outer cargo holds
-// the lock on its target dir's build directories, and sharing them would deadlock. It decides itself whether anything is stale (a
-// no-op build takes about a second); the calling script re-runs when the core, the component
-// crate or the WIT change.
+// The nested cargo uses its own target dir (`<outer target dir>/component`): the outer cargo
+// holds the lock on its target dir's build directories, and sharing them would deadlock. Both
+// variants (the embedded core, `bridge-core-component`, and the fault-injecting test one,
+// `bridge-core-component-faults`) build there with the same profile, so the core and the
+// dependencies are compiled once for both; cargo's lock on that directory serialises the two
+// build scripts. Cargo decides itself whether anything is stale (a no-op build takes about a
+// second); the calling script re-runs when the core, the component crates or the WIT change.
 
 type BoxError = Box<dyn std::error::Error>;
 
 const TARGET: &str = "wasm32-wasip2";
-const ARTIFACT: &str = "bridge_core_component.wasm";
+/// Directory under the outer target dir.
+const TARGET_DIR: &str = "component";
 
-/// How to build one variant of the component.
+/// One variant of the component.
 struct ComponentBuild<'a> {
-    /// Cargo profile (`component` for the embedded core, `dev` for test variants).
-    profile: &'a str,
-    /// Features of `bridge-core-component`.
-    features: &'a [&'a str],
-    /// Directory under `target/`.
-    target_dir: &'a str,
+    /// Its package (`bridge-core-component` or `bridge-core-component-faults`).
+    package: &'a str,
+}
+
+/// The component's profile for the outer build's: `component` (fat LTO) for a release host,
+/// `component-test` (optimised, no LTO, parallel codegen) for a debug one, whose builds are the
+/// tests' and `cargo run`'s.
+fn component_profile() -> &'static str {
+    match env::var("PROFILE").as_deref() {
+        Ok("debug") => "component-test",
+        _ => "component",
+    }
 }
 
 impl ComponentBuild<'_> {
@@ -29,6 +39,7 @@ impl ComponentBuild<'_> {
             "core/Cargo.toml",
             "core/component/src",
             "core/component/Cargo.toml",
+            "core/component-faults/Cargo.toml",
             "wit",
             "Cargo.toml",
             "Cargo.lock",
@@ -38,28 +49,29 @@ impl ComponentBuild<'_> {
                 workspace.join(input).display()
             );
         }
+        // Linted with the outer build when that runs under clippy (see `scrub_env`).
+        println!("cargo::rerun-if-env-changed=RUSTC_WORKSPACE_WRAPPER");
+        println!("cargo::rerun-if-env-changed=CLIPPY_ARGS");
         let rustc = env::var_os("RUSTC").unwrap_or_else(|| OsString::from("rustc"));
         ensure_target(&rustc)?;
 
         let cargo = env::var_os("CARGO").unwrap_or_else(|| OsString::from("cargo"));
-        let target_dir = outer_target_dir(workspace).join(self.target_dir);
+        let profile = component_profile();
+        let target_dir = outer_target_dir(workspace).join(TARGET_DIR);
         let mut command = Command::new(&cargo);
         command
             .current_dir(workspace)
             .args([
                 "build",
                 "-p",
-                "bridge-core-component",
+                self.package,
                 "--target",
                 TARGET,
                 "--profile",
-                self.profile,
+                profile,
             ])
             .arg("--target-dir")
             .arg(&target_dir);
-        if !self.features.is_empty() {
-            command.arg("--features").arg(self.features.join(","));
-        }
         scrub_env(&mut command);
         let output = command
             .output()
@@ -67,20 +79,16 @@ impl ComponentBuild<'_> {
         if !output.status.success() {
             return Err(format!(
                 "building the WASI component failed ({}):\n{}{}\n\
-                 (run `cargo build -p bridge-core-component --target {TARGET} --profile {}` to see why)",
+                 (run `cargo build -p {} --target {TARGET} --profile {profile}` to see why)",
                 output.status,
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr),
-                self.profile,
+                self.package,
             )
             .into());
         }
-        let profile_dir = if self.profile == "dev" {
-            "debug"
-        } else {
-            self.profile
-        };
-        let built = target_dir.join(TARGET).join(profile_dir).join(ARTIFACT);
+        let artifact = format!("{}.wasm", self.package.replace('-', "_"));
+        let built = target_dir.join(TARGET).join(profile).join(artifact);
         // Also re-run when the component is rebuilt or removed by hand.
         println!("cargo::rerun-if-changed={}", built.display());
         Ok(built)
@@ -89,7 +97,8 @@ impl ComponentBuild<'_> {
 
 /// The nested cargo must not inherit what the outer build set up for *its* target: flags
 /// meant for the host (`RUSTFLAGS`, `CARGO_ENCODED_RUSTFLAGS`, e.g. `-C target-cpu=native` or
-/// coverage instrumentation), wrappers (`clippy-driver`), the outer target dir and profile
+/// coverage instrumentation), wrappers (but clippy-driver, kept so that linting the outer
+/// build lints the component; `CLIPPY_ARGS` stays with it), the outer target dir and profile
 /// overrides, and the variables cargo sets for this build script. User configuration that is
 /// about the machine (registry, network, `CARGO_HOME`, the jobserver) is kept.
 fn scrub_env(command: &mut Command) {
@@ -120,6 +129,13 @@ fn scrub_env(command: &mut Command) {
         "__CARGO_FIX_PLZ",
         "__CARGO_DEFAULT_LIB_METADATA",
     ];
+    // Clippy on the outer build (`make lint`) lints the component too: the workspace's crates
+    // go through clippy-driver with the same lint flags, in the build that runs anyway.
+    let clippy = env::var_os("RUSTC_WORKSPACE_WRAPPER").filter(|wrapper| {
+        Path::new(wrapper)
+            .file_stem()
+            .is_some_and(|stem| stem == "clippy-driver")
+    });
     for (name, _) in env::vars_os() {
         let Some(name) = name.to_str() else { continue };
         let cargo_var =
@@ -127,6 +143,9 @@ fn scrub_env(command: &mut Command) {
         if cargo_var || REMOVE.contains(&name) {
             command.env_remove(name);
         }
+    }
+    if let Some(wrapper) = clippy {
+        command.env("RUSTC_WORKSPACE_WRAPPER", wrapper);
     }
 }
 

@@ -186,6 +186,31 @@ impl Provider {
     }
 }
 
+/// The web search backend the bridge runs `web_search` through (`--search`, and `kind` in a
+/// config file's `[search]` table).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SearchKind {
+    /// A SearXNG instance's JSON API (`--search-url`; its settings must allow `json`).
+    Searxng,
+    /// Brave's Web Search API (`--search-api-key`).
+    Brave,
+    /// Tavily's search API (`--search-api-key`).
+    Tavily,
+}
+
+impl SearchKind {
+    /// The name as written in flags and config.
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Searxng => "searxng",
+            Self::Brave => "brave",
+            Self::Tavily => "tavily",
+        }
+    }
+}
+
 /// How Fabstir jobs are paid.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -218,6 +243,91 @@ pub enum ToolFormatChoice {
     Json,
     /// `<tool_call>Name<arg_key>k</arg_key><arg_value>v</arg_value></tool_call>`
     Glm,
+}
+
+/// What an OpenAI-compatible upstream gets for a PDF (`--documents`, `documents`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocumentsChoice {
+    /// OpenAI's `file` content part, the PDF as a data URL (OpenAI, OpenRouter).
+    File,
+    /// The PDF's text, extracted by the bridge, under the document's title.
+    Text,
+    /// A note saying the document was left out.
+    Omit,
+}
+
+/// The upstreams the bridge knows by their address (a default that depends on what the
+/// server accepts is chosen by it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KnownUpstream {
+    OpenAi,
+    OpenRouter,
+    Other,
+}
+
+impl KnownUpstream {
+    fn of(base_url: &str) -> Self {
+        let host = base_url
+            .parse::<http::Uri>()
+            .ok()
+            .and_then(|uri| uri.host().map(str::to_ascii_lowercase))
+            .unwrap_or_default();
+        if host == "api.openai.com" {
+            Self::OpenAi
+        } else if host == "openrouter.ai" || host.ends_with(".openrouter.ai") {
+            Self::OpenRouter
+        } else {
+            Self::Other
+        }
+    }
+}
+
+impl DocumentsChoice {
+    /// What the upstream at `base_url` is known to take: files for OpenAI and OpenRouter, text
+    /// for every other server (Ollama, vLLM, llama.cpp, DeepSeek refuse `file` parts).
+    #[must_use]
+    pub fn for_upstream(base_url: &str) -> Self {
+        match KnownUpstream::of(base_url) {
+            KnownUpstream::OpenAi | KnownUpstream::OpenRouter => Self::File,
+            KnownUpstream::Other => Self::Text,
+        }
+    }
+
+    /// The core's mode.
+    #[must_use]
+    pub fn core(self) -> bridge_core::api::DocumentMode {
+        match self {
+            Self::File => bridge_core::api::DocumentMode::File,
+            Self::Text => bridge_core::api::DocumentMode::Text,
+            Self::Omit => bridge_core::api::DocumentMode::Omit,
+        }
+    }
+}
+
+/// Who runs a request's web search (`--web-search`, `web_search`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum WebSearchChoice {
+    /// The upstream's own search: OpenAI Responses' hosted `web_search`, OpenRouter's
+    /// `openrouter:web_search`.
+    Upstream,
+    /// The bridge, through the `--search` backend.
+    Bridge,
+}
+
+impl WebSearchChoice {
+    /// Who searches for `provider` at `base_url` unless told: the upstream where it is known to
+    /// search (the Responses API at OpenAI or OpenRouter, Chat Completions at OpenRouter), the
+    /// bridge everywhere else.
+    #[must_use]
+    pub fn for_upstream(provider: Provider, base_url: &str) -> Self {
+        match (provider, KnownUpstream::of(base_url)) {
+            (Provider::Responses, KnownUpstream::OpenAi | KnownUpstream::OpenRouter)
+            | (Provider::Openai, KnownUpstream::OpenRouter) => Self::Upstream,
+            _ => Self::Bridge,
+        }
+    }
 }
 
 /// Which build of the translation core runs.
@@ -270,6 +380,36 @@ pub struct ServeArgs {
     /// or self-signed certificate.
     #[arg(help_heading = "Common", long, env = "CLAUDE_BRIDGE_CA_CERT")]
     pub ca_cert: Option<PathBuf>,
+    /// The web search backend for upstreams without a search of their own: the bridge runs
+    /// Claude Code's WebSearch (the `web_search` server tool) through it. Without one, a
+    /// search gets the `unavailable` error saying how to configure it.
+    #[arg(
+        help_heading = "Web search",
+        long = "search",
+        env = "CLAUDE_BRIDGE_SEARCH"
+    )]
+    pub search: Option<SearchKind>,
+    /// The search backend's address: a SearXNG instance (`http://127.0.0.1:8888`); Brave and
+    /// Tavily default to their public APIs.
+    #[arg(help_heading = "Web search", long, env = "CLAUDE_BRIDGE_SEARCH_URL")]
+    pub search_url: Option<String>,
+    /// The search backend's API key (Brave, Tavily).
+    #[arg(
+        help_heading = "Web search",
+        long,
+        env = "CLAUDE_BRIDGE_SEARCH_API_KEY",
+        hide_env_values = true
+    )]
+    pub search_api_key: Option<String>,
+    /// Let the bridge's web fetch (the `web_fetch` server tool) open loopback and private
+    /// addresses (an intranet); refused by default, so a model cannot reach this machine's or
+    /// this network's services.
+    #[arg(
+        help_heading = "Web search",
+        long,
+        env = "CLAUDE_BRIDGE_FETCH_ALLOW_PRIVATE"
+    )]
+    pub fetch_allow_private: bool,
     /// Key clients must send (`x-api-key` or `Authorization: Bearer`); none when unset.
     #[arg(
         help_heading = "Common",
@@ -341,6 +481,30 @@ pub struct ServeArgs {
         env = "CLAUDE_BRIDGE_CONTINUOUS_USAGE_STATS"
     )]
     pub continuous_usage_stats: bool,
+    /// What a PDF document becomes: `file` (OpenAI's file part: OpenAI, OpenRouter), `text`
+    /// (its text, extracted by the bridge) or `omit` (a note). Default: `file` for
+    /// api.openai.com and openrouter.ai, `text` for every other server; the start-up line says
+    /// which. Text documents are always sent as text.
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        value_enum,
+        env = "CLAUDE_BRIDGE_DOCUMENTS"
+    )]
+    pub documents: Option<DocumentsChoice>,
+    /// Who runs a request's web search: `upstream` (OpenAI Responses' hosted `web_search`,
+    /// OpenRouter's `openrouter:web_search`; their searches and citations come back as
+    /// Anthropic's blocks) or `bridge` (through `--search`). Default: `upstream` for the
+    /// Responses API at api.openai.com or openrouter.ai and for Chat Completions at
+    /// openrouter.ai, `bridge` for every other server. A request that also asks for web fetch
+    /// has both run by the bridge.
+    #[arg(
+        help_heading = "Translation (OpenAI-compatible upstreams)",
+        long,
+        value_enum,
+        env = "CLAUDE_BRIDGE_WEB_SEARCH"
+    )]
+    pub web_search: Option<WebSearchChoice>,
     /// Count the prompt with the upstream model's tokenizer, so `message_start` tells clients
     /// the input tokens before the upstream's own count arrives: `auto` (OpenAI's encoding for
     /// OpenAI models), an encoding (`o200k_base`, `cl100k_base`, …) or a Hugging Face
@@ -580,8 +744,16 @@ impl ServeArgs {
             max_tokens_cap: (self.max_tokens_cap > 0).then_some(self.max_tokens_cap),
             strict_schemas: self.strict_schemas,
             reasoning_effort: self.responses_reasoning_effort.clone(),
+            hosted_web_search: self.web_search_mode() == WebSearchChoice::Upstream,
             ..bridge_core::api::ResponsesOptions::default()
         }
+    }
+
+    /// `--web-search`, else who is known to search for this provider and upstream.
+    #[must_use]
+    pub fn web_search_mode(&self) -> WebSearchChoice {
+        self.web_search
+            .unwrap_or_else(|| WebSearchChoice::for_upstream(self.provider, self.base_url()))
     }
 
     /// The connection cap and client timeouts, the cap lowered to what the open-files limit
@@ -676,7 +848,16 @@ impl ServeArgs {
             continuous_usage_stats: self.continuous_usage_stats,
             drop_tool_choice: false,
             require_max_tokens: true,
+            documents: self.documents_mode().core(),
+            hosted_web_search: self.web_search_mode() == WebSearchChoice::Upstream,
         }
+    }
+
+    /// `--documents`, else what the upstream is known to take.
+    #[must_use]
+    pub fn documents_mode(&self) -> DocumentsChoice {
+        self.documents
+            .unwrap_or_else(|| DocumentsChoice::for_upstream(self.base_url()))
     }
 }
 
@@ -733,6 +914,8 @@ const TRANSLATE_FLAGS: &[&str] = &[
     "no_reasoning_passback",
     "keep_mid_conversation_system",
     "continuous_usage_stats",
+    "documents",
+    "web_search",
     "tool_format",
     "env_file",
 ];
@@ -840,6 +1023,57 @@ mod tests {
         );
         assert_eq!(parse_listen("[::1]:9").map(|a| a.port()), Ok(9));
         assert!(parse_listen("localhost").is_err_and(|e| e.contains("HOST:PORT")));
+    }
+
+    #[test]
+    fn documents_default_to_what_the_upstream_takes() {
+        for (url, want) in [
+            ("https://api.openai.com/v1", DocumentsChoice::File),
+            ("https://OpenRouter.ai/api/v1", DocumentsChoice::File),
+            ("http://127.0.0.1:11434/v1", DocumentsChoice::Text),
+            ("https://api.deepseek.com", DocumentsChoice::Text),
+            ("https://api.openai.com.example/v1", DocumentsChoice::Text),
+        ] {
+            assert_eq!(DocumentsChoice::for_upstream(url), want, "{url}");
+        }
+    }
+
+    #[test]
+    fn web_search_defaults_to_the_upstreams_that_search() {
+        for (provider, url, want) in [
+            (
+                Provider::Responses,
+                "https://api.openai.com/v1",
+                WebSearchChoice::Upstream,
+            ),
+            (
+                Provider::Responses,
+                "https://openrouter.ai/api/v1",
+                WebSearchChoice::Upstream,
+            ),
+            (
+                Provider::Openai,
+                "https://openrouter.ai/api/v1",
+                WebSearchChoice::Upstream,
+            ),
+            (
+                Provider::Openai,
+                "https://api.openai.com/v1",
+                WebSearchChoice::Bridge,
+            ),
+            (
+                Provider::Responses,
+                "http://127.0.0.1:8000/v1",
+                WebSearchChoice::Bridge,
+            ),
+            (
+                Provider::Openai,
+                "http://127.0.0.1:11434/v1",
+                WebSearchChoice::Bridge,
+            ),
+        ] {
+            assert_eq!(WebSearchChoice::for_upstream(provider, url), want, "{url}");
+        }
     }
 
     fn help_of(subcommand: &str) -> String {

@@ -295,12 +295,7 @@ async fn probe(
         Err(e) => {
             row.status = String::from("FAIL");
             row.problem = true;
-            let mut why = e.to_string();
-            let mut source = std::error::Error::source(&e);
-            while let Some(inner) = source {
-                why = format!("{why}: {inner}");
-                source = inner.source();
-            }
+            let why = crate::error::with_causes(&e);
             row.notes
                 .push(crate::redact::redact(&format!("cannot reach {url}: {why}")).into_owned());
             return;

@@ -12,6 +12,20 @@ use bridge_core::anthropic::events::ErrorKind;
 
 use crate::engine::EngineError;
 
+/// `error` and every error that caused it, joined by `: ` (what a log or message should say:
+/// reqwest's and hyper's own text names only the outermost layer).
+#[must_use]
+pub fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
 /// Whose fault a failure was.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Fault {

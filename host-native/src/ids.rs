@@ -1,4 +1,5 @@
-//! Request ids and translator seeds from the OS's randomness (the core takes seeds as input).
+//! Request ids and translator seeds from the OS's randomness, and the wall clock in Unix
+//! seconds: the core takes both as input.
 
 const ALPHABET: &[u8; 62] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
@@ -27,4 +28,12 @@ pub fn request_id() -> String {
         }
     }
     out
+}
+
+/// Now, in Unix seconds (0 for a clock before 1970).
+#[must_use]
+pub fn unix_seconds() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }

@@ -8,7 +8,7 @@ use claude_bridge::run;
 /// jemalloc, not the platform's malloc: after a burst of large requests (32 MB bodies: their
 /// bytes, parsed forms and converted copies) glibc's malloc kept hundreds of MB for good, while
 /// jemalloc gives freed pages back. `make soak-burst` measures it.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[global_allocator]
 static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
@@ -16,7 +16,7 @@ static GLOBAL: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 /// them): a background thread purges freed pages ~1 s after they were freed (the default 10 s
 /// kept a burst's memory for longer than it needs and raised the next burst's peak), so an idle
 /// bridge returns to its idle size without any request running.
-#[cfg(not(target_env = "msvc"))]
+#[cfg(all(feature = "jemalloc", not(target_env = "msvc")))]
 #[expect(
     unsafe_code,
     reason = "jemalloc reads its options from this exported C string; it is never written"

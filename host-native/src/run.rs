@@ -120,7 +120,10 @@ pub fn prune_launcher_logs(
 /// keys, the userinfo of `--base-url`, a Fabstir wallet key given in the environment.
 pub fn register_secrets(args: &ServeArgs) {
     use crate::redact::register;
-    for key in [&args.api_key, &args.client_key].into_iter().flatten() {
+    for key in [&args.api_key, &args.client_key, &args.search_api_key]
+        .into_iter()
+        .flatten()
+    {
         register(key);
     }
     if let (_, Some((user, password))) = crate::redact::split_userinfo(args.base_url()) {
@@ -150,13 +153,15 @@ pub fn build_engine(args: &ServeArgs) -> Result<Arc<dyn Engine>, String> {
     }
 }
 
-/// The provider the arguments describe.
+/// The provider the arguments describe; all but the Anthropic pass-through run server tools
+/// (web search and fetch through `runners`).
 ///
 /// # Errors
 /// Bad upstream configuration.
 pub async fn build_provider(
     args: &ServeArgs,
     engine: &Arc<dyn Engine>,
+    runners: &Arc<crate::provider::server_tools::Runners>,
 ) -> Result<Arc<dyn crate::provider::Provider>, String> {
     let upstream = |endpoint: &str, bearer: bool| {
         let mut upstream = Upstream::new(
@@ -180,7 +185,22 @@ pub async fn build_provider(
         .filter(|t| !t.is_empty())
         .map(crate::provider::tokenizer::TokenizerSpec::parse)
         .transpose()?;
-    Ok(match args.provider {
+    if args.provider == Provider::Openai {
+        // The serving line that follows names the upstream (without its userinfo).
+        info!(
+            documents = ?args.documents_mode(),
+            configured = args.documents.is_some(),
+            "what a PDF document becomes upstream (--documents)"
+        );
+    }
+    if matches!(args.provider, Provider::Openai | Provider::Responses) {
+        info!(
+            web_search = ?args.web_search_mode(),
+            configured = args.web_search.is_some(),
+            "who runs a request's web search (--web-search)"
+        );
+    }
+    let inner: Arc<dyn crate::provider::Provider> = match args.provider {
         Provider::Openai => Arc::new(
             crate::provider::openai::OpenAi::new(
                 Arc::clone(engine),
@@ -208,7 +228,46 @@ pub async fn build_provider(
         Provider::Fabstir => {
             Arc::new(crate::provider::fabstir::setup::backend(args, engine).await?)
         }
-    })
+    };
+    // The Messages API runs server tools itself; for the others the bridge does.
+    if args.provider == Provider::Anthropic {
+        return Ok(inner);
+    }
+    // OpenAI's and OpenRouter's own web search, where they run it.
+    let upstream_searches = matches!(args.provider, Provider::Openai | Provider::Responses)
+        && args.web_search_mode() == crate::cli::WebSearchChoice::Upstream;
+    Ok(Arc::new(crate::provider::server_tools::ServerTools::new(
+        inner,
+        Arc::clone(runners),
+        upstream_searches,
+    )))
+}
+
+/// What runs server tools — the web search backend of `--search` (or `[search]`) and the web
+/// fetcher — built once and shared by every provider the bridge runs server tools for.
+///
+/// # Errors
+/// The search backend's address or key is missing or wrong, or an HTTP client cannot be built.
+pub fn server_tool_runners(
+    args: &ServeArgs,
+) -> Result<Arc<crate::provider::server_tools::Runners>, String> {
+    let search = args
+        .search
+        .map(|kind| {
+            crate::provider::search::SearchBackend::new(
+                kind,
+                args.search_url.as_deref(),
+                args.search_api_key.as_deref(),
+                args.ca_cert.as_deref(),
+            )
+        })
+        .transpose()?;
+    let fetch =
+        crate::provider::fetch::WebFetcher::new(args.fetch_allow_private, args.ca_cert.as_deref())?;
+    Ok(Arc::new(crate::provider::server_tools::Runners {
+        search,
+        fetch,
+    }))
 }
 
 /// The shared state of a server.
@@ -345,7 +404,8 @@ pub fn load_config(args: &ServeArgs) -> Result<Option<crate::config::Config>, St
 
 fn register_config_secrets(config: &crate::config::Config) {
     use secrecy::ExposeSecret;
-    if let Some(key) = &config.client_key {
+    let search_key = config.search.as_ref().and_then(|s| s.api_key.as_ref());
+    for key in config.client_key.iter().chain(search_key) {
         crate::redact::register(key.expose_secret());
     }
     for provider in config.providers.values() {
@@ -364,8 +424,8 @@ fn register_config_secrets(config: &crate::config::Config) {
     }
 }
 
-/// The arguments with the config file's `listen` and `client_key` where the flags left them
-/// at their defaults (flags and environment win).
+/// The arguments with the config file's `listen`, `client_key`, `[search]` and `[fetch]` where the flags
+/// left them at their defaults (flags and environment win).
 ///
 /// # Errors
 /// The config file does not parse or validate.
@@ -381,6 +441,17 @@ pub fn with_config_defaults(args: &ServeArgs) -> Result<ServeArgs, String> {
         if out.client_key.is_none() {
             out.client_key = config.client_key.map(|k| k.expose_secret().to_owned());
         }
+        // `[search]` applies when no search flag is given (flags describe one backend whole).
+        if let Some(search) = config.search
+            && out.search.is_none()
+            && out.search_url.is_none()
+            && out.search_api_key.is_none()
+        {
+            out.search = Some(search.kind);
+            out.search_url = search.base_url;
+            out.search_api_key = search.api_key.map(|k| k.expose_secret().to_owned());
+        }
+        out.fetch_allow_private |= config.fetch.allow_private;
     }
     Ok(out)
 }

@@ -74,6 +74,12 @@ export interface ResponsesOptions {
   drop_tool_choice?: boolean;
   /** Require `max_tokens` as `/v1/messages` does (default true). */
   require_max_tokens?: boolean;
+  /**
+   * The upstream runs web search itself (OpenAI's hosted `web_search`): a `web_search_…` server
+   * tool becomes that tool and its searches come back as `server_tool_use` +
+   * `web_search_tool_result` blocks. Off (default): server tools are dropped with a warning.
+   */
+  hosted_web_search?: boolean;
 }
 
 /** How `prepare("openai_chat", …)` shapes a Chat Completions request. Every field is optional. */
@@ -98,6 +104,19 @@ export interface ConvertOptions {
   require_max_tokens?: boolean;
   /** Ask for usage on every chunk (`stream_options.continuous_usage_stats`: vLLM, SGLang). */
   continuous_usage_stats?: boolean;
+  /**
+   * What a PDF document becomes (text documents are always inlined): "file" — OpenAI's `file`
+   * part with a data URL (OpenAI, OpenRouter); "text" (default) — text a host extracted into a
+   * text document, else a note; "omit" — a note.
+   */
+  documents?: "file" | "text" | "omit";
+  /**
+   * The upstream runs web search itself (OpenRouter's `openrouter:web_search` server tool): a
+   * `web_search_…` server tool becomes that tool and the pages it cites come back as
+   * `server_tool_use` + `web_search_tool_result` blocks. Off (default): server tools are
+   * dropped with a warning.
+   */
+  hosted_web_search?: boolean;
 }
 
 /** An Anthropic request prepared for an upstream (`prepare`). */
@@ -179,9 +198,17 @@ export interface Usage {
   /** Cache writes by lifetime (always present in the bridge's own streams). */
   cache_creation?: { ephemeral_5m_input_tokens: number; ephemeral_1h_input_tokens: number };
   output_tokens: number;
+  /** Server tool calls the answer made (web searches, fetches), when it made any. */
+  server_tool_use?: { web_search_requests: number; web_fetch_requests: number };
 }
 
-export type StopReason = "end_turn" | "max_tokens" | "stop_sequence" | "tool_use" | "refusal";
+export type StopReason =
+  | "end_turn"
+  | "max_tokens"
+  | "stop_sequence"
+  | "tool_use"
+  | "refusal"
+  | "pause_turn";
 
 export interface ApiError {
   type: ErrorKind;
@@ -189,9 +216,15 @@ export interface ApiError {
 }
 
 export type ContentBlock =
-  | { type: "text"; text: string }
+  | { type: "text"; text: string; citations?: unknown[] }
   | { type: "thinking"; thinking: string; signature: string }
-  | { type: "tool_use"; id: string; name: string; input: unknown };
+  | { type: "tool_use"; id: string; name: string; input: unknown }
+  | { type: "redacted_thinking"; data: string }
+  | { type: "server_tool_use"; id: string; name: string; input: unknown }
+  /** Results (`web_search_result` objects) or `{type: "web_search_tool_result_error", error_code}`. */
+  | { type: "web_search_tool_result"; tool_use_id: string; content: unknown }
+  /** A `web_fetch_result` or `{type: "web_fetch_tool_result_error", error_code}`. */
+  | { type: "web_fetch_tool_result"; tool_use_id: string; content: unknown };
 
 /** A complete assistant message (the folded, non-streaming answer). */
 export interface Message {
@@ -209,7 +242,8 @@ export type Delta =
   | { type: "text_delta"; text: string }
   | { type: "input_json_delta"; partial_json: string }
   | { type: "thinking_delta"; thinking: string }
-  | { type: "signature_delta"; signature: string };
+  | { type: "signature_delta"; signature: string }
+  | { type: "citations_delta"; citation: unknown };
 
 /** One event of an Anthropic Messages stream; `type` is also its SSE event name. */
 export type StreamEvent =

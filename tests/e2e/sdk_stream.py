@@ -3,7 +3,7 @@
     .venv/bin/python sdk_stream.py BASE_URL SCENARIO [MODE]
 
 BASE_URL  the bridge, e.g. http://127.0.0.1:3456 (or env ANTHROPIC_BASE_URL)
-SCENARIO  text | tools | thinking  (or env E2E_SCENARIO): which request to send
+SCENARIO  text | tools | thinking | web_fetch  (or env E2E_SCENARIO): which request to send
 MODE      both | stream | create  (default both)
 
 Prints one JSON object on stdout:
@@ -54,6 +54,14 @@ def params(name):
             "thinking": {"type": "enabled", "budget_tokens": 2048},
             "tools": TOOLS,
             "messages": [{"role": "user", "content": "Think, then answer: weather in Paris?"}],
+        }
+    if name == "web_fetch":
+        # The page to read (env E2E_FETCH_URL), named by the user so the fetch may open it.
+        url = os.environ["E2E_FETCH_URL"]
+        return {
+            **base,
+            "tools": [{"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 3}],
+            "messages": [{"role": "user", "content": f"What is the secret number on {url} ?"}],
         }
     raise SystemExit(f"unknown scenario {name}")
 

@@ -94,18 +94,3 @@ pub fn large_stream(target_bytes: usize) -> String {
     sse.push_str("data: [DONE]\n\n");
     sse
 }
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_stream_reaches_its_size_and_ends() {
-        let sse = super::large_stream(200_000);
-        assert!(sse.len() >= 200_000);
-        assert!(sse.ends_with("data: [DONE]\n\n"));
-        assert!(
-            sse.contains("reasoning_content")
-                && sse.contains("\"content\"")
-                && sse.contains("call_b")
-        );
-    }
-}

@@ -292,6 +292,10 @@ impl Bridge {
         if !opts.upstream_check {
             cmd.env("CLAUDE_BRIDGE_NO_UPSTREAM_CHECK", "true");
         }
+        // Every bridge of the run shares one compiled-core cache, also those given a fresh HOME
+        // (the AG-UI and launcher tests): each would otherwise compile the component again.
+        let (cache_var, cache_dir) = compiled_core_cache_env();
+        cmd.env(cache_var, cache_dir);
         for (k, v) in &opts.env {
             cmd.env(k, v);
         }
@@ -400,4 +404,14 @@ impl Bridge {
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
+}
+
+/// `CLAUDE_BRIDGE_CACHE_DIR` for the bridges a test starts: one directory for the whole run, so
+/// the wasm engine's compiled core is compiled once, not once per bridge with a fresh `HOME`.
+pub fn compiled_core_cache_env() -> (&'static str, String) {
+    let dir = std::env::temp_dir().join("claude-bridge-e2e-compiled-core");
+    (
+        "CLAUDE_BRIDGE_CACHE_DIR",
+        dir.to_string_lossy().into_owned(),
+    )
 }

@@ -145,6 +145,18 @@ pub async fn run_sdk(
     mode: &str,
     timeout: Duration,
 ) -> crate::Result<Value> {
+    run_sdk_with(sdk, base_url, scenario, mode, &[], timeout).await
+}
+
+/// [`run_sdk`] with extra environment for the driver (`E2E_FETCH_URL` for `web_fetch`).
+pub async fn run_sdk_with(
+    sdk: Sdk,
+    base_url: &str,
+    scenario: &str,
+    mode: &str,
+    env: &[(&str, &str)],
+    timeout: Duration,
+) -> crate::Result<Value> {
     let dir = e2e_dir();
     let mut cmd = match sdk {
         Sdk::Python => {
@@ -164,17 +176,27 @@ pub async fn run_sdk(
         .current_dir(&dir)
         .env("E2E_CLIENT_TIMEOUT_MS", client_timeout_ms.to_string())
         .env_remove("ANTHROPIC_API_KEY")
-        .env_remove("ANTHROPIC_AUTH_TOKEN");
+        .env_remove("ANTHROPIC_AUTH_TOKEN")
+        .envs(env.iter().copied());
     run_driver(cmd, timeout, &format!("{} SDK driver", sdk.name())).await
 }
 
+/// What a client driver may spend starting, on top of the timeout its requests get: importing
+/// the Python `anthropic` SDK alone took 13–18 s of CPU on a quiet 2-core machine (its ~1,600
+/// type modules build pydantic models at import), and more while a test run loads both cores.
+/// The requests themselves are held to the caller's timeout by the client
+/// (`E2E_CLIENT_TIMEOUT_MS`), so a bridge that stalls still fails the test as the client's own
+/// timeout; this only keeps a slow start from being called a hang.
+pub const DRIVER_START_UP: Duration = Duration::from_secs(60);
+
 /// Run a client driver (`tests/e2e/*.mjs`, `*.py`) that reports one JSON object as its last
 /// `{`-line on stdout and exits 0 (errors are in the report, not the exit code): the report.
+/// `timeout` is for its requests; the process gets [`DRIVER_START_UP`] more.
 ///
 /// # Errors
 /// The driver did not start, timed out, exited non-zero or printed no JSON.
 pub async fn run_driver(cmd: Command, timeout: Duration, what: &str) -> crate::Result<Value> {
-    let out = run(cmd, timeout, what).await?;
+    let out = run(cmd, timeout + DRIVER_START_UP, what).await?;
     if out.code != Some(0) {
         return Err(err(format!(
             "{what} exited with {:?}\nstdout: {}\nstderr: {}",

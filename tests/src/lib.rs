@@ -29,11 +29,13 @@ pub mod fabstir_node;
 pub mod http;
 pub mod mcp;
 pub mod responses_upstream;
+pub mod searxng;
 pub mod sse;
 pub mod tempdir;
 pub mod tls;
 pub mod tmux;
 pub mod upstream;
+pub mod website;
 
 /// The error type of the harness: anything, with a message good enough to fail a test on.
 pub type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;

@@ -30,7 +30,9 @@ impl Tmux {
         command: &str,
     ) -> crate::Result<Self> {
         let socket = socket_dir.join(format!("tmux-{name}.sock"));
-        let mut exports = String::new();
+        // What these terminals run is the bridge's launchers: they share the run's compiled core.
+        let (cache_var, cache_dir) = crate::bridge::compiled_core_cache_env();
+        let mut exports = format!("{cache_var}={} ", shell_quote(&cache_dir));
         for (key, value) in env {
             exports.push_str(&format!("{key}={} ", shell_quote(value)));
         }

@@ -684,3 +684,250 @@ async fn an_mcp_tool_name_past_64_characters_is_called_through_a_strict_upstream
         "{ctx}"
     );
 }
+
+/// Whether the request offers a function named `name`.
+fn offers(req: &RecordedRequest, name: &str) -> bool {
+    req.tools()
+        .iter()
+        .any(|t| t["function"]["name"].as_str() == Some(name))
+}
+
+/// The upstream of a WebSearch run. Claude Code's main loop calls `WebSearch`; the tool runs a
+/// side query with Anthropic's `web_search` server tool, which the bridge offers as a
+/// `web_search` function: the model calls it, and once the search's results are in the request
+/// it answers with what they say (so an answer quoting the result proves the result reached
+/// the model). The main loop then answers with what the WebSearch tool returned.
+async fn web_search_upstream() -> Upstream {
+    Upstream::start(move |req: &RecordedRequest| {
+        let secret = |text: &str| {
+            ["7319", "no search backend"]
+                .into_iter()
+                .find(|s| text.contains(s))
+                .unwrap_or("nothing")
+                .to_owned()
+        };
+        if !req.is_chat() {
+            ScriptedResponse::openai_error(404, "not found", "invalid_request_error", None)
+        } else if offers(req, "web_search") {
+            if req.has_tool_result() {
+                let found = secret(&req.all_text());
+                text_stream(&["The search says: ", &found, "."])
+            } else {
+                tool_call_stream(
+                    "call_ws",
+                    "web_search",
+                    &[r#"{"query": "quokka "#, r#"secret number"}"#],
+                )
+            }
+        } else if offers(req, "WebSearch") {
+            if req.has_tool_result() {
+                let found = secret(&req.all_text());
+                text_stream(&["Answer: ", &found])
+            } else {
+                tool_call_stream(
+                    "call_main",
+                    "WebSearch",
+                    &[r#"{"query": "quokka secret number"}"#],
+                )
+            }
+        } else {
+            background_response()
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// The Claude Code run of a WebSearch test: the tool allowed, every tool in the first request.
+async fn run_web_search(session: &Session) -> ClaudeRun {
+    session
+        .run_with(
+            "What is the quokka's secret number? Search the web.",
+            &["--allowedTools", "WebSearch"],
+            &[("ENABLE_TOOL_SEARCH", "false")],
+        )
+        .await
+}
+
+/// Claude Code's WebSearch through a Chat upstream that has no search: the bridge offers the
+/// model a `web_search` function, runs the query against a SearXNG instance (a strict stand-in
+/// speaking its JSON API), streams `server_tool_use` and `web_search_tool_result` to Claude Code
+/// and sends the results to the model in a second round.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_web_search_runs_through_the_bridge_and_searxng() {
+    let searx = bridge_tests::searxng::SearxNg::start(|query| {
+        vec![bridge_tests::searxng::SearchResultSpec::new(
+            "https://docs.example.org/quokka",
+            &format!("Quokka facts for {query}"),
+            "The quokka's secret number is 7319.",
+        )]
+    })
+    .await
+    .unwrap();
+    let opts =
+        BridgeOptions::default().args(&["--search", "searxng", "--search-url", &searx.base_url()]);
+    let session = Session::start_with(web_search_upstream().await, "cc-web-search", opts).await;
+    let run = run_web_search(&session).await;
+    let ctx = format!(
+        "{}\n--- searxng: {:?}",
+        session.context(&run),
+        searx.queries()
+    );
+    assert_eq!(run.output.code, Some(0), "{ctx}");
+    assert_eq!(run.result_text(), Some("Answer: 7319"), "{ctx}");
+    let queries = searx.queries();
+    assert_eq!(queries.len(), 1, "{ctx}");
+    assert_eq!(queries[0].status, 200, "{ctx}");
+    assert_eq!(queries[0].param("q"), Some("quokka secret number"), "{ctx}");
+    assert_eq!(queries[0].param("format"), Some("json"), "{ctx}");
+    let requests = session.upstream.model_requests();
+    // The side query's second round carries the search's results as the function's result.
+    let second = requests
+        .iter()
+        .find(|r| offers(r, "web_search") && r.has_tool_result())
+        .unwrap_or_else(|| panic!("no round carried the search results\n{ctx}"));
+    let result = second.tool_messages()[0]["content"].to_string();
+    assert!(
+        result.contains("7319") && result.contains("https://docs.example.org/quokka"),
+        "{ctx}"
+    );
+    assert_eq!(
+        second.assistant_tool_calls()[0]["function"]["name"],
+        "web_search",
+        "{ctx}"
+    );
+    // Claude Code read the search from the stream: its tool result lists the link it found.
+    let main = requests
+        .iter()
+        .find(|r| offers(r, "WebSearch") && r.has_tool_result())
+        .unwrap_or_else(|| panic!("the main loop got no WebSearch result\n{ctx}"));
+    let shown = main.tool_messages()[0]["content"].to_string();
+    assert!(shown.contains("https://docs.example.org/quokka"), "{ctx}");
+    assert!(shown.contains("The search says: 7319"), "{ctx}");
+}
+
+/// The same without a search backend: the search is answered with Anthropic's `unavailable`
+/// error, and the model is told how to configure a backend (never a silent nothing).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_web_search_without_a_backend_says_how_to_configure_one() {
+    let session = Session::start_with(
+        web_search_upstream().await,
+        "cc-web-search-none",
+        BridgeOptions::default(),
+    )
+    .await;
+    let run = run_web_search(&session).await;
+    let ctx = session.context(&run);
+    assert_eq!(run.output.code, Some(0), "{ctx}");
+    let requests = session.upstream.model_requests();
+    let second = requests
+        .iter()
+        .find(|r| offers(r, "web_search") && r.has_tool_result())
+        .unwrap_or_else(|| panic!("no round carried the search's failure\n{ctx}"));
+    let result = second.tool_messages()[0]["content"].to_string();
+    assert!(
+        result.contains("unavailable") && result.contains("[search]"),
+        "{ctx}"
+    );
+    assert_eq!(
+        run.result_text(),
+        Some("Answer: no search backend"),
+        "{ctx}"
+    );
+    assert!(
+        session
+            .bridge
+            .log()
+            .contains("no search backend is configured"),
+        "{ctx}"
+    );
+}
+
+/// Claude Code's Read tool on a PDF, through a Chat upstream, in each `--documents` mode. Claude
+/// Code sends the PDF it read as a `document` block inside the tool result; a Chat tool message
+/// takes only text, so the bridge sends the file after the results (`file`: OpenAI's file part,
+/// the PDF byte for byte), its text (`text`: extracted by the bridge) or a note (`omit`) — and
+/// never the base64 as text.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_reads_a_pdf_through_a_chat_upstream_in_each_documents_mode() {
+    use base64::Engine as _;
+    const PDF: &[u8] = include_bytes!("../fixtures/documents/report.pdf");
+    const SENTENCE: &str = "Quarterly revenue grew 12 percent";
+    let dir = bridge_tests::tempdir::TempDir::new("cc-pdf").unwrap();
+    let path = dir.path().join("report.pdf");
+    std::fs::write(&path, PDF).unwrap();
+    let data_url = format!(
+        "data:application/pdf;base64,{}",
+        base64::engine::general_purpose::STANDARD.encode(PDF)
+    );
+    let read = tool_call_stream(
+        "call_read",
+        "Read",
+        &[&json!({"file_path": path.to_string_lossy()}).to_string()],
+    );
+    let dir_arg = dir.path().to_string_lossy().into_owned();
+    for mode in ["file", "text", "omit"] {
+        let opts = BridgeOptions {
+            extra_args: vec!["--documents".into(), mode.into()],
+            ..BridgeOptions::default()
+        };
+        let s = Session::start_with(
+            claude_code_upstream(read.clone()).await,
+            &format!("cc-pdf-{mode}"),
+            opts,
+        )
+        .await;
+        let run = s
+            .run(
+                "Summarise report.pdf",
+                &["--allowedTools", "Read", "--add-dir", &dir_arg],
+            )
+            .await;
+        let ctx = s.context(&run);
+        assert_eq!(run.output.code, Some(0), "{mode}: {ctx}");
+        let second = s
+            .upstream
+            .requests()
+            .into_iter()
+            .find(RecordedRequest::has_tool_result)
+            .unwrap_or_else(|| panic!("{mode}: no tool result went upstream\n{ctx}"));
+        let files: Vec<&Value> = second
+            .messages()
+            .iter()
+            .filter_map(|m| m["content"].as_array())
+            .flatten()
+            .filter(|part| part["type"] == "file")
+            .collect();
+        let text = second.all_text();
+        assert!(
+            !text.contains("JVBERi0"),
+            "{mode}: the PDF's base64 went as text\n{ctx}"
+        );
+        match mode {
+            "file" => {
+                assert_eq!(files.len(), 1, "{mode}: one file part\n{ctx}");
+                assert_eq!(
+                    files[0]["file"]["file_data"],
+                    data_url.as_str(),
+                    "{mode}\n{ctx}"
+                );
+                assert!(!text.contains(SENTENCE), "{mode}\n{ctx}");
+            }
+            "text" => {
+                assert!(files.is_empty(), "{mode}\n{ctx}");
+                assert!(
+                    text.contains(SENTENCE),
+                    "{mode}: the PDF's text reaches the model\n{ctx}"
+                );
+            }
+            _ => {
+                assert!(files.is_empty(), "{mode}\n{ctx}");
+                assert!(!text.contains(SENTENCE), "{mode}\n{ctx}");
+                assert!(
+                    text.contains("[document omitted (application/pdf)"),
+                    "{mode}\n{ctx}"
+                );
+            }
+        }
+    }
+}

@@ -1139,9 +1139,11 @@ async fn slow_clients_time_out_and_connections_are_capped() {
 
 /// At the connection cap, probes still get in and everyone else gets a fast answer: with
 /// `--max-connections 2` held by two long streams, `/health` and `/metrics` answer on fresh
-/// connections within a second, a Messages client gets `529 overloaded_error` and an OpenAI
-/// client `503` in its own envelope, both with `retry-after`, within a second (`--cap-wait 0`);
-/// the held streams finish whole.
+/// connections at once, a Messages client gets `529 overloaded_error` and an OpenAI client `503`
+/// in its own envelope, both with `retry-after`, at once (`--cap-wait 0`); the held streams
+/// finish whole. "At once" is [`PROMPTLY`]: well inside the 20 s the streams are held, so an
+/// answer in time cannot have waited for a slot, and not a latency bound (a fresh clone's test
+/// run loads both cores; 1 s was missed there once).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
     let slow = ChatStream::new()
@@ -1149,7 +1151,7 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
         .text("slow ")
         // Long enough that the held streams are still open however slow the machine is (a
         // fresh clone's first bridges start slowly: both streams may take seconds to arrive).
-        .pause(Duration::from_millis(15_000))
+        .pause(Duration::from_millis(20_000))
         .text("answer")
         .finish("stop")
         .build();
@@ -1173,8 +1175,8 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
         })
         .collect();
     // Both streams are under way (else a request below would take a free slot, not the
-    // overload answer), within 10 s of each other: the first is held 15 s from its arrival,
-    // which outlasts the checks below.
+    // overload answer), within 10 s of each other: the first is held 20 s from its arrival,
+    // which outlasts the checks below (at most 3 × PROMPTLY).
     let started = Instant::now();
     while upstream.requests().len() < 2 && started.elapsed() < Duration::from_secs(10) {
         tokio::time::sleep(Duration::from_millis(20)).await;
@@ -1187,24 +1189,14 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
     );
     for path in ["/health", "/metrics"] {
         let asked = Instant::now();
-        let r = http::send(
-            "GET",
-            &format!("{base}{path}"),
-            &[],
-            None,
-            Duration::from_secs(1),
-        )
-        .await
-        .unwrap_or_else(|e| panic!("{path} at the cap: {e}\n{}", bridge.log()));
+        let r = http::send("GET", &format!("{base}{path}"), &[], None, PROMPTLY)
+            .await
+            .unwrap_or_else(|e| panic!("{path} at the cap: {e}\n{}", bridge.log()));
         assert_eq!(r.status, 200, "{path}: {}", r.text());
-        assert!(
-            asked.elapsed() < Duration::from_secs(1),
-            "{path}: {:?}",
-            asked.elapsed()
-        );
+        assert!(asked.elapsed() < PROMPTLY, "{path}: {:?}", asked.elapsed());
     }
     let asked = Instant::now();
-    let r = http::post_messages(&base, &request(false), Duration::from_secs(1))
+    let r = http::post_messages(&base, &request(false), PROMPTLY)
         .await
         .unwrap_or_else(|e| panic!("past the cap: {e}\n--- bridge log:\n{}", bridge.log()));
     let c = ctx(&r, &upstream, &bridge);
@@ -1217,7 +1209,7 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
         &format!("{base}/v1/chat/completions"),
         &[("content-type", "application/json")],
         Some(chat.to_string().into_bytes()),
-        Duration::from_secs(1),
+        PROMPTLY,
     )
     .await
     .unwrap_or_else(|e| {
@@ -1233,11 +1225,7 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
         r.text()
     );
     assert_eq!(r.header("retry-after"), Some("1"));
-    assert!(
-        asked.elapsed() < Duration::from_secs(1),
-        "{:?}",
-        asked.elapsed()
-    );
+    assert!(asked.elapsed() < PROMPTLY, "{:?}", asked.elapsed());
     for stream in streams {
         let r = stream.await.unwrap().unwrap();
         let c = ctx(&r, &upstream, &bridge);
@@ -1250,6 +1238,11 @@ async fn at_the_cap_probes_get_in_and_others_are_told_to_retry() {
         );
     }
 }
+
+/// How soon an answer that must not wait for a connection slot comes, in
+/// [`at_the_cap_probes_get_in_and_others_are_told_to_retry`]: three of them plus the 10 s the
+/// held streams may take to arrive stay inside the 20 s they are held.
+const PROMPTLY: Duration = Duration::from_secs(3);
 
 /// Issue 16.3 (descriptor pressure): under an open-files limit of 256, soft and hard (so the
 /// bridge cannot raise it), 300 idle clients — each half a request head — do not run the bridge
@@ -1364,8 +1357,12 @@ async fn a_looping_plug_in_is_stopped_at_its_deadline() {
             "{message}\n{c}"
         );
     }
+    // The message above shows the deadline fired; this shows both loops ended well before the
+    // client's own timeout (T, 20 s). Not a tighter bound: the 2 s deadline is counted by an
+    // epoch ticker that a loaded two-core machine (the suite runs beside it) can delay, and
+    // two loops in parallel there took up to 9.3 s.
     assert!(
-        started.elapsed() < Duration::from_secs(8),
+        started.elapsed() < Duration::from_secs(15),
         "took {:?}",
         started.elapsed()
     );

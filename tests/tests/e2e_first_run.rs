@@ -14,7 +14,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use bridge_tests::bridge::binary_path;
+use bridge_tests::bridge::{binary_path, compiled_core_cache_env};
 use bridge_tests::chunks::text_stream;
 use bridge_tests::tempdir::TempDir;
 use bridge_tests::tmux::Tmux;
@@ -231,10 +231,7 @@ async fn claude_interactive(term: &Tmux, what: &str) {
         term.press(&["Enter"]).unwrap();
         term.wait_for_change(&before, Duration::from_secs(10)).await;
     }
-    term.type_text("Create hello.txt with the word hello")
-        .unwrap();
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    term.press(&["Enter"]).unwrap();
+    submit_to_claude(term, "Create hello.txt with the word hello", what).await;
     let screen = term
         .wait_for(
             &["Done: hello.txt is written.", REFUSED[1], "API Error"],
@@ -253,14 +250,71 @@ async fn claude_interactive(term: &Tmux, what: &str) {
     quit_claude(term, what).await;
 }
 
-/// Ctrl-C twice, as a person leaves Claude Code; the command then ends with 0.
+/// Type `prompt` into Claude Code's input box and press Enter until it is taken. Under load an
+/// Enter that lands while Claude Code is still drawing (or inside what it reads as a paste) is
+/// lost and the prompt stays in the box; a person would press Enter again, and so does this.
+async fn submit_to_claude(term: &Tmux, prompt: &str, what: &str) {
+    term.type_text(prompt).unwrap();
+    term.wait_for_visible(&[prompt], Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|e| panic!("{what}: the typed prompt did not show: {e}"));
+    for _ in 0..5 {
+        term.settled(Duration::from_secs(3)).await;
+        term.press(&["Enter"]).unwrap();
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        while tokio::time::Instant::now() < deadline {
+            if !in_claude_input_box(&term.visible(), prompt) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    panic!(
+        "{what}: Claude Code did not take the prompt after five Enters:\n{}",
+        term.visible()
+    );
+}
+
+/// Whether `prompt` is still in Claude Code's input box: the `❯` line between two rules.
+fn in_claude_input_box(screen: &str, prompt: &str) -> bool {
+    let lines: Vec<&str> = screen.lines().map(str::trim).collect();
+    let typed = format!("❯ {prompt}");
+    (1..lines.len().saturating_sub(1)).any(|i| {
+        lines[i].starts_with(&typed)
+            && lines[i - 1].starts_with('─')
+            && lines[i + 1].starts_with('─')
+    })
+}
+
+/// Ctrl-C twice, as a person leaves Claude Code; the command then ends with 0. Claude Code asks
+/// for the second press only for a moment ("Press Ctrl-C again to exit"), and a first press
+/// that lands while a turn is still settling interrupts it instead; so both presses go
+/// together, and again until the command has ended.
 async fn quit_claude(term: &Tmux, what: &str) {
-    term.press(&["C-c"]).unwrap();
-    tokio::time::sleep(Duration::from_millis(400)).await;
-    term.press(&["C-c"]).unwrap();
+    for _ in 0..5 {
+        term.press(&["C-c"]).unwrap();
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        term.press(&["C-c"]).unwrap();
+        if term
+            .wait_for(&["[exited"], Duration::from_secs(5))
+            .await
+            .is_ok()
+        {
+            break;
+        }
+    }
     term.wait_for(&["[exited 0]"], SCREEN)
         .await
         .unwrap_or_else(|e| panic!("{what}: {e}"));
+}
+
+#[test]
+fn a_prompt_in_claude_codes_input_box_is_told_from_one_in_the_transcript() {
+    let rule = "─".repeat(20);
+    let waiting = format!("{rule}\n❯ Create hello.txt\n{rule}\n  ⏵⏵ auto mode on");
+    assert!(in_claude_input_box(&waiting, "Create hello.txt"));
+    let taken = format!("❯ Create hello.txt\n\n● Bash(echo hello)\n{rule}\n❯ \n{rule}");
+    assert!(!in_claude_input_box(&taken, "Create hello.txt"));
 }
 
 /// Drive an interactive Codex: its prompt, a task that creates hello.txt, the answer, `/quit`.
@@ -364,6 +418,7 @@ async fn a_dead_upstream_ends_claude_code_quickly_with_its_address() {
             .env_clear()
             .env("PATH", path_env())
             .env("HOME", root.path())
+            .envs([compiled_core_cache_env()])
             .env(NO_SELF_UPDATE.0, NO_SELF_UPDATE.1)
             .stdin(std::process::Stdio::null())
             .kill_on_drop(true)
@@ -415,6 +470,7 @@ async fn the_launcher_ends_what_its_tool_left_running() {
             .arg("--claude-bin")
             .arg(&tool)
             .env("HOME", root.path())
+            .envs([compiled_core_cache_env()])
             .kill_on_drop(true)
             .output(),
     )
@@ -445,6 +501,7 @@ async fn sigterm_to_a_launcher_ends_its_tool_and_what_it_left() {
         .arg("--claude-bin")
         .arg(&tool)
         .env("HOME", root.path())
+        .envs([compiled_core_cache_env()])
         .stderr(std::process::Stdio::null())
         .kill_on_drop(true)
         .spawn()
@@ -529,6 +586,7 @@ async fn a_launcher_reloads_its_config_on_change_and_sighup() {
             .arg("--claude-bin")
             .arg(&tool)
             .env("HOME", root.path())
+            .envs([compiled_core_cache_env()])
             .kill_on_drop(true)
             .output(),
     )

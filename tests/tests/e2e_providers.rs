@@ -190,6 +190,130 @@ async fn claude_code_runs_a_tool_over_responses_and_its_reasoning_goes_back() {
     );
 }
 
+/// Claude Code's WebSearch on the Responses API's hosted web search (issue 32 item 2): the main
+/// loop calls WebSearch; the tool's side query carries Anthropic's `web_search` server tool,
+/// which the bridge sends as the hosted `web_search` tool (with `include` asking for the
+/// sources); the upstream searches and answers citing the page; the bridge streams that as
+/// `server_tool_use` + `web_search_tool_result` + a cited text block, and Claude Code's tool
+/// result — the next turn's `function_call_output` — lists the page and quotes the answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_web_search_runs_on_the_responses_hosted_tool() {
+    const PAGE: &str = "https://docs.example.org/quokka";
+    let upstream = Upstream::start(|req: &RecordedRequest| {
+        if let Some(refused) = responses::refusal(req, OPENAI_KEY) {
+            return refused;
+        }
+        let tools = req.body["tools"].as_array().cloned().unwrap_or_default();
+        let input = req.body["input"].to_string();
+        if tools.iter().any(|t| t["type"] == "web_search") {
+            Response {
+                items: vec![
+                    Item::Search("quokka secret number".into(), vec![PAGE.into()]),
+                    Item::Cited(
+                        vec!["The search says: ".into(), "7319.".into()],
+                        vec![(PAGE.into(), "Quokka facts".into())],
+                    ),
+                ],
+                usage: (300, 0, 12, 0),
+            }
+            .answer(req)
+        } else if tools.iter().any(|t| t["name"] == "WebSearch") {
+            if input.contains("function_call_output") {
+                let found = if input.contains("7319") {
+                    "7319"
+                } else {
+                    "nothing"
+                };
+                Response::text(&["Answer: ", found]).answer(req)
+            } else {
+                Response {
+                    items: vec![Item::Call(
+                        "call_main".into(),
+                        "WebSearch".into(),
+                        vec![r#"{"query": "quokka secret number"}"#.into()],
+                    )],
+                    usage: (900, 0, 20, 0),
+                }
+                .answer(req)
+            }
+        } else {
+            Response::text(&["{\"title\":\"Quokka\"}"]).answer(req)
+        }
+    })
+    .await
+    .unwrap();
+    let bridge = Bridge::start_with(
+        &upstream.base_url(),
+        "responses-web-search",
+        BridgeOptions {
+            extra_args: vec!["--web-search".into(), "upstream".into()],
+            ..opts("responses", Some("gpt-5"), Some(OPENAI_KEY))
+        },
+    )
+    .await
+    .unwrap();
+    let run = run_claude_code_with(
+        &bridge.base_url(),
+        "What is the quokka's secret number? Search the web.",
+        &["--allowedTools", "WebSearch"],
+        &[("ENABLE_TOOL_SEARCH", "false")],
+        CLI_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = || format!("{}\n{}", run.describe(), context(&upstream, &bridge));
+    assert_eq!(run.output.code, Some(0), "{}", ctx());
+    assert_eq!(run.result_text(), Some("Answer: 7319"), "{}", ctx());
+    let requests = upstream.requests();
+    let search = requests
+        .iter()
+        .find(|r| {
+            r.body["tools"]
+                .as_array()
+                .is_some_and(|t| t.iter().any(|t| t["type"] == "web_search"))
+        })
+        .unwrap_or_else(|| panic!("no request carried the hosted tool\n{}", ctx()));
+    assert!(
+        search.body["include"]
+            .as_array()
+            .is_some_and(|i| i.iter().any(|v| v == "web_search_call.action.sources")),
+        "{}",
+        ctx()
+    );
+    assert!(
+        search.body["tools"].as_array().is_some_and(|t| t
+            .iter()
+            .all(|t| t["type"] != "function" || t["name"] != "web_search")),
+        "the bridge ran no search of its own\n{}",
+        ctx()
+    );
+    // Claude Code read the search from the stream: its tool result lists the page it found and
+    // the text that cites it.
+    let main = requests
+        .iter()
+        .rfind(|r| r.body["input"].to_string().contains("function_call_output"))
+        .unwrap_or_else(|| panic!("the main loop got no WebSearch result\n{}", ctx()));
+    let output = main.body["input"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|i| i["type"] == "function_call_output")
+        .map(|i| i["output"].to_string())
+        .unwrap_or_default();
+    assert!(
+        output.contains(PAGE) && output.contains("The search says: 7319"),
+        "{output}\n{}",
+        ctx()
+    );
+    assert!(
+        bridge
+            .log()
+            .contains("the upstream runs the request's web search"),
+        "{}",
+        ctx()
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn responses_faults_become_anthropic_errors() {
     let answer = Response {

@@ -545,3 +545,160 @@ async fn langchain(bridge: &Bridge) -> Value {
         .await
         .unwrap()
 }
+
+/// The page of the web fetch tests: the secret number the answer must quote, a link to follow.
+const FETCH_PAGE: &str = r#"<!doctype html><html><head><title>Quokka facts</title></head>
+<body><h1>Quokkas</h1><p>The quokka's secret number is <b>4521</b>.</p>
+<p><a href="/more.html">More facts</a></p></body></html>"#;
+
+/// An upstream that, offered `web_fetch`, fetches the page the user named and a made-up address
+/// in one round, then answers with the secret number it was given (or "nothing").
+async fn web_fetch_upstream(page: String, made_up: String) -> Upstream {
+    Upstream::start(move |req: &bridge_tests::upstream::RecordedRequest| {
+        let offers_fetch = req
+            .tools()
+            .iter()
+            .any(|t| t["function"]["name"] == "web_fetch");
+        if !req.is_chat() || !offers_fetch {
+            bridge_tests::upstream::background_response()
+        } else if req.has_tool_result() {
+            let text = req.all_text();
+            let found = if text.contains("4521") {
+                "4521"
+            } else {
+                "nothing"
+            };
+            bridge_tests::chunks::text_stream(&["The page says: ", found, "."])
+        } else {
+            let page = format!(r#"{{"url":"{page}"}}"#);
+            let made_up = format!(r#"{{"url":"{made_up}"}}"#);
+            parallel_tool_calls_stream(&[
+                ("call_page", "web_fetch", &[page.as_str()]),
+                ("call_made_up", "web_fetch", &[made_up.as_str()]),
+            ])
+        }
+    })
+    .await
+    .unwrap()
+}
+
+/// The `web_fetch_tool_result` content answering `server_tool_use` `call` of `message`.
+fn fetch_result<'a>(message: &'a Value, input_url: &str) -> &'a Value {
+    let blocks = message["content"].as_array().unwrap();
+    let id = blocks
+        .iter()
+        .find(|b| b["type"] == "server_tool_use" && b["input"]["url"] == input_url)
+        .unwrap_or_else(|| panic!("no server_tool_use for {input_url}: {message:#}"))["id"]
+        .as_str()
+        .unwrap();
+    &blocks
+        .iter()
+        .find(|b| b["type"] == "web_fetch_tool_result" && b["tool_use_id"] == id)
+        .unwrap_or_else(|| panic!("no result for {input_url}: {message:#}"))["content"]
+}
+
+/// The bridge runs `web_fetch` for a Chat upstream: the official Python SDK sends the tool, the
+/// model asks for the page the user named and for an address it made up; the bridge fetches
+/// the first from a real web server (Python's http.server) — its text reaches the model, a
+/// `web_fetch_result` document reaches the SDK — and refuses the second without a request
+/// (`url_not_in_prior_context`). Without `--fetch-allow-private` the loopback page itself is
+/// refused (`url_not_accessible`, the model told how to allow it) and the site sees nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn web_fetch_reads_a_named_page_and_refuses_made_up_and_private_addresses() {
+    let mut site = bridge_tests::website::Website::start(&[("quokka.html", FETCH_PAGE.as_bytes())])
+        .await
+        .unwrap();
+    let page = format!("{}/quokka.html", site.base_url());
+    let made_up = format!("{}/quokka.html?leak=the-users-secrets", site.base_url());
+    let upstream = web_fetch_upstream(page.clone(), made_up.clone()).await;
+    let env = [("E2E_FETCH_URL", page.as_str())];
+
+    let opts = BridgeOptions::default().args(&["--fetch-allow-private"]);
+    let bridge = Bridge::start_with(&upstream.base_url(), "sdk-web-fetch", opts)
+        .await
+        .unwrap();
+    let report = bridge_tests::clients::run_sdk_with(
+        Sdk::Python,
+        &bridge.base_url(),
+        "web_fetch",
+        "both",
+        &env,
+        SDK_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = format!(
+        "report: {report:#}\n--- site: {:?}\n--- upstream:\n{}\n--- bridge log:\n{}",
+        site.paths(),
+        upstream.dump(),
+        bridge.log()
+    );
+    for mode in ["stream", "create"] {
+        assert_eq!(report[mode]["ok"], json!(true), "{mode}\n{ctx}");
+        let message = &report[mode]["message"];
+        let fetched = fetch_result(message, &page);
+        assert_eq!(fetched["type"], "web_fetch_result", "{ctx}");
+        assert_eq!(fetched["url"], page.as_str(), "{ctx}");
+        assert_eq!(fetched["content"]["title"], "Quokka facts", "{ctx}");
+        let text = fetched["content"]["source"]["data"].as_str().unwrap();
+        // html2text writes the page as Markdown-like text: bold as **…**, links as footnotes.
+        assert!(
+            text.contains("The quokka's secret number is **4521**.")
+                && text.contains("[1]: /more.html"),
+            "{ctx}"
+        );
+        assert!(
+            fetched["retrieved_at"].as_str().unwrap().ends_with('Z'),
+            "{ctx}"
+        );
+        let refused = fetch_result(message, &made_up);
+        assert_eq!(refused["error_code"], "url_not_in_prior_context", "{ctx}");
+        let last = message["content"].as_array().unwrap().last().unwrap();
+        assert_eq!(last["text"], "The page says: 4521.", "{ctx}");
+        assert_eq!(
+            message["usage"]["server_tool_use"]["web_fetch_requests"], 1,
+            "{ctx}"
+        );
+    }
+    assert_eq!(
+        site.paths(),
+        ["/quokka.html", "/quokka.html"],
+        "one fetch per answer, never the made-up address\n{ctx}"
+    );
+    drop(bridge);
+
+    // The same bridge without --fetch-allow-private: a loopback page is not opened.
+    let bridge = Bridge::start(&upstream.base_url(), "sdk-web-fetch-private")
+        .await
+        .unwrap();
+    let report = bridge_tests::clients::run_sdk_with(
+        Sdk::Python,
+        &bridge.base_url(),
+        "web_fetch",
+        "stream",
+        &env,
+        SDK_TIMEOUT,
+    )
+    .await
+    .unwrap();
+    let ctx = format!("report: {report:#}\n--- bridge log:\n{}", bridge.log());
+    assert_eq!(report["stream"]["ok"], json!(true), "{ctx}");
+    let message = &report["stream"]["message"];
+    assert_eq!(
+        fetch_result(message, &page)["error_code"],
+        "url_not_accessible",
+        "{ctx}"
+    );
+    let last = message["content"].as_array().unwrap().last().unwrap();
+    assert_eq!(last["text"], "The page says: nothing.", "{ctx}");
+    let told = upstream
+        .model_requests()
+        .iter()
+        .rev()
+        .find(|r| r.has_tool_result())
+        .map(bridge_tests::upstream::RecordedRequest::all_text)
+        .unwrap_or_default();
+    assert!(told.contains("--fetch-allow-private"), "{told}\n{ctx}");
+    assert_eq!(site.paths().len(), 2, "the site saw no new request\n{ctx}");
+    assert!(site.is_running());
+}

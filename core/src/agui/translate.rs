@@ -405,7 +405,7 @@ impl ClaudeToAgui {
         }
         let id = format!("{message_id}:{index}");
         let kind = match block {
-            ContentBlock::Text { text } => {
+            ContentBlock::Text { text, .. } => {
                 out.push(text_start(&id));
                 if !text.is_empty() {
                     out.push(text_content(&id, text));
@@ -479,7 +479,7 @@ impl ClaudeToAgui {
             }
             let id = format!("{message_id}:{index}");
             match block {
-                ContentBlock::Text { text } => {
+                ContentBlock::Text { text, .. } => {
                     if !text.is_empty() {
                         out.push(text_start(&id));
                         out.push(text_content(&id, text));

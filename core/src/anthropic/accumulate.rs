@@ -48,7 +48,10 @@ impl Accumulator {
                     return;
                 };
                 msg.content.push(match content_block {
-                    BlockStart::Text { text } => ContentBlock::Text { text: text.clone() },
+                    BlockStart::Text { text } => ContentBlock::Text {
+                        text: text.clone(),
+                        citations: None,
+                    },
                     BlockStart::Thinking {
                         thinking,
                         signature,
@@ -60,6 +63,28 @@ impl Accumulator {
                         id: id.clone(),
                         name: name.clone(),
                         input: input.clone(),
+                    },
+                    BlockStart::RedactedThinking { data } => {
+                        ContentBlock::RedactedThinking { data: data.clone() }
+                    }
+                    BlockStart::ServerToolUse { id, name, input } => ContentBlock::ServerToolUse {
+                        id: id.clone(),
+                        name: name.clone(),
+                        input: input.clone(),
+                    },
+                    BlockStart::WebSearchToolResult {
+                        tool_use_id,
+                        content,
+                    } => ContentBlock::WebSearchToolResult {
+                        tool_use_id: tool_use_id.clone(),
+                        content: content.clone(),
+                    },
+                    BlockStart::WebFetchToolResult {
+                        tool_use_id,
+                        content,
+                    } => ContentBlock::WebFetchToolResult {
+                        tool_use_id: tool_use_id.clone(),
+                        content: content.clone(),
                     },
                 });
                 self.tool_json.push(String::new());
@@ -73,7 +98,14 @@ impl Accumulator {
                     return;
                 };
                 match (block, delta) {
-                    (ContentBlock::Text { text }, Delta::TextDelta { text: t }) => text.push_str(t),
+                    (ContentBlock::Text { text, .. }, Delta::TextDelta { text: t }) => {
+                        text.push_str(t);
+                    }
+                    (ContentBlock::Text { citations, .. }, Delta::CitationsDelta { citation }) => {
+                        citations
+                            .get_or_insert_with(Vec::new)
+                            .push(citation.clone());
+                    }
                     (
                         ContentBlock::Thinking { thinking, .. },
                         Delta::ThinkingDelta { thinking: t },
@@ -86,7 +118,10 @@ impl Accumulator {
                     ) => {
                         signature.push_str(s);
                     }
-                    (ContentBlock::ToolUse { .. }, Delta::InputJsonDelta { partial_json }) => {
+                    (
+                        ContentBlock::ToolUse { .. } | ContentBlock::ServerToolUse { .. },
+                        Delta::InputJsonDelta { partial_json },
+                    ) => {
                         json.push_str(partial_json);
                     }
                     _ => {}
@@ -96,8 +131,13 @@ impl Accumulator {
                 let Some(msg) = self.message.as_mut() else {
                     return;
                 };
-                if let (Some(ContentBlock::ToolUse { input, .. }), Some(json)) =
-                    (msg.content.last_mut(), self.tool_json.last())
+                if let (
+                    Some(
+                        ContentBlock::ToolUse { input, .. }
+                        | ContentBlock::ServerToolUse { input, .. },
+                    ),
+                    Some(json),
+                ) = (msg.content.last_mut(), self.tool_json.last())
                     && !json.trim().is_empty()
                 {
                     *input = parse_tool_input(json);
@@ -171,6 +211,9 @@ pub(crate) fn merge_usage(into: &mut Usage, delta: &Usage) {
     }
     if delta.cache_creation.is_some() {
         into.cache_creation = delta.cache_creation;
+    }
+    if delta.server_tool_use.is_some() {
+        into.server_tool_use = delta.server_tool_use;
     }
 }
 

@@ -17,7 +17,9 @@ pub fn encode_event(out: &mut String, event: &StreamEvent) {
     out.push_str("event: ");
     out.push_str(event.name());
     out.push_str("\ndata: ");
-    if let StreamEvent::ContentBlockDelta { index, delta } = event {
+    if let StreamEvent::ContentBlockDelta { index, delta } = event
+        && !matches!(delta, Delta::CitationsDelta { .. })
+    {
         write_block_delta(out, *index, delta);
     } else {
         let start = out.len();
@@ -40,6 +42,8 @@ fn write_block_delta(out: &mut String, index: u32, delta: &Delta) {
         }
         Delta::ThinkingDelta { thinking } => ("thinking_delta", "thinking", thinking),
         Delta::SignatureDelta { signature } => ("signature_delta", "signature", signature),
+        // Written by the derive (`encode_event` never passes one here).
+        Delta::CitationsDelta { .. } => return,
     };
     out.push_str("{\"type\":\"content_block_delta\",\"index\":");
     out.push_str(itoa::Buffer::new().format(index));

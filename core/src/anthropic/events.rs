@@ -130,6 +130,20 @@ pub struct Usage {
     /// Output tokens (cumulative).
     #[serde(default)]
     pub output_tokens: u32,
+    /// Server tool calls made for this answer (web searches, fetches).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_tool_use: Option<ServerToolUsage>,
+}
+
+/// `usage.server_tool_use`: how many server tool calls an answer made.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ServerToolUsage {
+    /// Web searches run.
+    #[serde(default)]
+    pub web_search_requests: u32,
+    /// Web pages fetched.
+    #[serde(default)]
+    pub web_fetch_requests: u32,
 }
 
 impl Usage {
@@ -144,6 +158,7 @@ impl Usage {
             cache_read_input_tokens: Some(0),
             cache_creation: Some(CacheCreation::default()),
             output_tokens: 0,
+            server_tool_use: None,
         }
     }
 }
@@ -184,6 +199,53 @@ pub enum BlockStart {
         /// Always `{}` at start; the input streams as `input_json_delta`.
         input: Value,
     },
+    /// Encrypted reasoning: complete at start, no deltas.
+    RedactedThinking {
+        /// Opaque data, sent back unchanged in the next request.
+        data: String,
+    },
+    /// A server tool call (web search, web fetch, …) run where the answer is made, not by
+    /// the client.
+    ServerToolUse {
+        /// `srvtoolu_…`
+        id: String,
+        /// `web_search`, `web_fetch`, …
+        name: String,
+        /// Always `{}` at start; the input streams as `input_json_delta`.
+        input: Value,
+    },
+    /// What a web search found: complete at start, no deltas.
+    WebSearchToolResult {
+        /// The `server_tool_use` it answers.
+        tool_use_id: String,
+        /// `[{type:"web_search_result", url, title, encrypted_content, page_age}]` or
+        /// `{type:"web_search_tool_result_error", error_code}`.
+        content: Value,
+    },
+    /// What a web fetch got: complete at start, no deltas.
+    WebFetchToolResult {
+        /// The `server_tool_use` it answers.
+        tool_use_id: String,
+        /// `{type:"web_fetch_result", url, content:{type:"document",…}, retrieved_at}` or
+        /// `{type:"web_fetch_tool_result_error", error_code}`.
+        content: Value,
+    },
+}
+
+impl BlockStart {
+    /// The block's `type`.
+    #[must_use]
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Text { .. } => "text",
+            Self::Thinking { .. } => "thinking",
+            Self::ToolUse { .. } => "tool_use",
+            Self::RedactedThinking { .. } => "redacted_thinking",
+            Self::ServerToolUse { .. } => "server_tool_use",
+            Self::WebSearchToolResult { .. } => "web_search_tool_result",
+            Self::WebFetchToolResult { .. } => "web_fetch_tool_result",
+        }
+    }
 }
 
 /// A piece of a content block.
@@ -210,6 +272,11 @@ pub enum Delta {
         /// Opaque signature.
         signature: String,
     },
+    /// A citation for the open text block (`char_location`, `web_search_result_location`, …).
+    CitationsDelta {
+        /// The citation object, kept as it came.
+        citation: Value,
+    },
 }
 
 /// Body of `message_delta`.
@@ -235,6 +302,8 @@ pub enum StopReason {
     ToolUse,
     /// The model refused (content filter).
     Refusal,
+    /// A long server-tool turn was paused; sending the answer back as it is goes on with it.
+    PauseTurn,
 }
 
 /// The `error` object of an error response or event.
@@ -307,6 +376,9 @@ pub enum ContentBlock {
     Text {
         /// The text.
         text: String,
+        /// The sources the text cites (folded from `citations_delta`), when it cites any.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        citations: Option<Vec<Value>>,
     },
     /// Reasoning.
     Thinking {
@@ -323,5 +395,33 @@ pub enum ContentBlock {
         name: String,
         /// Parsed input object.
         input: Value,
+    },
+    /// Encrypted reasoning.
+    RedactedThinking {
+        /// Opaque data.
+        data: String,
+    },
+    /// A server tool call.
+    ServerToolUse {
+        /// `srvtoolu_…`
+        id: String,
+        /// `web_search`, `web_fetch`, …
+        name: String,
+        /// Parsed input object.
+        input: Value,
+    },
+    /// A web search's results (or error).
+    WebSearchToolResult {
+        /// The call it answers.
+        tool_use_id: String,
+        /// Results or error, as streamed.
+        content: Value,
+    },
+    /// A web fetch's page (or error).
+    WebFetchToolResult {
+        /// The call it answers.
+        tool_use_id: String,
+        /// Page or error, as streamed.
+        content: Value,
     },
 }

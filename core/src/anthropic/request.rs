@@ -262,3 +262,36 @@ pub(crate) fn system_text(system: &Content, warnings: &mut Vec<String>) -> Strin
         }
     }
 }
+
+/// A text document as the text a model reads: under its title when it has one. `None` for a
+/// PDF or any other file.
+pub(crate) fn inline_document(source: &Value, extra: &Map<String, Value>) -> Option<String> {
+    let text = document_text(source)?;
+    Some(match extra.get("title").and_then(Value::as_str) {
+        Some(title) if !title.is_empty() => format!("[document: {title}]\n{text}"),
+        _ => text,
+    })
+}
+
+/// The text of a `text` or `content` document source; `None` for PDFs and other files.
+fn document_text(source: &Value) -> Option<String> {
+    match source.get("type").and_then(Value::as_str) {
+        Some("text") => Some(
+            source
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned(),
+        ),
+        Some("content") => Some(match source.get("content") {
+            Some(Value::String(s)) => s.clone(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .filter_map(|item| item.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join("\n"),
+            _ => String::new(),
+        }),
+        _ => None,
+    }
+}

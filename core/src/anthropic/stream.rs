@@ -48,6 +48,10 @@ enum BlockKind {
     Text,
     Thinking,
     ToolUse,
+    /// `server_tool_use`: its input streams like a tool call's.
+    ServerToolUse,
+    /// Blocks complete at start (`redacted_thinking`, server tool results): no deltas.
+    Whole,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +71,8 @@ enum State {
 pub struct Validator {
     state: State,
     position: usize,
+    /// The `server_tool_use` ids of this message, which results must answer (each once).
+    server_calls: Vec<(String, bool)>,
 }
 
 impl Default for Validator {
@@ -82,6 +88,7 @@ impl Validator {
         Self {
             state: State::Initial,
             position: 0,
+            server_calls: Vec::new(),
         }
     }
 
@@ -132,6 +139,45 @@ impl Validator {
                         }
                         BlockKind::ToolUse
                     }
+                    BlockStart::ServerToolUse { id, name, .. } => {
+                        if id.is_empty() || name.is_empty() {
+                            return Err(fail(
+                                "server_tool_use blocks need a non-empty id and name",
+                            ));
+                        }
+                        if self.server_calls.iter().any(|(seen, _)| seen == id) {
+                            return Err(fail(&format!("server_tool_use id {id} used twice")));
+                        }
+                        self.server_calls.push((id.clone(), false));
+                        BlockKind::ServerToolUse
+                    }
+                    BlockStart::WebSearchToolResult { tool_use_id, .. }
+                    | BlockStart::WebFetchToolResult { tool_use_id, .. } => {
+                        match self
+                            .server_calls
+                            .iter_mut()
+                            .find(|(id, _)| id == tool_use_id)
+                        {
+                            Some((_, answered @ false)) => *answered = true,
+                            Some(_) => {
+                                return Err(fail(&format!(
+                                    "server_tool_use {tool_use_id} answered twice"
+                                )));
+                            }
+                            None => {
+                                return Err(fail(&format!(
+                                    "a result for {tool_use_id}, which no server_tool_use of this message opened"
+                                )));
+                            }
+                        }
+                        BlockKind::Whole
+                    }
+                    BlockStart::RedactedThinking { data } => {
+                        if data.is_empty() {
+                            return Err(fail("redacted_thinking blocks need their data"));
+                        }
+                        BlockKind::Whole
+                    }
                 };
                 State::Content {
                     next,
@@ -162,12 +208,16 @@ impl Validator {
                 }
                 let fits = matches!(
                     (kind, delta),
-                    (BlockKind::Text, Delta::TextDelta { .. })
-                        | (BlockKind::ToolUse, Delta::InputJsonDelta { .. })
-                        | (
-                            BlockKind::Thinking,
-                            Delta::ThinkingDelta { .. } | Delta::SignatureDelta { .. }
-                        )
+                    (
+                        BlockKind::Text,
+                        Delta::TextDelta { .. } | Delta::CitationsDelta { .. }
+                    ) | (
+                        BlockKind::ToolUse | BlockKind::ServerToolUse,
+                        Delta::InputJsonDelta { .. }
+                    ) | (
+                        BlockKind::Thinking,
+                        Delta::ThinkingDelta { .. } | Delta::SignatureDelta { .. }
+                    )
                 );
                 if !fits {
                     return Err(fail(&format!("{kind:?} block cannot take this delta")));
@@ -270,5 +320,81 @@ impl Validator {
         }
         validator.finish()?;
         Ok(events)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const START: &str = r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":3,"output_tokens":0}}}"#;
+    const END: &str = r#"{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":1,"server_tool_use":{"web_search_requests":1,"web_fetch_requests":0}}}
+{"type":"message_stop"}"#;
+
+    fn check(body: &str) -> Result<(), Violation> {
+        let mut validator = Validator::new();
+        for line in format!("{START}\n{body}\n{END}").lines() {
+            let event: StreamEvent = serde_json::from_str(line).map_err(|e| Violation {
+                position: 0,
+                event: line.to_owned(),
+                rule: e.to_string(),
+            })?;
+            validator.push(&event)?;
+        }
+        validator.finish()
+    }
+
+    const SEARCH: &str = r#"{"type":"content_block_start","index":0,"content_block":{"type":"server_tool_use","id":"srvtoolu_1","name":"web_search","input":{}}}
+{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"query\":\"q\"}"}}
+{"type":"content_block_stop","index":0}"#;
+
+    #[test]
+    fn server_tools_results_and_citations_make_a_valid_stream() {
+        let body = format!(
+            r#"{SEARCH}
+{{"type":"content_block_start","index":1,"content_block":{{"type":"web_search_tool_result","tool_use_id":"srvtoolu_1","content":[{{"type":"web_search_result","url":"https://a.example","title":"A","encrypted_content":"x","page_age":null}}]}}}}
+{{"type":"content_block_stop","index":1}}
+{{"type":"content_block_start","index":2,"content_block":{{"type":"text","text":""}}}}
+{{"type":"content_block_delta","index":2,"delta":{{"type":"text_delta","text":"A says"}}}}
+{{"type":"content_block_delta","index":2,"delta":{{"type":"citations_delta","citation":{{"type":"web_search_result_location","url":"https://a.example","cited_text":"a","encrypted_index":"i"}}}}}}
+{{"type":"content_block_stop","index":2}}
+{{"type":"content_block_start","index":3,"content_block":{{"type":"redacted_thinking","data":"opaque"}}}}
+{{"type":"content_block_stop","index":3}}"#
+        );
+        assert_eq!(check(&body), Ok(()));
+    }
+
+    #[test]
+    fn a_result_must_answer_one_server_call_of_the_message_once_and_takes_no_delta() {
+        let result = |id: &str, index: u32| {
+            format!(
+                r#"{{"type":"content_block_start","index":{index},"content_block":{{"type":"web_search_tool_result","tool_use_id":"{id}","content":{{"type":"web_search_tool_result_error","error_code":"unavailable"}}}}}}
+{{"type":"content_block_stop","index":{index}}}"#
+            )
+        };
+        let stranger = check(&result("srvtoolu_9", 0)).unwrap_err();
+        assert!(stranger.rule.contains("no server_tool_use"), "{stranger}");
+        let twice = check(&format!(
+            "{SEARCH}\n{}\n{}",
+            result("srvtoolu_1", 1),
+            result("srvtoolu_1", 2)
+        ))
+        .unwrap_err();
+        assert!(twice.rule.contains("answered twice"), "{twice}");
+        let delta = check(&format!(
+            "{SEARCH}\n{}",
+            result("srvtoolu_1", 1).replace(
+                "\n",
+                "\n{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"text_delta\",\"text\":\"x\"}}\n"
+            )
+        ))
+        .unwrap_err();
+        assert!(delta.rule.contains("cannot take this delta"), "{delta}");
+        let citation_on_a_call = check(&SEARCH.replace(
+            r#"{"type":"input_json_delta","partial_json":"{\"query\":\"q\"}"}"#,
+            r#"{"type":"citations_delta","citation":{}}"#,
+        ))
+        .unwrap_err();
+        assert!(citation_on_a_call.rule.contains("cannot take this delta"));
     }
 }

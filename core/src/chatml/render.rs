@@ -313,13 +313,18 @@ impl Renderer {
                     }
                     parts.push(format!("<tool_response>\n{text}\n</tool_response>"));
                 }
-                Block::Known(KnownBlock::Document { .. }) => {
-                    self.warnings.push(String::from(
-                        "document dropped: the host takes text and images only",
-                    ));
-                    parts.push(String::from(
-                        "[a document was attached here; this model cannot read documents]",
-                    ));
+                Block::Known(KnownBlock::Document { source, extra }) => {
+                    match crate::anthropic::request::inline_document(source, extra) {
+                        Some(text) => parts.push(text),
+                        None => {
+                            self.warnings.push(String::from(
+                                "document dropped: the host takes text and images only",
+                            ));
+                            parts.push(String::from(
+                                "[a document was attached here; this model cannot read documents]",
+                            ));
+                        }
+                    }
                 }
                 Block::Known(KnownBlock::Thinking { .. } | KnownBlock::RedactedThinking { .. }) => {
                     self.dropped_thinking = true;

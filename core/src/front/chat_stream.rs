@@ -196,7 +196,9 @@ impl ChatFrame {
 #[must_use]
 pub fn finish_reason(stop: Option<StopReason>) -> &'static str {
     match stop {
-        None | Some(StopReason::EndTurn | StopReason::StopSequence) => "stop",
+        None | Some(StopReason::EndTurn | StopReason::StopSequence | StopReason::PauseTurn) => {
+            "stop"
+        }
         Some(StopReason::MaxTokens) => "length",
         Some(StopReason::ToolUse) => "tool_calls",
         Some(StopReason::Refusal) => "content_filter",
@@ -304,7 +306,14 @@ impl ChatStreamEncoder {
                             start_input: input.clone(),
                         }
                     }
-                    BlockStart::Text { .. } | BlockStart::Thinking { .. } => Open::Other,
+                    // Server tools ran where the answer was made; a Chat client gets what
+                    // the model said about them.
+                    BlockStart::Text { .. }
+                    | BlockStart::Thinking { .. }
+                    | BlockStart::RedactedThinking { .. }
+                    | BlockStart::ServerToolUse { .. }
+                    | BlockStart::WebSearchToolResult { .. }
+                    | BlockStart::WebFetchToolResult { .. } => Open::Other,
                 });
             }
             StreamEvent::ContentBlockDelta { delta, .. } => {

@@ -169,9 +169,10 @@ fn accumulated(events: &[StreamEvent]) -> (String, String, Vec<(String, String, 
     let mut tools = Vec::new();
     for block in acc.message().map(|m| m.content.clone()).unwrap_or_default() {
         match block {
-            ContentBlock::Text { text: t } => text.push_str(&t),
+            ContentBlock::Text { text: t, .. } => text.push_str(&t),
             ContentBlock::Thinking { thinking: t, .. } => thinking.push_str(&t),
             ContentBlock::ToolUse { id, name, input } => tools.push((id, name, input)),
+            _ => {}
         }
     }
     (text, thinking, tools)

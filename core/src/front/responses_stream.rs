@@ -276,6 +276,12 @@ impl ResponsesStreamEncoder {
                             }
                         }
                     }
+                    // Server tools ran where the answer was made; a Responses client gets
+                    // what the model said about them.
+                    BlockStart::RedactedThinking { .. }
+                    | BlockStart::ServerToolUse { .. }
+                    | BlockStart::WebSearchToolResult { .. }
+                    | BlockStart::WebFetchToolResult { .. } => return,
                 };
                 self.open_item(kind, out);
             }
@@ -444,7 +450,9 @@ impl ResponsesStreamEncoder {
                 thinking: String::new(),
                 signature: String::new(),
             }),
-            Delta::InputJsonDelta { .. } | Delta::SignatureDelta { .. } => None,
+            Delta::InputJsonDelta { .. }
+            | Delta::SignatureDelta { .. }
+            | Delta::CitationsDelta { .. } => None,
         };
         // A delta with no block of its kind open (a stream that skipped content_block_start)
         // opens one, as the Anthropic accumulator would read it.

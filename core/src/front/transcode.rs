@@ -308,11 +308,20 @@ pub fn events_of_message(message: &Message) -> Vec<StreamEvent> {
     let mut events = vec![StreamEvent::MessageStart { message: shell }];
     for (index, block) in (0u32..).zip(&message.content) {
         let (start, deltas) = match block {
-            ContentBlock::Text { text } => (
+            ContentBlock::Text { text, citations } => (
                 BlockStart::Text {
                     text: String::new(),
                 },
-                vec![Delta::TextDelta { text: text.clone() }],
+                std::iter::once(Delta::TextDelta { text: text.clone() })
+                    .chain(
+                        citations
+                            .iter()
+                            .flatten()
+                            .map(|citation| Delta::CitationsDelta {
+                                citation: citation.clone(),
+                            }),
+                    )
+                    .collect(),
             ),
             ContentBlock::Thinking {
                 thinking,
@@ -340,6 +349,39 @@ pub fn events_of_message(message: &Message) -> Vec<StreamEvent> {
                 vec![Delta::InputJsonDelta {
                     partial_json: input.to_string(),
                 }],
+            ),
+            ContentBlock::ServerToolUse { id, name, input } => (
+                BlockStart::ServerToolUse {
+                    id: id.clone(),
+                    name: name.clone(),
+                    input: serde_json::json!({}),
+                },
+                vec![Delta::InputJsonDelta {
+                    partial_json: input.to_string(),
+                }],
+            ),
+            ContentBlock::RedactedThinking { data } => {
+                (BlockStart::RedactedThinking { data: data.clone() }, vec![])
+            }
+            ContentBlock::WebSearchToolResult {
+                tool_use_id,
+                content,
+            } => (
+                BlockStart::WebSearchToolResult {
+                    tool_use_id: tool_use_id.clone(),
+                    content: content.clone(),
+                },
+                vec![],
+            ),
+            ContentBlock::WebFetchToolResult {
+                tool_use_id,
+                content,
+            } => (
+                BlockStart::WebFetchToolResult {
+                    tool_use_id: tool_use_id.clone(),
+                    content: content.clone(),
+                },
+                vec![],
             ),
         };
         events.push(StreamEvent::ContentBlockStart {

@@ -90,6 +90,10 @@ pub struct ChunkChoice {
     /// Why generation stopped.
     #[serde(default)]
     pub finish_reason: Option<String>,
+    /// Citations some servers put on the choice instead of the delta (read as
+    /// `delta.annotations`).
+    #[serde(default)]
+    pub annotations: Option<Vec<Value>>,
 }
 
 /// What a chunk adds.
@@ -110,6 +114,11 @@ pub struct ChunkDelta {
     /// Tool call fragments.
     #[serde(default)]
     pub tool_calls: Option<Vec<ToolCallDelta>>,
+    /// What a web search found and the text cites (OpenRouter):
+    /// `[{type:"url_citation", url_citation:{url, title, content, start_index, end_index}}]`,
+    /// kept as JSON (a malformed one must not cost the chunk's text).
+    #[serde(default)]
+    pub annotations: Option<Vec<Value>>,
 }
 
 /// A fragment of a tool call.
@@ -152,6 +161,9 @@ pub struct ChatUsage {
     /// Cache details.
     #[serde(default)]
     pub prompt_tokens_details: Option<PromptTokensDetails>,
+    /// Server tools run for the answer (OpenRouter: `{web_search_requests}`).
+    #[serde(default)]
+    pub server_tool_use_details: Option<Value>,
 }
 
 /// Cached prompt tokens.

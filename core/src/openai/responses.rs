@@ -48,9 +48,9 @@ pub struct ResponsesRequest {
     pub instructions: Option<String>,
     /// The conversation as input items.
     pub input: Vec<InputItem>,
-    /// Flat function tools.
+    /// Flat function tools, and the hosted web search.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<FunctionTool>>,
+    pub tools: Option<Vec<Tool>>,
     /// `auto` / `required` / `none` / `{type:"function",name}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
@@ -72,9 +72,13 @@ pub struct ResponsesRequest {
     /// Structured output (`{format:{type:"json_schema",…}}`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub text: Option<Value>,
+    /// The most calls to hosted tools one response may make (the web search's `max_uses`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tool_calls: Option<u32>,
     /// Always `false`: the bridge is stateless and sends the whole conversation each time.
     pub store: bool,
-    /// `["reasoning.encrypted_content"]` when reasoning is on (to pass reasoning back).
+    /// `reasoning.encrypted_content` when reasoning is on (to pass reasoning back),
+    /// `web_search_call.action.sources` with the hosted web search (what a search found).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub include: Vec<String>,
     /// Always `true`: the bridge streams from upstreams even for non-streaming clients.
@@ -116,6 +120,15 @@ pub enum InputItem {
         call_id: String,
         /// The result text.
         output: String,
+    },
+    /// An earlier search of the hosted web search tool, as the upstream gave it out.
+    WebSearchCall {
+        /// Its item id (`ws_…`).
+        id: String,
+        /// Always `completed`.
+        status: &'static str,
+        /// `{type:"search", query, sources?}`.
+        action: Value,
     },
     /// Earlier reasoning, passed back encrypted (the model cannot take plain-text reasoning).
     Reasoning {
@@ -169,6 +182,30 @@ pub struct SummaryText {
     pub kind: &'static str,
     /// The summary text.
     pub text: String,
+}
+
+/// A tool of the request.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum Tool {
+    /// A function the client runs.
+    Function(FunctionTool),
+    /// The upstream's own web search.
+    WebSearch(WebSearchTool),
+}
+
+/// The hosted web search tool (`{type:"web_search"}`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WebSearchTool {
+    /// Always `web_search`.
+    #[serde(rename = "type")]
+    pub kind: &'static str,
+    /// `{allowed_domains:[…]}`: only results from these domains (and their subdomains).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub filters: Option<Value>,
+    /// `{type:"approximate", city, region, country, timezone}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub user_location: Option<Value>,
 }
 
 /// A flat function tool (no nested `function` object, unlike Chat Completions).
@@ -225,6 +262,9 @@ pub struct ResponsesEvent {
     /// The item (`response.output_item.added` / `.done`).
     #[serde(default, deserialize_with = "lenient")]
     pub item: Option<OutputItem>,
+    /// A citation (`response.output_text.annotation.added`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub annotation: Option<Annotation>,
     /// The response (`response.created`, `.completed`, `.incomplete`, `.failed`).
     #[serde(default, deserialize_with = "lenient")]
     pub response: Option<ResponseObject>,
@@ -269,6 +309,56 @@ pub struct OutputItem {
     /// Opaque reasoning to pass back in a later request.
     #[serde(default, deserialize_with = "lenient")]
     pub encrypted_content: Option<String>,
+    /// `in_progress`, `completed`, `failed`, … (hosted tool calls).
+    #[serde(default, deserialize_with = "lenient")]
+    pub status: Option<String>,
+    /// What a `web_search_call` did (on its `output_item.done`).
+    #[serde(default, deserialize_with = "lenient")]
+    pub action: Option<SearchAction>,
+}
+
+/// A `web_search_call`'s action: `search` (with its query and, when asked for with
+/// `include`, its sources), `open_page` or `find_in_page`.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct SearchAction {
+    /// `search`, `open_page`, `find_in_page`.
+    #[serde(rename = "type", default, deserialize_with = "lenient_or_default")]
+    pub kind: String,
+    /// The query searched.
+    #[serde(default, deserialize_with = "lenient")]
+    pub query: Option<String>,
+    /// The queries searched (the first is `query`).
+    #[serde(default, deserialize_with = "lenient_or_default")]
+    pub queries: Vec<String>,
+    /// What the search drew on: `{type:"url", url}` (or `{type:"api", name}`, without a URL).
+    #[serde(default, deserialize_with = "lenient_or_default")]
+    pub sources: Vec<Source>,
+}
+
+/// A source of a search.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Source {
+    /// `url`, `api`, …
+    #[serde(rename = "type", default, deserialize_with = "lenient_or_default")]
+    pub kind: String,
+    /// The page.
+    #[serde(default, deserialize_with = "lenient")]
+    pub url: Option<String>,
+}
+
+/// An annotation of output text: a `url_citation` (`start_index`..`end_index` counts
+/// characters of the text, end excluded).
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct Annotation {
+    /// `url_citation`, `file_citation`, …
+    #[serde(rename = "type", default, deserialize_with = "lenient_or_default")]
+    pub kind: String,
+    /// The cited page.
+    #[serde(default, deserialize_with = "lenient")]
+    pub url: Option<String>,
+    /// Its title.
+    #[serde(default, deserialize_with = "lenient")]
+    pub title: Option<String>,
 }
 
 /// A text-carrying part (`output_text`, `refusal`, `summary_text`, `reasoning_text`).
@@ -283,6 +373,9 @@ pub struct TextPart {
     /// Refusal text (`refusal`).
     #[serde(default, deserialize_with = "lenient")]
     pub refusal: Option<String>,
+    /// Citations of `output_text` (in the complete item).
+    #[serde(default, deserialize_with = "lenient_or_default")]
+    pub annotations: Vec<Annotation>,
 }
 
 impl TextPart {

@@ -27,6 +27,7 @@ use crate::anthropic::request::{
 };
 use crate::error::RequestError;
 use crate::openai::chat::{ChatMessage, ChatRequest};
+use crate::server_tools::hosted::{HostedSearch, history_text, is_search_block};
 use crate::translate::schema::clean_schema;
 use crate::translate::tool_names::ToolNames;
 
@@ -58,6 +59,31 @@ pub struct ConvertOptions {
     /// Ask for usage on every chunk (`stream_options.continuous_usage_stats`, vLLM and SGLang),
     /// so `message_start` announces the real input and cache tokens instead of an estimate.
     pub continuous_usage_stats: bool,
+    /// What the upstream gets for a PDF document (text documents are always inlined).
+    pub documents: DocumentMode,
+    /// The upstream runs web search itself (OpenRouter's `openrouter:web_search` server tool):
+    /// a `web_search_…` server tool becomes that tool, earlier searches go back as text. Off,
+    /// server tools are dropped with a warning (the host runs them before this).
+    pub hosted_web_search: bool,
+}
+
+/// What a Chat Completions upstream gets for a PDF (or any document that is not text).
+///
+/// Text documents (`text` and `content` sources) are inlined as text in every mode, under
+/// their title.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DocumentMode {
+    /// OpenAI's `file` content part with the PDF as a data URL (`file_data`): OpenAI and
+    /// OpenRouter read it; most other servers refuse the request.
+    File,
+    /// The document's text. Extracting it is the host's part (it rewrites the PDF into a text
+    /// document before the request reaches the core); a PDF still here becomes a note saying it
+    /// was left out.
+    #[default]
+    Text,
+    /// A note in place of the PDF.
+    Omit,
 }
 
 impl Default for ConvertOptions {
@@ -73,6 +99,8 @@ impl Default for ConvertOptions {
             drop_tool_choice: false,
             require_max_tokens: true,
             continuous_usage_stats: false,
+            documents: DocumentMode::Text,
+            hosted_web_search: false,
         }
     }
 }
@@ -125,7 +153,7 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
     }
     fold_mid_conversation_system(&mut messages, mid_system);
 
-    let tools = convert_tools(req.tools.as_deref(), options.strict_schemas, &mut warnings);
+    let (tools, web_search) = convert_tools(req.tools.as_deref(), options, &mut warnings);
     let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
     } else if options.drop_tool_choice {
@@ -136,7 +164,11 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
         }
         (None, None)
     } else {
-        convert_tool_choice(req.tool_choice.as_ref(), &mut warnings)
+        convert_tool_choice(
+            req.tool_choice.as_ref(),
+            web_search.as_deref(),
+            &mut warnings,
+        )
     };
 
     let max_tokens = req
@@ -272,12 +304,12 @@ fn convert_message(
             }
         }
         Role::Assistant => convert_assistant(&message.content, options, out, warnings),
-        Role::User => convert_user(&message.content, out, warnings),
+        Role::User => convert_user(&message.content, options.documents, out, warnings),
         Role::Other(role) => {
             warnings.push(format!(
                 "messages.{position}: unknown role {role:?} sent as user"
             ));
-            convert_user(&message.content, out, warnings);
+            convert_user(&message.content, options.documents, out, warnings);
         }
     }
 }
@@ -300,7 +332,8 @@ fn plain_text(content: &Content) -> String {
 #[derive(Default)]
 struct Parts {
     items: Vec<Value>,
-    has_image: bool,
+    /// An image or file part: the content must be a list of parts.
+    has_attachment: bool,
 }
 
 impl Parts {
@@ -309,9 +342,16 @@ impl Parts {
     }
 
     fn image(&mut self, url: String) {
-        self.has_image = true;
+        self.has_attachment = true;
         self.items
             .push(json!({"type": "image_url", "image_url": {"url": url}}));
+    }
+
+    /// OpenAI's file part: `{"type":"file","file":{"filename","file_data":"data:…;base64,…"}}`.
+    fn file(&mut self, filename: &str, data_url: String) {
+        self.has_attachment = true;
+        self.items
+            .push(json!({"type": "file", "file": {"filename": filename, "file_data": data_url}}));
     }
 
     /// A string when there are only text parts (accepted by every server), parts otherwise.
@@ -319,7 +359,7 @@ impl Parts {
         if self.items.is_empty() {
             return None;
         }
-        if self.has_image {
+        if self.has_attachment {
             return Some(Value::Array(self.items));
         }
         let texts: Vec<&str> = self
@@ -342,9 +382,16 @@ pub(crate) fn image_url(source: &ImageSource) -> Option<String> {
     }
 }
 
-fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Vec<String>) {
+fn convert_user(
+    content: &Content,
+    documents: DocumentMode,
+    out: &mut Vec<ChatMessage>,
+    warnings: &mut Vec<String>,
+) {
     let mut parts = Parts::default();
-    let mut tool_images = Parts::default();
+    // Images and files of tool results: a tool message takes only text, so they follow the
+    // results in a user message.
+    let mut tool_attachments = Parts::default();
     match content {
         Content::Text(text) => parts.text(text),
         Content::Blocks(blocks) => {
@@ -366,7 +413,12 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
                         is_error,
                         ..
                     }) => {
-                        let text = tool_result_text(content.as_ref(), &mut tool_images);
+                        let text = tool_result_text(
+                            content.as_ref(),
+                            documents,
+                            &mut tool_attachments,
+                            warnings,
+                        );
                         let text = if is_error.unwrap_or(false) {
                             format!("Error: {text}")
                         } else {
@@ -380,8 +432,8 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
                             reasoning_content: None,
                         });
                     }
-                    Block::Known(KnownBlock::Document { source, .. }) => {
-                        document(source, &mut parts, warnings)
+                    Block::Known(KnownBlock::Document { source, extra }) => {
+                        document(source, extra, documents, &mut parts, warnings);
                     }
                     Block::Known(
                         KnownBlock::Thinking { .. }
@@ -403,7 +455,7 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
             }
         }
     }
-    if let Some(content) = tool_images.into_content() {
+    if let Some(content) = tool_attachments.into_content() {
         out.push(plain_message("user", content));
     }
     if let Some(content) = parts.into_content() {
@@ -411,41 +463,57 @@ fn convert_user(content: &Content, out: &mut Vec<ChatMessage>, warnings: &mut Ve
     }
 }
 
-fn document(source: &Value, parts: &mut Parts, warnings: &mut Vec<String>) {
-    match source.get("type").and_then(Value::as_str) {
-        Some("text") => parts.text(
-            source
-                .get("data")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        ),
-        Some("content") => match source.get("content") {
-            Some(Value::String(s)) => parts.text(s),
-            Some(Value::Array(items)) => {
-                for item in items {
-                    if let Some(t) = item.get("text").and_then(Value::as_str) {
-                        parts.text(t);
-                    }
+/// A document block: text sources inlined under their title; a PDF as `mode` says.
+fn document(
+    source: &Value,
+    extra: &Map<String, Value>,
+    mode: DocumentMode,
+    parts: &mut Parts,
+    warnings: &mut Vec<String>,
+) {
+    let title = extra.get("title").and_then(Value::as_str);
+    if let Some(text) = crate::anthropic::request::inline_document(source, extra) {
+        parts.text(&text);
+        return;
+    }
+    let field = |name: &str| source.get(name).and_then(Value::as_str);
+    let media = field("media_type").unwrap_or("application/pdf");
+    match (mode, field("type"), field("data")) {
+        (DocumentMode::File, Some("base64"), Some(data)) => {
+            let filename =
+                title
+                    .filter(|t| !t.is_empty())
+                    .unwrap_or(if media == "application/pdf" {
+                        "document.pdf"
+                    } else {
+                        "document"
+                    });
+            parts.file(filename, format!("data:{media};base64,{data}"));
+        }
+        (mode, _, _) => {
+            let why = match mode {
+                DocumentMode::Omit => {
+                    "documents are omitted for this backend (documents = \"omit\")"
                 }
-            }
-            _ => {}
-        },
-        _ => {
-            let media = source
-                .get("media_type")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown");
-            warnings.push(format!(
-                "document ({media}) cannot be sent to a Chat Completions backend"
-            ));
-            parts.text(&format!(
-                "[document omitted: {media} is not supported by this backend]"
-            ));
+                DocumentMode::File => "only base64 documents can be sent as files",
+                DocumentMode::Text => "no text was extracted from it",
+            };
+            warnings.push(format!("document ({media}) left out: {why}"));
+            let name = title.map_or_else(String::new, |t| format!(" {t:?}"));
+            // A document given by URL: the model may still fetch it.
+            let at = field("url").map_or_else(String::new, |url| format!("; it is at {url}"));
+            parts.text(&format!("[document{name} omitted ({media}): {why}{at}]"));
         }
     }
 }
 
-fn tool_result_text(content: Option<&Content>, images: &mut Parts) -> String {
+/// A tool result's text; its images and files go to `attachments` (sent after the results).
+fn tool_result_text(
+    content: Option<&Content>,
+    documents: DocumentMode,
+    attachments: &mut Parts,
+    warnings: &mut Vec<String>,
+) -> String {
     match content {
         None => String::new(),
         Some(Content::Text(text)) => text.clone(),
@@ -456,13 +524,22 @@ fn tool_result_text(content: Option<&Content>, images: &mut Parts) -> String {
                     Block::Known(KnownBlock::Text { text, .. }) => texts.push(text.clone()),
                     Block::Known(KnownBlock::Image { source, .. }) => {
                         if let Some(url) = image_url(source) {
-                            images.image(url);
+                            attachments.image(url);
                             texts.push(String::from("[image attached below]"));
                         }
                     }
-                    Block::Known(KnownBlock::Document { source, .. }) => {
-                        if let Some(t) = source.get("data").and_then(Value::as_str) {
-                            texts.push(t.to_owned());
+                    Block::Known(KnownBlock::Document { source, extra }) => {
+                        let mut inline = Parts::default();
+                        document(source, extra, documents, &mut inline, warnings);
+                        for part in inline.items {
+                            match part.get("text").and_then(Value::as_str) {
+                                Some(text) => texts.push(text.to_owned()),
+                                None => {
+                                    attachments.has_attachment = true;
+                                    attachments.items.push(part);
+                                    texts.push(String::from("[document attached below]"));
+                                }
+                            }
                         }
                     }
                     Block::Other(value) => {
@@ -506,6 +583,12 @@ fn convert_assistant(
                 }));
             }
             Block::Known(KnownBlock::RedactedThinking { .. }) => {}
+            Block::Other(block) if options.hosted_web_search && is_search_block(&block) => {
+                if let Some(said) = history_text(&block) {
+                    text.push_str(&said);
+                    text.push('\n');
+                }
+            }
             Block::Known(_) | Block::Other(_) => {
                 warnings.push(String::from("non-text block in an assistant turn dropped"));
             }
@@ -530,14 +613,27 @@ fn convert_assistant(
     });
 }
 
+/// The function tools, and OpenRouter's web search for the client's (its name returned).
 fn convert_tools(
     tools: Option<&[Tool]>,
-    strict: bool,
+    options: &ConvertOptions,
     warnings: &mut Vec<String>,
-) -> Option<Vec<Value>> {
-    let tools = tools?;
+) -> (Option<Vec<Value>>, Option<String>) {
+    let Some(tools) = tools else {
+        return (None, None);
+    };
     let mut out = Vec::with_capacity(tools.len());
+    let mut web_search = None;
     for tool in tools {
+        let hosted = options
+            .hosted_web_search
+            .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
+            .flatten();
+        if let Some(search) = hosted {
+            out.push(search.openrouter_tool());
+            web_search = Some(tool.name.clone());
+            continue;
+        }
         let Some(schema) = &tool.input_schema else {
             warnings.push(format!(
                 "tool {:?} ({}) dropped: server tools have no Chat Completions equivalent",
@@ -554,14 +650,20 @@ fn convert_tools(
                 Value::String(description.clone()),
             );
         }
-        function.insert(String::from("parameters"), clean_schema(schema, strict));
+        function.insert(
+            String::from("parameters"),
+            clean_schema(schema, options.strict_schemas),
+        );
         out.push(json!({"type": "function", "function": function}));
     }
-    (!out.is_empty()).then_some(out)
+    ((!out.is_empty()).then_some(out), web_search)
 }
 
+/// `tool_choice` and `parallel_tool_calls`; a choice of the web search OpenRouter runs names
+/// its server tool.
 fn convert_tool_choice(
     choice: Option<&Value>,
+    web_search: Option<&str>,
     warnings: &mut Vec<String>,
 ) -> (Option<Value>, Option<bool>) {
     let Some(choice) = choice else {
@@ -577,6 +679,9 @@ fn convert_tool_choice(
         Some("any") => Some(json!("required")),
         Some("none") => Some(json!("none")),
         Some("tool") => match choice.get("name").and_then(Value::as_str) {
+            Some(name) if Some(name) == web_search => {
+                Some(json!({"type": "openrouter:web_search"}))
+            }
             Some(name) => Some(json!({"type": "function", "function": {"name": name}})),
             None => {
                 warnings.push(String::from(
@@ -667,6 +772,70 @@ mod tests {
                 )
             })
             .collect()
+    }
+
+    /// A user turn with a PDF, a titled text document and a tool result carrying a PDF.
+    fn documents_in(mode: DocumentMode) -> (Vec<Value>, Vec<String>) {
+        let req = br#"{"model":"m","max_tokens":5,"messages":[
+            {"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"Read","input":{}}]},
+            {"role":"user","content":[
+              {"type":"tool_result","tool_use_id":"t1","content":[{"type":"text","text":"read it"},
+                {"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"JVBERg=="}}]},
+              {"type":"document","title":"report.pdf","source":{"type":"base64","media_type":"application/pdf","data":"JVBERi0="}},
+              {"type":"document","title":"notes","source":{"type":"text","media_type":"text/plain","data":"plain words"}},
+              {"type":"text","text":"summarise"}]}]}"#;
+        let options = ConvertOptions {
+            documents: mode,
+            ..ConvertOptions::default()
+        };
+        let out = convert(req, &options).unwrap();
+        let body: Value = serde_json::from_str(&out.body).unwrap();
+        (body["messages"].as_array().unwrap().clone(), out.warnings)
+    }
+
+    #[test]
+    fn pdfs_go_as_file_parts_in_file_mode_also_from_tool_results() {
+        let (messages, warnings) = documents_in(DocumentMode::File);
+        assert!(warnings.is_empty(), "{warnings:?}");
+        assert_eq!(messages[1]["role"], "tool");
+        assert_eq!(messages[1]["content"], "read it\n[document attached below]");
+        assert_eq!(
+            messages[2]["content"],
+            json!([{"type": "file", "file": {"filename": "document.pdf", "file_data": "data:application/pdf;base64,JVBERg=="}}])
+        );
+        assert_eq!(
+            messages[3]["content"],
+            json!([
+                {"type": "file", "file": {"filename": "report.pdf", "file_data": "data:application/pdf;base64,JVBERi0="}},
+                {"type": "text", "text": "[document: notes]\nplain words"},
+                {"type": "text", "text": "summarise"}
+            ])
+        );
+    }
+
+    #[test]
+    fn pdfs_left_in_text_or_omit_mode_become_a_note_with_a_warning() {
+        for (mode, why) in [
+            (DocumentMode::Text, "no text was extracted from it"),
+            (DocumentMode::Omit, "documents = \"omit\""),
+        ] {
+            let (messages, warnings) = documents_in(mode);
+            assert_eq!(warnings.len(), 2, "{warnings:?}");
+            let tool = messages[1]["content"].as_str().unwrap();
+            assert!(tool.starts_with("read it\n[document omitted"), "{tool}");
+            assert_eq!(messages.len(), 3, "no attachment message: {messages:?}");
+            let user = messages[2]["content"].as_str().unwrap();
+            assert!(
+                user.starts_with("[document \"report.pdf\" omitted (application/pdf): ")
+                    && user.contains(why),
+                "{user}"
+            );
+            assert!(
+                user.ends_with("[document: notes]\nplain words\nsummarise"),
+                "{user}"
+            );
+            assert!(!user.contains("JVBER"), "no base64 as text: {user}");
+        }
     }
 
     #[test]

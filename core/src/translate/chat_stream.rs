@@ -30,10 +30,11 @@
 //! v.finish().unwrap();
 //! ```
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::anthropic::events::{ApiError, ErrorKind, StopReason, StreamEvent};
 use crate::openai::chat::{ChatChunk, ChatUsage, ChunkChoice, ToolCallDelta};
+use crate::server_tools::hosted::{citation, search_result_content};
 use crate::translate::writer::{AnthropicWriter, BlockKind, UpstreamUsage, is_complete_json};
 use crate::translate::{SseBody, SseTranslate};
 
@@ -73,6 +74,13 @@ pub struct ChatStreamTranslator {
     unreadable: usize,
     /// `message_start` waits for the first chunk, which reports the usage it announces.
     usage_on_first_chunk: bool,
+    /// Pages the upstream's own web search found (OpenRouter's annotations), not yet written
+    /// as a search: `(url, title)`.
+    found: Vec<(String, Option<String>)>,
+    /// Pages already written in a search (a later citation of one is no new search).
+    listed: Vec<String>,
+    /// Citations of text not yet written (a text block was not open when they came).
+    held_citations: Vec<Value>,
 }
 
 impl ChatStreamTranslator {
@@ -89,6 +97,9 @@ impl ChatStreamTranslator {
             deferred: Vec::new(),
             finish_reason: None,
             usage: None,
+            found: Vec::new(),
+            listed: Vec::new(),
+            held_citations: Vec::new(),
             unreadable: 0,
             usage_on_first_chunk: false,
         }
@@ -152,6 +163,17 @@ impl ChatStreamTranslator {
             .filter(|r| !r.is_empty())
             .or(delta.reasoning);
         if self.streaming() {
+            let annotations = delta.annotations.into_iter().flatten();
+            for annotation in annotations.chain(choice.annotations.into_iter().flatten()) {
+                self.annotation(&annotation);
+            }
+            let says_more = reasoning.as_ref().is_some_and(|r| !r.is_empty())
+                || delta.content.as_ref().is_some_and(|t| !t.is_empty())
+                || delta.refusal.as_ref().is_some_and(|t| !t.is_empty())
+                || delta.tool_calls.as_ref().is_some_and(|c| !c.is_empty());
+            if says_more {
+                self.write_search();
+            }
             if let Some(reasoning) = reasoning.filter(|r| !r.is_empty()) {
                 self.segment(BlockKind::Thinking, reasoning);
             }
@@ -168,9 +190,65 @@ impl ChatStreamTranslator {
         if let Some(reason) = choice.finish_reason.filter(|r| !r.is_empty()) {
             if self.streaming() {
                 self.close_everything();
+                self.write_search();
                 self.finishing = true;
             }
             self.finish_reason = Some(reason);
+        }
+    }
+
+    /// A `url_citation` annotation: the page is one the upstream's web search found; a span
+    /// of the text cites it (a citation for the open text block, or the next one).
+    fn annotation(&mut self, annotation: &Value) {
+        if annotation.get("type").and_then(Value::as_str) != Some("url_citation") {
+            return;
+        }
+        let cited = annotation.get("url_citation").unwrap_or(annotation);
+        let Some(url) = cited
+            .get("url")
+            .and_then(Value::as_str)
+            .filter(|u| !u.is_empty())
+        else {
+            return;
+        };
+        let title = cited
+            .get("title")
+            .and_then(Value::as_str)
+            .filter(|t| !t.is_empty());
+        if !self.found.iter().any(|(seen, _)| seen == url) && !self.listed.iter().any(|u| u == url)
+        {
+            self.found.push((url.to_owned(), title.map(str::to_owned)));
+        }
+        let index = |key: &str| cited.get(key).and_then(Value::as_u64).unwrap_or(0);
+        if index("end_index") > index("start_index") {
+            let citation = citation(url, title);
+            if self.writer.open_block() == Some(BlockKind::Text) {
+                self.writer.citation(citation);
+            } else {
+                self.held_citations.push(citation);
+            }
+        }
+    }
+
+    /// The pages found so far, as one web search the upstream ran (`server_tool_use` +
+    /// `web_search_tool_result`); the citations held for them open the next text block. Not
+    /// while a tool call's arguments are incomplete (it cannot be cut).
+    fn write_search(&mut self) {
+        if self.found.is_empty() || self.open_tool_incomplete() {
+            return;
+        }
+        self.close_open();
+        let found = std::mem::take(&mut self.found);
+        self.listed.extend(found.iter().map(|(url, _)| url.clone()));
+        let pages = found
+            .iter()
+            .map(|(url, title)| (url.as_str(), title.as_deref()));
+        let content = Value::Array(search_result_content(pages));
+        let id = self.writer.next_id("srvtoolu_");
+        // The upstream does not say what it searched for.
+        self.writer.web_search(id, &json!({}), content);
+        for citation in std::mem::take(&mut self.held_citations) {
+            self.writer.citation(citation);
         }
     }
 
@@ -354,6 +432,7 @@ impl ChatStreamTranslator {
 
     fn complete(&mut self) {
         self.close_everything();
+        self.write_search();
         let any_tool = self.calls.iter().any(|c| !c.name.is_empty());
         let stop_reason = if any_tool {
             StopReason::ToolUse
@@ -379,6 +458,11 @@ impl ChatStreamTranslator {
                     cached_tokens: details.and_then(|d| d.cached_tokens),
                     cache_write_tokens: details.and_then(|d| d.cache_write_tokens),
                     output_tokens: u.completion_tokens,
+                    web_search_requests: u
+                        .server_tool_use_details
+                        .as_ref()
+                        .and_then(|d| d.get("web_search_requests"))
+                        .and_then(Value::as_u64),
                 }
             })
     }

@@ -56,8 +56,11 @@ use crate::anthropic::request::system_text;
 use crate::anthropic::request::{Block, Content, ImageSource, KnownBlock, MessagesRequest, Role};
 use crate::error::RequestError;
 use crate::openai::responses::{
-    ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText,
+    ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText, Tool,
     encrypted_reasoning,
+};
+use crate::server_tools::hosted::{
+    HostedSearch, history_text, is_search_block, result_pages, upstream_search_id,
 };
 use crate::translate::chat_request::ConvertedRequest;
 use crate::translate::schema::clean_schema;
@@ -88,6 +91,10 @@ pub struct ResponsesOptions {
     pub drop_tool_choice: bool,
     /// Require `max_tokens` as `/v1/messages` does (`false` for `count_tokens`).
     pub require_max_tokens: bool,
+    /// The upstream runs web search itself (OpenAI's hosted `web_search`): a `web_search_…`
+    /// server tool becomes that tool, earlier searches go back as `web_search_call` items.
+    /// Off, server tools are dropped with a warning (the host runs them before this).
+    pub hosted_web_search: bool,
 }
 
 impl Default for ResponsesOptions {
@@ -99,6 +106,7 @@ impl Default for ResponsesOptions {
             reasoning_effort: None,
             drop_tool_choice: false,
             require_max_tokens: true,
+            hosted_web_search: false,
         }
     }
 }
@@ -138,7 +146,12 @@ pub fn convert(
     for (position, message) in req.messages.iter().enumerate() {
         match &message.role {
             Role::System => developer_message(&message.content, &mut input, &mut warnings),
-            Role::Assistant => assistant_items(&message.content, &mut input, &mut warnings),
+            Role::Assistant => assistant_items(
+                &message.content,
+                options.hosted_web_search,
+                &mut input,
+                &mut warnings,
+            ),
             Role::User => user_items(&message.content, &mut input, &mut warnings),
             Role::Other(role) => {
                 warnings.add(format!(
@@ -148,7 +161,11 @@ pub fn convert(
             }
         }
     }
-    let tools = function_tools(&req, options.strict_schemas, &mut warnings);
+    let Tools {
+        tools,
+        max_tool_calls,
+        web_search,
+    } = tools(&req, options, &mut warnings);
     let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
     } else if options.drop_tool_choice {
@@ -158,7 +175,11 @@ pub fn convert(
         }
         (None, None)
     } else {
-        tool_choice(req.tool_choice.as_ref(), &mut warnings)
+        tool_choice(
+            req.tool_choice.as_ref(),
+            web_search.as_deref(),
+            &mut warnings,
+        )
     };
     let reasoning = reasoning(&req, options.reasoning_effort.as_deref());
     let (temperature, top_p) = if reasoning.is_some() {
@@ -186,11 +207,13 @@ pub fn convert(
         }
         capped.max(MIN_OUTPUT_TOKENS)
     });
-    let include = if reasoning.is_some() {
-        vec![String::from("reasoning.encrypted_content")]
-    } else {
-        Vec::new()
-    };
+    let mut include = Vec::new();
+    if reasoning.is_some() {
+        include.push(String::from("reasoning.encrypted_content"));
+    }
+    if web_search.is_some() {
+        include.push(String::from("web_search_call.action.sources"));
+    }
     let upstream_model = options.model.clone().unwrap_or_else(|| req.model.clone());
     let body = ResponsesRequest {
         model: upstream_model.clone(),
@@ -200,6 +223,7 @@ pub fn convert(
         tool_choice,
         parallel_tool_calls,
         max_output_tokens,
+        max_tool_calls,
         temperature,
         top_p,
         reasoning,
@@ -291,7 +315,7 @@ fn user_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut Warnin
                 });
             }
             Block::Known(KnownBlock::Document { source, extra }) => {
-                parts.push(document_part(&source, extra.get("title"), warnings));
+                parts.push(document_part(&source, &extra, warnings));
             }
             Block::Known(
                 KnownBlock::Thinking { .. }
@@ -322,23 +346,19 @@ fn image_part(source: &ImageSource) -> Option<ContentPart> {
     })
 }
 
-/// A document: text sources as text, PDFs (base64 or URL) as `input_file`.
-fn document_part(source: &Value, title: Option<&Value>, warnings: &mut Warnings) -> ContentPart {
+/// A document: text sources as text (under their title), PDFs (base64 or URL) as `input_file`.
+fn document_part(
+    source: &Value,
+    extra: &serde_json::Map<String, Value>,
+    warnings: &mut Warnings,
+) -> ContentPart {
+    if let Some(inline) = crate::anthropic::request::inline_document(source, extra) {
+        return text(inline);
+    }
+    let title = extra.get("title");
     let field = |name: &str| source.get(name).and_then(Value::as_str);
     let media = field("media_type").unwrap_or("application/pdf");
     match field("type") {
-        Some("text") => text(field("data").unwrap_or_default()),
-        Some("content") => match source.get("content") {
-            Some(Value::String(s)) => text(s.as_str()),
-            Some(Value::Array(items)) => text(
-                items
-                    .iter()
-                    .filter_map(|item| item.get("text").and_then(Value::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n"),
-            ),
-            _ => text(""),
-        },
         Some("base64") => ContentPart::InputFile {
             filename: Some(title.and_then(Value::as_str).map_or_else(
                 || {
@@ -409,7 +429,12 @@ fn result_text(
 
 /// Assistant blocks in order: text runs → `assistant` messages, tool_use → `function_call`,
 /// bridge-signed thinking → `reasoning`.
-fn assistant_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut Warnings) {
+fn assistant_items(
+    content: &Content,
+    hosted_web_search: bool,
+    out: &mut Vec<InputItem>,
+    warnings: &mut Warnings,
+) {
     let mut texts = Vec::new();
     let flush = |texts: &mut Vec<ContentPart>, out: &mut Vec<InputItem>| {
         if !texts.is_empty() {
@@ -465,6 +490,8 @@ fn assistant_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut W
             Block::Known(KnownBlock::RedactedThinking { .. }) => {
                 warnings.add("redacted_thinking dropped: no Responses equivalent");
             }
+            Block::Other(block) if hosted_web_search && earlier_search(&block, &mut texts, out) => {
+            }
             Block::Known(_) | Block::Other(_) => {
                 warnings.add("non-text block in an assistant turn dropped");
             }
@@ -473,13 +500,74 @@ fn assistant_items(content: &Content, out: &mut Vec<InputItem>, warnings: &mut W
     flush(&mut texts, out);
 }
 
-fn function_tools(
-    req: &MessagesRequest,
-    strict: bool,
-    warnings: &mut Warnings,
-) -> Option<Vec<FunctionTool>> {
+/// An earlier web search of the hosted tool, read back: the `server_tool_use` the bridge made
+/// from a `web_search_call` goes back as that item (its id recovered), the result's pages as
+/// the item's sources. A search the upstream did not make (another provider's, whose id it
+/// would not know) goes as the assistant's text, so its findings stay in the conversation.
+/// `false` for any other block.
+fn earlier_search(block: &Value, texts: &mut Vec<ContentPart>, out: &mut Vec<InputItem>) -> bool {
+    if !is_search_block(block) {
+        return false;
+    }
+    let field = |key: &str| block.get(key).and_then(Value::as_str).unwrap_or_default();
+    if field("type") == "server_tool_use"
+        && let Some(id) = upstream_search_id(field("id"))
+    {
+        if !texts.is_empty() {
+            out.push(message("assistant", std::mem::take(texts)));
+        }
+        let query = block.pointer("/input/query").cloned().unwrap_or_default();
+        out.push(InputItem::WebSearchCall {
+            id: id.to_owned(),
+            status: "completed",
+            action: json!({"type": "search", "query": query}),
+        });
+        return true;
+    }
+    let call = upstream_search_id(field("tool_use_id")).and_then(|id| {
+        out.iter_mut().rev().find_map(|item| match item {
+            InputItem::WebSearchCall {
+                id: seen, action, ..
+            } if seen == id => Some(action),
+            _ => None,
+        })
+    });
+    if let Some(action) = call {
+        let sources: Vec<Value> = result_pages(block)
+            .iter()
+            .map(|(url, _)| json!({"type": "url", "url": url}))
+            .collect();
+        action["sources"] = Value::Array(sources);
+    } else if let Some(text) = history_text(block) {
+        texts.push(ContentPart::OutputText { text });
+    }
+    true
+}
+
+/// The request's tools as the Responses API takes them.
+struct Tools {
+    tools: Option<Vec<Tool>>,
+    /// The web search's `max_uses` (the only hosted tool the bridge sends).
+    max_tool_calls: Option<u32>,
+    /// The name of the client's web search tool, when the hosted one stands for it.
+    web_search: Option<String>,
+}
+
+fn tools(req: &MessagesRequest, options: &ResponsesOptions, warnings: &mut Warnings) -> Tools {
     let mut out = Vec::new();
-    for tool in req.tools.as_deref()? {
+    let mut max_tool_calls = None;
+    let mut web_search = None;
+    for tool in req.tools.as_deref().unwrap_or_default() {
+        let hosted = options
+            .hosted_web_search
+            .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
+            .flatten();
+        if let Some(search) = hosted {
+            out.push(Tool::WebSearch(search.responses_tool(&mut warnings.0)));
+            max_tool_calls = search.max_uses;
+            web_search = Some(tool.name.clone());
+            continue;
+        }
         let Some(schema) = &tool.input_schema else {
             warnings.add(format!(
                 "tool {:?} ({}) dropped: server tools have no Responses function equivalent",
@@ -488,19 +576,29 @@ fn function_tools(
             ));
             continue;
         };
-        out.push(FunctionTool {
+        out.push(Tool::Function(FunctionTool {
             kind: "function",
             name: tool.name.clone(),
             description: tool.description.clone(),
-            parameters: clean_schema(schema, strict),
+            parameters: clean_schema(schema, options.strict_schemas),
             strict: false,
-        });
+        }));
     }
-    (!out.is_empty()).then_some(out)
+    Tools {
+        tools: (!out.is_empty()).then_some(out),
+        max_tool_calls,
+        web_search,
+    }
 }
 
-/// `tool_choice` and `parallel_tool_calls`.
-fn tool_choice(choice: Option<&Value>, warnings: &mut Warnings) -> (Option<Value>, Option<bool>) {
+/// `tool_choice` and `parallel_tool_calls`. A choice of the web search the hosted tool stands
+/// for is `required` (the Responses API names no hosted tool in `tool_choice`; it is the only
+/// tool then, or one of several the model must call one of).
+fn tool_choice(
+    choice: Option<&Value>,
+    web_search: Option<&str>,
+    warnings: &mut Warnings,
+) -> (Option<Value>, Option<bool>) {
     let Some(choice) = choice else {
         return (None, None);
     };
@@ -513,6 +611,7 @@ fn tool_choice(choice: Option<&Value>, warnings: &mut Warnings) -> (Option<Value
         (Some("auto"), _) => json!("auto"),
         (Some("any"), _) => json!("required"),
         (Some("none"), _) => json!("none"),
+        (Some("tool"), Some(name)) if Some(name) == web_search => json!("required"),
         (Some("tool"), Some(name)) => json!({"type": "function", "name": name}),
         (kind, _) => {
             warnings.add(format!("tool_choice {kind:?} not understood: using auto"));

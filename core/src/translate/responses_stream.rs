@@ -19,7 +19,9 @@
 //! | `reasoning`: `response.reasoning_summary_text.delta`, `response.reasoning_text.delta` (parts joined by a blank line) | thinking; its signature carries the item's `encrypted_content` ([`reasoning_signature`]), or is an invented one when there is none; an item with only `encrypted_content` is an empty, signed thinking block |
 //! | `function_call` + `response.function_call_arguments.delta` | tool_use (id = `call_id`) + input_json_delta; without deltas, the arguments of `.done` / `output_item.done` |
 //! | `custom_tool_call` + `response.custom_tool_call_input.delta` | tool_use whose input is `{"input": <the raw text>}` |
-//! | hosted tools (`web_search_call`, `code_interpreter_call`, …), annotations, unknown events | skipped |
+//! | `web_search_call` (the hosted web search) whose action is a `search` | `server_tool_use` `web_search` {query} + `web_search_tool_result` of the action's sources (failed: the `unavailable` error), written at its `output_item.done`; counted in `usage.server_tool_use.web_search_requests` |
+//! | `url_citation` annotations (`response.output_text.annotation.added`, or a complete item's) | `citations_delta` {`web_search_result_location`} in the message's text block |
+//! | other hosted tools (`code_interpreter_call`, …), a search's `open_page` / `find_in_page` steps, unknown events | skipped |
 //!
 //! Only the earliest unfinished item writes; deltas of later items are buffered and written, in
 //! full, once the items before them are done (interleaved items lose nothing). A message or
@@ -60,11 +62,15 @@
 //! v.finish().unwrap();
 //! ```
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::anthropic::events::{ApiError, ErrorKind, StopReason, StreamEvent};
 use crate::openai::responses::{
-    ErrorObject, OutputItem, ResponseObject, ResponsesEvent, TextPart, reasoning_signature,
+    Annotation, ErrorObject, OutputItem, ResponseObject, ResponsesEvent, SearchAction, TextPart,
+    reasoning_signature,
+};
+use crate::server_tools::hosted::{
+    citation, search_error_content, search_result_content, server_tool_use_id,
 };
 use crate::translate::writer::{AnthropicWriter, UpstreamUsage};
 use crate::translate::{SseBody, SseTranslate};
@@ -75,7 +81,9 @@ enum Kind {
     Reasoning,
     FunctionCall,
     CustomToolCall,
-    /// Hosted tools and anything unknown: skipped.
+    /// The hosted web search.
+    WebSearch,
+    /// Other hosted tools and anything unknown: skipped.
     Other,
 }
 
@@ -86,6 +94,7 @@ impl Kind {
             "reasoning" => Self::Reasoning,
             "function_call" => Self::FunctionCall,
             "custom_tool_call" => Self::CustomToolCall,
+            "web_search_call" => Self::WebSearch,
             _ => Self::Other,
         }
     }
@@ -116,6 +125,13 @@ struct Item {
     /// The reasoning part the last delta belonged to (summary or raw, index).
     part: Option<(bool, u64)>,
     encrypted: Option<String>,
+    /// A message's citations not yet written.
+    citations: Vec<Value>,
+    /// Citations came as events: the complete item's annotations add nothing.
+    cited: bool,
+    /// A web search's action (from its complete item) and whether it failed.
+    search: Option<SearchAction>,
+    failed: bool,
     done: bool,
     state: State,
 }
@@ -132,6 +148,10 @@ impl Item {
             streamed: false,
             part: None,
             encrypted: None,
+            citations: Vec::new(),
+            cited: false,
+            search: None,
+            failed: false,
             done: false,
             state: State::Waiting,
         }
@@ -239,6 +259,7 @@ impl ResponsesStreamTranslator {
             "response.custom_tool_call_input.done" => {
                 self.complete_text(&event, Kind::CustomToolCall, event.input.as_deref());
             }
+            "response.output_text.annotation.added" => self.annotation(&event),
             "response.completed" | "response.incomplete" => {
                 let incomplete = event.kind == "response.incomplete";
                 self.end(event.response.unwrap_or_default(), incomplete);
@@ -303,6 +324,14 @@ impl ResponsesStreamTranslator {
                 entry.pending = complete_item_text(kind, item);
                 entry.streamed = true;
             }
+            if kind == Kind::Message && !entry.cited {
+                let annotations = item.content.iter().flat_map(|part| &part.annotations);
+                entry.citations.extend(annotations.filter_map(citation_of));
+            }
+            if kind == Kind::WebSearch {
+                entry.search.clone_from(&item.action);
+                entry.failed = item.status.as_deref() == Some("failed");
+            }
             entry.done = true;
         }
         self.pump();
@@ -324,6 +353,20 @@ impl ResponsesStreamTranslator {
         }
         item.pending.push_str(delta);
         item.streamed = true;
+        self.pump();
+    }
+
+    /// `response.output_text.annotation.added`: a citation for the message's text.
+    fn annotation(&mut self, event: &ResponsesEvent) {
+        let Some(citation) = event.annotation.as_ref().and_then(citation_of) else {
+            return;
+        };
+        let Some(i) = self.find(event.output_index, event.item_id.as_deref(), Kind::Message) else {
+            return;
+        };
+        let item = &mut self.items[i];
+        item.citations.push(citation);
+        item.cited = true;
         self.pump();
     }
 
@@ -371,6 +414,10 @@ impl ResponsesStreamTranslator {
                 if self.writer.text_delta(pending) {
                     item.state = State::Writing;
                 }
+                for citation in item.citations.drain(..) {
+                    self.writer.citation(citation);
+                    item.state = State::Writing;
+                }
             }
             Kind::Reasoning => {
                 if self.writer.thinking_delta(pending) {
@@ -403,13 +450,39 @@ impl ResponsesStreamTranslator {
                 };
                 self.writer.input_json_delta(json);
             }
-            Kind::Other => {}
+            Kind::WebSearch | Kind::Other => {}
         }
     }
 
     fn close(&mut self, i: usize) {
         let item = &mut self.items[i];
         match (item.kind, item.state) {
+            (Kind::WebSearch, _) => {
+                let search = item.search.take().unwrap_or_default();
+                if !matches!(search.kind.as_str(), "search" | "") {
+                    // A step of a search (opening a page, finding in it), not a search.
+                    return;
+                }
+                let upstream_id = item.id.clone().unwrap_or_default();
+                let id = if upstream_id.is_empty() {
+                    self.writer.next_id("srvtoolu_")
+                } else {
+                    server_tool_use_id(&upstream_id)
+                };
+                let query = search.query.or_else(|| search.queries.first().cloned());
+                let input = query.map_or_else(|| json!({}), |q| json!({"query": q}));
+                let content = if item.failed {
+                    search_error_content("unavailable")
+                } else {
+                    let pages = search
+                        .sources
+                        .iter()
+                        .filter_map(|s| s.url.as_deref())
+                        .map(|url| (url, None));
+                    Value::Array(search_result_content(pages))
+                };
+                self.writer.web_search(id, &input, content);
+            }
             (Kind::Reasoning, state) if item.encrypted.is_some() => {
                 if state != State::Writing {
                     self.writer.open_thinking();
@@ -466,6 +539,7 @@ impl ResponsesStreamTranslator {
                 cached_tokens: details.cached_tokens,
                 cache_write_tokens: details.cache_write_tokens,
                 output_tokens: u.output_tokens,
+                web_search_requests: None,
             }
         });
         let usage = self.writer.usage(&upstream);
@@ -594,11 +668,17 @@ fn complete_item_text(kind: Kind, item: &OutputItem) -> String {
         Kind::Reasoning => joined(&item.summary, "\n\n"),
         Kind::FunctionCall => item.arguments.clone().unwrap_or_default(),
         Kind::CustomToolCall => item.input.clone().unwrap_or_default(),
-        Kind::Other => String::new(),
+        Kind::WebSearch | Kind::Other => String::new(),
     }
 }
 
 /// `raw` escaped as the inside of a JSON string (a fragment of the custom tool input).
+/// A `url_citation` as Anthropic's `web_search_result_location` (other annotations: none).
+fn citation_of(annotation: &Annotation) -> Option<Value> {
+    let url = annotation.url.as_deref().filter(|u| !u.is_empty())?;
+    (annotation.kind == "url_citation").then(|| citation(url, annotation.title.as_deref()))
+}
+
 fn json_string_content(raw: &str) -> String {
     let quoted = Value::String(raw.to_owned()).to_string();
     quoted

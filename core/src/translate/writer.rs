@@ -59,8 +59,8 @@
 use serde_json::Value;
 
 use crate::anthropic::events::{
-    ApiError, BlockStart, CacheCreation, Delta, MessageDeltaBody, MessageShell, StopReason,
-    StreamEvent, Usage,
+    ApiError, BlockStart, CacheCreation, Delta, MessageDeltaBody, MessageShell, ServerToolUsage,
+    StopReason, StreamEvent, Usage,
 };
 use crate::ids::IdSource;
 use crate::tokens::estimate_text;
@@ -87,6 +87,8 @@ enum Open {
     ToolUse {
         input: String,
     },
+    /// A block written whole by one call (a server tool's use or result).
+    Whole,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -112,6 +114,9 @@ pub struct UpstreamUsage {
     pub cache_write_tokens: Option<u64>,
     /// Output tokens (reasoning included); `None` means unknown (estimated from the output).
     pub output_tokens: Option<u64>,
+    /// Web searches the upstream says it ran (OpenRouter), when it says: the usage reports the
+    /// larger of this and the searches written ([`AnthropicWriter::web_search`]).
+    pub web_search_requests: Option<u64>,
 }
 
 /// Writes one well-formed Anthropic event stream; see the module docs.
@@ -128,6 +133,8 @@ pub struct AnthropicWriter {
     out: Vec<StreamEvent>,
     /// What the upstream reported of its input before `message_start` was written.
     early_usage: Option<Usage>,
+    /// Web searches the upstream ran itself ([`AnthropicWriter::web_search`]), for the usage.
+    web_searches: u32,
 }
 
 impl AnthropicWriter {
@@ -145,6 +152,7 @@ impl AnthropicWriter {
             output_chars: 0,
             out: Vec::new(),
             early_usage: None,
+            web_searches: 0,
         }
     }
 
@@ -346,6 +354,50 @@ impl AnthropicWriter {
         true
     }
 
+    /// A web search the upstream ran itself (a hosted tool): a `server_tool_use` block named
+    /// `web_search` with its input, then a `web_search_tool_result` block with what it found
+    /// (`[{type:"web_search_result",…}]` or a `web_search_tool_result_error`), each closed.
+    /// `id` must be new in this message (`srvtoolu_…`); the search counts in the usage's
+    /// `server_tool_use.web_search_requests`.
+    pub fn web_search(&mut self, id: String, input: &Value, content: Value) {
+        if self.is_done() {
+            return;
+        }
+        self.open(
+            Open::Whole,
+            BlockStart::ServerToolUse {
+                id: id.clone(),
+                name: String::from("web_search"),
+                input: Value::Object(serde_json::Map::new()),
+            },
+        );
+        let partial_json = input.to_string();
+        self.output_chars += partial_json.len();
+        self.delta(Delta::InputJsonDelta { partial_json });
+        self.close_block();
+        self.open(
+            Open::Whole,
+            BlockStart::WebSearchToolResult {
+                tool_use_id: id,
+                content,
+            },
+        );
+        self.close_block();
+        self.web_searches += 1;
+    }
+
+    /// A citation (`web_search_result_location`, …) for the text being written: a
+    /// `citations_delta` to the open text block, opening one unless a text block is open.
+    pub fn citation(&mut self, citation: Value) {
+        if self.is_done() {
+            return;
+        }
+        if self.open_block() != Some(BlockKind::Text) {
+            self.open_text();
+        }
+        self.delta(Delta::CitationsDelta { citation });
+    }
+
     /// Close the open block, if any: a thinking block gets a signature if it has none, a
     /// tool_use block's input is completed into parseable JSON when it was cut off.
     pub fn close_block(&mut self) {
@@ -364,7 +416,7 @@ impl AnthropicWriter {
                     });
                 }
             }
-            Open::Text | Open::Thinking { signed: true } => {}
+            Open::Text | Open::Thinking { signed: true } | Open::Whole => {}
         }
         self.out.push(StreamEvent::ContentBlockStop {
             index: self.next_index,
@@ -426,6 +478,15 @@ impl AnthropicWriter {
             output_tokens: upstream
                 .output_tokens
                 .map_or_else(|| estimate_text(self.output_chars), to_u32),
+            server_tool_use: {
+                let searches = self
+                    .web_searches
+                    .max(to_u32(upstream.web_search_requests.unwrap_or(0)));
+                (searches > 0).then_some(ServerToolUsage {
+                    web_search_requests: searches,
+                    web_fetch_requests: 0,
+                })
+            },
         }
     }
 
@@ -562,6 +623,7 @@ mod tests {
             cached_tokens: Some(60),
             cache_write_tokens: Some(10),
             output_tokens: Some(5),
+            web_search_requests: None,
         });
         assert_eq!(
             (

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use toml::Spanned;
 
 use crate::cli::Provider as Kind;
+use crate::cli::{DocumentsChoice, WebSearchChoice};
 
 /// The whole file.
 #[derive(Debug, Deserialize)]
@@ -30,6 +31,31 @@ pub struct FileRaw {
     pub providers: BTreeMap<String, ProviderRaw>,
     /// `[router]`.
     pub router: Option<RouterConfig>,
+    /// `[search]`: the web search backend.
+    pub search: Option<SearchRaw>,
+    /// `[fetch]`: the bridge's web fetch.
+    pub fetch: Option<FetchRaw>,
+}
+
+/// The `[fetch]` table (`--fetch-allow-private`).
+#[derive(Debug, Clone, Copy, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FetchRaw {
+    /// Loopback and private addresses may be fetched.
+    #[serde(default)]
+    pub allow_private: bool,
+}
+
+/// The `[search]` table (`--search`, `--search-url`, `--search-api-key`).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchRaw {
+    /// `searxng`, `brave` or `tavily`.
+    pub kind: crate::cli::SearchKind,
+    /// The backend's address.
+    pub base_url: Option<Spanned<String>>,
+    /// The backend's key: a literal or `env:NAME`.
+    pub api_key: Option<Spanned<String>>,
 }
 
 /// One `[providers.NAME]` table: the keys are the serve flags' names with `_` for `-`. The
@@ -72,6 +98,10 @@ pub struct ProviderRaw {
     pub keep_mid_conversation_system: Option<bool>,
     /// `--continuous-usage-stats`.
     pub continuous_usage_stats: Option<bool>,
+    /// `--documents`.
+    pub documents: Option<DocumentsChoice>,
+    /// `--web-search`.
+    pub web_search: Option<WebSearchChoice>,
     /// `--tokenizer` (a relative path starts from the config file's directory).
     pub tokenizer: Option<String>,
     /// `[providers.NAME.defaults]`: request parameters used when the client sends none.

@@ -344,6 +344,8 @@ reasoning_effort = true
 no_reasoning_passback = true
 keep_mid_conversation_system = true
 continuous_usage_stats = true
+documents = "omit"
+web_search = "bridge"
 tokenizer = "tok/tokenizer.json"
 connect_timeout = 3
 first_byte_timeout = 60
@@ -406,6 +408,8 @@ default = "chat,qwen/qwen3-coder:free"
             no_reasoning_passback: Some(true),
             keep_mid_conversation_system: Some(true),
             continuous_usage_stats: Some(true),
+            documents: Some(crate::cli::DocumentsChoice::Omit),
+            web_search: Some(crate::cli::WebSearchChoice::Bridge),
             tokenizer: Some(String::from("/home/u/project/conf/tok/tokenizer.json")),
         }
     );
@@ -562,4 +566,38 @@ fn the_documented_examples_load() {
         .unwrap_or_else(|e| panic!("the README example does not load: {e}"));
     assert_eq!(config.providers.len(), 2);
     assert_eq!(config.router.fallback.len(), 1);
+}
+
+#[test]
+fn the_search_table_is_checked_and_its_key_resolved() {
+    let config = parse(&format!(
+        "{LOCAL}[search]\nkind = \"searxng\"\nbase_url = \"http://127.0.0.1:8888\"\n"
+    ))
+    .unwrap();
+    let search = config.search.unwrap();
+    assert_eq!(search.kind, crate::cli::SearchKind::Searxng);
+    assert_eq!(search.base_url.as_deref(), Some("http://127.0.0.1:8888"));
+    let brave = parse(&format!(
+        "{LOCAL}[search]\nkind = \"brave\"\napi_key = \"env:OPENAI_API_KEY\"\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        brave.search.unwrap().api_key.unwrap().expose_secret(),
+        "sk-openai-secret"
+    );
+    let e = err(&format!("{LOCAL}[search]\nkind = \"searxng\"\n"));
+    assert_eq!(e.key.as_deref(), Some("search"));
+    assert!(e.message.contains("needs base_url"), "{e}");
+    let e = err(&format!("{LOCAL}[search]\nkind = \"tavily\"\n"));
+    assert!(e.message.contains("needs api_key"), "{e}");
+    let e = err(&format!(
+        "{LOCAL}[search]\nkind = \"searxng\"\nbase_url = \"127.0.0.1:8888\"\n"
+    ));
+    assert_eq!(place(&e), (6, 12, Some("search.base_url")));
+    let e = err(&format!("{LOCAL}[search]\nkind = \"google\"\n"));
+    assert!(e.message.contains("searxng"), "{e}");
+    let e = err(&format!(
+        "{LOCAL}[search]\nkind = \"searxng\"\nurl = \"http://x\"\n"
+    ));
+    assert!(e.message.contains("unknown field `url`"), "{e}");
 }

@@ -9,7 +9,9 @@ use bridge_core::route::RouterConfig;
 use secrecy::SecretString;
 use serde::Deserialize;
 
-use crate::cli::{PaymentChoice, SelectionChoice, ToolFormatChoice};
+use crate::cli::{
+    DocumentsChoice, PaymentChoice, SelectionChoice, ToolFormatChoice, WebSearchChoice,
+};
 
 /// A loaded, checked `claude-bridge.toml`.
 #[derive(Debug, Clone)]
@@ -25,6 +27,21 @@ pub struct Config {
     /// `[router]`; every target names a provider above. Without a `[router]` table and with one
     /// provider, every request goes to it with the client's model name.
     pub router: RouterConfig,
+    /// `[search]`, resolved.
+    pub search: Option<Search>,
+    /// `[fetch]`: the bridge's web fetch.
+    pub fetch: super::file::FetchRaw,
+}
+
+/// The `[search]` table: the web search backend.
+#[derive(Debug, Clone)]
+pub struct Search {
+    /// Which backend.
+    pub kind: crate::cli::SearchKind,
+    /// Its address (checked to be an http(s) URL).
+    pub base_url: Option<String>,
+    /// Its key.
+    pub api_key: Option<SecretString>,
 }
 
 /// One `[providers.NAME]` table.
@@ -125,6 +142,10 @@ pub struct ChatSettings {
     pub keep_mid_conversation_system: Option<bool>,
     /// `continuous_usage_stats`.
     pub continuous_usage_stats: Option<bool>,
+    /// `documents`: what a PDF becomes (`None`: what the upstream is known to take).
+    pub documents: Option<DocumentsChoice>,
+    /// `web_search`: who searches (`None`: the upstream where it is known to).
+    pub web_search: Option<WebSearchChoice>,
     /// `tokenizer` (paths resolved against the config file's directory).
     pub tokenizer: Option<String>,
 }
@@ -138,6 +159,8 @@ pub struct ResponsesSettings {
     pub strict_schemas: Option<bool>,
     /// `reasoning_effort`: `None` follows the client; `off`, or an effort sent on every request.
     pub reasoning_effort: Option<String>,
+    /// `web_search`: who searches (`None`: the upstream where it is known to).
+    pub web_search: Option<WebSearchChoice>,
     /// `tokenizer` (paths resolved against the config file's directory).
     pub tokenizer: Option<String>,
 }

@@ -13,12 +13,12 @@ use toml::de::DeValue;
 
 use super::document::{Document, Segment};
 use super::error::ConfigError;
-use super::file::{Effort, FileRaw, ProviderRaw};
+use super::file::{Effort, FileRaw, ProviderRaw, SearchRaw};
 use super::locate::Env;
 use super::secret;
 use super::types::{
     ChatSettings, Config, FabstirSettings, HttpUpstream, Provider, ProviderKind, ResponsesSettings,
-    Timeouts,
+    Search, Timeouts,
 };
 use crate::cli::Provider as Kind;
 
@@ -43,12 +43,15 @@ const OPENAI: &[&str] = &[
     "no_reasoning_passback",
     "keep_mid_conversation_system",
     "continuous_usage_stats",
+    "documents",
+    "web_search",
     "tokenizer",
 ];
 const RESPONSES: &[&str] = &[
     "max_tokens_cap",
     "strict_schemas",
     "reasoning_effort",
+    "web_search",
     "tokenizer",
 ];
 const FABSTIR: &[&str] = &[
@@ -254,12 +257,61 @@ pub fn build(
             }
         },
     };
+    let search = raw.search.map(|raw| search(doc, raw, env)).transpose()?;
     Ok(Config {
         file: file.to_path_buf(),
         listen,
         client_key,
         providers,
         router,
+        search,
+        fetch: raw.fetch.unwrap_or_default(),
+    })
+}
+
+/// `[search]`: the address parses, Brave and Tavily have a key, SearXNG an address.
+fn search(doc: &Document<'_>, raw: SearchRaw, env: &Env) -> Result<Search, ConfigError> {
+    let api_key = raw
+        .api_key
+        .as_ref()
+        .map(|key| resolve(doc, key, &["search".into(), "api_key".into()], env))
+        .transpose()?;
+    let at = |key: &str| vec![Segment::from("search"), Segment::from(key)];
+    let base_url = match &raw.base_url {
+        Some(url) => {
+            let parsed = reqwest::Url::parse(url.get_ref())
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"));
+            if parsed.is_none() {
+                return Err(doc.error(
+                    url.span(),
+                    &at("base_url"),
+                    "expected an http:// or https:// address, e.g. \"http://127.0.0.1:8888\"",
+                ));
+            }
+            Some(url.get_ref().clone())
+        }
+        None if raw.kind == crate::cli::SearchKind::Searxng => {
+            return Err(doc.error_at_key(
+                &["search".into()],
+                "kind = \"searxng\" needs base_url, the instance's address (e.g. \"http://127.0.0.1:8888\")",
+            ));
+        }
+        None => None,
+    };
+    if raw.kind != crate::cli::SearchKind::Searxng && api_key.is_none() {
+        return Err(doc.error_at_key(
+            &["search".into()],
+            &format!(
+                "kind = \"{}\" needs api_key (a literal or \"env:NAME\")",
+                raw.kind.name()
+            ),
+        ));
+    }
+    Ok(Search {
+        kind: raw.kind,
+        base_url,
+        api_key,
     })
 }
 
@@ -318,6 +370,8 @@ fn provider(
                 no_reasoning_passback: raw.no_reasoning_passback,
                 keep_mid_conversation_system: raw.keep_mid_conversation_system,
                 continuous_usage_stats: raw.continuous_usage_stats,
+                documents: raw.documents,
+                web_search: raw.web_search,
                 tokenizer: tokenizer_path(dir, raw.tokenizer.as_deref()),
             },
         },
@@ -327,6 +381,7 @@ fn provider(
                 max_tokens_cap: raw.max_tokens_cap,
                 strict_schemas: raw.strict_schemas,
                 reasoning_effort: level(doc, name, raw.reasoning_effort.as_ref())?,
+                web_search: raw.web_search,
                 tokenizer: tokenizer_path(dir, raw.tokenizer.as_deref()),
             },
         },

@@ -22,7 +22,11 @@
 
 pub mod anthropic;
 pub mod fabstir;
+pub mod fetch;
 pub mod openai;
+pub mod pdf_text;
+pub mod search;
+pub mod server_tools;
 pub mod tokenizer;
 pub mod translated;
 pub mod upstream;

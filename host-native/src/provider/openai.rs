@@ -43,6 +43,8 @@ pub struct OpenAi {
     output_limits: Mutex<HashMap<String, u64>>,
     /// Counts the prompt for `message_start` (`--tokenizer`); `None`: the core's estimate.
     tokenizer: Option<super::tokenizer::TokenizerSpec>,
+    /// Chat with `documents = "text"`: PDFs become their text before the core sees them.
+    pdf_as_text: bool,
 }
 
 impl OpenAi {
@@ -57,6 +59,7 @@ impl OpenAi {
         let mut options_max_tokens_optional = options.clone();
         options_max_tokens_optional["require_max_tokens"] = serde_json::Value::Bool(false);
         Self {
+            pdf_as_text: dialect == Dialect::OpenaiChat && options["documents"] == "text",
             options_json: options.to_string(),
             options_max_tokens_optional,
             engine,
@@ -167,8 +170,11 @@ impl Provider for OpenAi {
         self.target_model()
     }
 
-    fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
+    fn open(&self, mut call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
+            if self.pdf_as_text {
+                call.body = super::pdf_text::inline_pdf_text(call.body).await;
+            }
             // A limit learned for the target model applies before the first attempt; for a
             // forwarded client model it is known only once the request is read.
             // Without one the options are the provider's own, encoded once: nothing is copied.

@@ -369,13 +369,7 @@ fn closed_before_answer(e: &hyper_util::client::legacy::Error) -> bool {
 }
 
 fn describe_client_error(e: &hyper_util::client::legacy::Error) -> String {
-    let mut text = e.to_string();
-    let mut source = std::error::Error::source(e);
-    while let Some(inner) = source {
-        text.push_str(": ");
-        text.push_str(&inner.to_string());
-        source = inner.source();
-    }
+    let mut text = crate::error::with_causes(e);
     if e.is_connect() {
         text.push_str(" (is the upstream server running and is --base-url right?)");
     }

@@ -131,9 +131,7 @@ async fn serve(
         front: FrontOptions {
             // The request id's random part: unique, and the same id the log line has.
             id: request_id.trim_start_matches("req_").to_owned(),
-            created: std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map_or(0, |d| d.as_secs()),
+            created: crate::ids::unix_seconds(),
             ..answer
         },
         ..StreamOptions::default()

@@ -178,7 +178,8 @@ impl Routes {
             provider: FLAGS_PROVIDER.to_owned(),
             model: args.model.clone(),
         };
-        let provider = crate::run::build_provider(args, engine).await?;
+        let runners = crate::run::server_tool_runners(args)?;
+        let provider = crate::run::build_provider(args, engine, &runners).await?;
         let mut targets = BTreeMap::new();
         targets.insert(
             target.to_string(),
@@ -218,6 +219,7 @@ impl Routes {
         engine: &Arc<dyn Engine>,
     ) -> Result<Self, String> {
         let mut targets = BTreeMap::new();
+        let runners = crate::run::server_tool_runners(args)?;
         for (_, target) in config.router.targets() {
             let key = target.to_string();
             if targets.contains_key(&key) {
@@ -230,7 +232,7 @@ impl Routes {
                 ));
             };
             let provider_args = provider_args(args, provider, target.model.clone());
-            let built = crate::run::build_provider(&provider_args, engine)
+            let built = crate::run::build_provider(&provider_args, engine, &runners)
                 .await
                 .map_err(|e| format!("provider {}: {e}", target.provider))?;
             targets.insert(
@@ -349,6 +351,8 @@ fn provider_args(
             out.continuous_usage_stats = options
                 .continuous_usage_stats
                 .unwrap_or(out.continuous_usage_stats);
+            out.documents = options.documents.or(out.documents);
+            out.web_search = options.web_search.or(out.web_search);
             out.tokenizer = options.tokenizer.clone().or(out.tokenizer);
         }
         ProviderKind::Responses { upstream, options } => {
@@ -359,6 +363,7 @@ fn provider_args(
             }
             out.strict_schemas = options.strict_schemas.unwrap_or(out.strict_schemas);
             out.responses_reasoning_effort = options.reasoning_effort.clone();
+            out.web_search = options.web_search.or(out.web_search);
             out.tokenizer = options.tokenizer.clone().or(out.tokenizer);
         }
         ProviderKind::Anthropic { upstream } => {

@@ -241,7 +241,7 @@ impl ChainJobs {
             payment: String::from(payment_name(self.payment)),
             deposit,
             price_per_token: saturating_u128(price),
-            created_at: unix_now(),
+            created_at: crate::ids::unix_seconds(),
             ..JobEntry::default()
         };
         // Never pay for a job the ledger could not record.
@@ -392,13 +392,6 @@ fn price_for_init(price: U256) -> Result<u64, NoJob> {
             ),
         ))
     })
-}
-
-#[cfg(feature = "fabstir-chain")]
-fn unix_now() -> u64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs())
 }
 
 /// The one place a chain failure becomes what the client is told.

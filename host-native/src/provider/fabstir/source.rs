@@ -68,7 +68,9 @@ impl Provider for FabstirProvider {
 
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
-            let rendered = self.engine.render_chatml(&call.body, &self.options)?;
+            // The host's models read text only: a PDF goes as its text.
+            let body = crate::provider::pdf_text::inline_pdf_text(call.body).await;
+            let rendered = self.engine.render_chatml(&body, &self.options)?;
             log_warnings(&rendered.warnings);
             info!(
                 model = %rendered.client_model,
