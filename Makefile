@@ -158,8 +158,8 @@ fuzz:
 ## anyway, so nothing is compiled twice — a `cargo clippy` check shares nothing with a build, and
 ## on a fresh 2-core machine the checks of the dependency tree and of the core for each target
 ## cost more than all the tests. Natively: the very selection the tests run (TEST_BUILD). The
-## WASI component: host-native/build.rs and tests/build.rs build both its variants (with and
-## without fault-injection) in nested cargos, which keep clippy-driver when the outer build runs
+## WASI component: host-native/build.rs builds both its variants (with and without
+## fault-injection) in one nested cargo, which keeps clippy-driver when the outer build runs
 ## under it. The browser target: `purity` (the facade without default features) and `test-js`
 ## (with them, as `make js` builds it). The build without default features (no Fabstir chain
 ## mode, no AG-UI) is `make test-lean`'s.
@@ -169,10 +169,10 @@ lint: setup-rust
 
 ## The core is pure: built for the browser target (the facade crate without its JS bindings),
 ## it imports nothing from its host. In the `js-test` profile and the target dir that `test-js`
-## builds the npm package in; clippy lints it on the way. (The package build compiles the core
-## again: wasm-bindgen's macros give the proc-macros' syn other features, so serde's derive and
-## everything above it differ.) Its own target dir lets `make test` run it beside the native
-## build (cargo locks a target dir for the whole of a build).
+## builds the npm package in, which then compiles only the facade and wasm-bindgen on top (the
+## facade's build-dependency on syn keeps the features of the two builds' proc-macros alike, see
+## pkg-js/Cargo.toml); clippy lints it on the way. Its own target dir lets `make test` run it
+## beside the native build (cargo locks a target dir for the whole of a build).
 purity: setup-rust
 	$(CLIPPY_BUILD) $(CARGO) build --target-dir $(WEB_TARGET_DIR) -p bridge-core-js --no-default-features --target wasm32-unknown-unknown --profile js-test
 	python3 scripts/check-wasm-imports.py $(WEB_TARGET_DIR)/wasm32-unknown-unknown/js-test/bridge_core_js.wasm

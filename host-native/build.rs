@@ -7,6 +7,13 @@
 //!
 //! `CLAUDE_BRIDGE_COMPONENT_WASM=/path/to/bridge_core_component.wasm` skips the nested build
 //! and embeds that file instead (prebuilt artifacts, packaging).
+//!
+//! A debug build (the tests' and `cargo run`'s) builds the test-only variant with fault
+//! injection (`bridge-core-component-faults`) in the same nested cargo, and hands its path to
+//! `tests/build.rs` as the `links` metadata `faulty_component` (`DEP_CLAUDE_BRIDGE_CORE_FAULTY_COMPONENT`
+//! there). A nested cargo of its own in `tests/build.rs` would wait for this one's lock on the
+//! component target dir while holding one of the outer build's job slots: on two cores, half the
+//! machine idle for a minute of a cold `make test`.
 
 #![expect(
     clippy::disallowed_methods,
@@ -38,12 +45,22 @@ fn main() -> Result<(), BoxError> {
         return Ok(());
     }
     println!("cargo::rerun-if-changed=build/component.rs");
-    // A debug build of the host embeds a core built faster (see `component_profile`).
-    let built = ComponentBuild {
-        package: "bridge-core-component",
+    // A debug build of the host embeds a core built faster (see `component_profile`), and builds
+    // the test variant beside it.
+    let debug = component_profile() == "component-test";
+    let packages: &[&str] = if debug {
+        &["bridge-core-component", "bridge-core-component-faults"]
+    } else {
+        &["bridge-core-component"]
+    };
+    let built = ComponentBuild { packages }.run(&workspace)?;
+    let [embedded, rest @ ..] = built.as_slice() else {
+        return Err("the nested build returned no component".into());
+    };
+    if let [faulty] = rest {
+        println!("cargo::metadata=faulty_component={}", faulty.display());
     }
-    .run(&workspace)?;
-    copy(&built, &out)
+    copy(embedded, &out)
 }
 
 /// Copies unless `to` already has these bytes, so an unchanged component does not make

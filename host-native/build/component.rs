@@ -1,13 +1,17 @@
-// Shared by `host-native/build.rs` and `tests/build.rs` (`include!`d): build a variant of the
+// Shared by `host-native/build.rs` and `tests/build.rs` (`include!`d): build variants of the
 // core's WASI component with a nested cargo.
 //
 // The nested cargo uses its own target dir (`<outer target dir>/component`): the outer cargo
 // holds the lock on its target dir's build directories, and sharing them would deadlock. Both
 // variants (the embedded core, `bridge-core-component`, and the fault-injecting test one,
-// `bridge-core-component-faults`) build there with the same profile, so the core and the
-// dependencies are compiled once for both; cargo's lock on that directory serialises the two
-// build scripts. Cargo decides itself whether anything is stale (a no-op build takes about a
+// `bridge-core-component-faults`) build there with the same profile, in one nested cargo when a
+// debug host is built (see host-native/build.rs), so the core and the dependencies are compiled
+// once for both. Cargo decides itself whether anything is stale (a no-op build takes about a
 // second); the calling script re-runs when the core, the component crates or the WIT change.
+//
+// The built `.wasm` files are not `rerun-if-changed` inputs: they are written while the script
+// runs, after cargo noted its start, so cargo would take them as changed and run the script (and
+// recompile the host and everything above it) once more on the next build.
 
 type BoxError = Box<dyn std::error::Error>;
 
@@ -15,10 +19,10 @@ const TARGET: &str = "wasm32-wasip2";
 /// Directory under the outer target dir.
 const TARGET_DIR: &str = "component";
 
-/// One variant of the component.
+/// Variants of the component, built by one nested cargo.
 struct ComponentBuild<'a> {
-    /// Its package (`bridge-core-component` or `bridge-core-component-faults`).
-    package: &'a str,
+    /// Their packages (`bridge-core-component`, `bridge-core-component-faults`).
+    packages: &'a [&'a str],
 }
 
 /// The component's profile for the outer build's: `component` (fat LTO) for a release host,
@@ -32,8 +36,8 @@ fn component_profile() -> &'static str {
 }
 
 impl ComponentBuild<'_> {
-    /// Builds the component; returns the path of the `.wasm`.
-    fn run(&self, workspace: &Path) -> Result<PathBuf, BoxError> {
+    /// Builds the components; returns the paths of their `.wasm` files, in `packages`' order.
+    fn run(&self, workspace: &Path) -> Result<Vec<PathBuf>, BoxError> {
         for input in [
             "core/src",
             "core/Cargo.toml",
@@ -61,15 +65,9 @@ impl ComponentBuild<'_> {
         let mut command = Command::new(&cargo);
         command
             .current_dir(workspace)
-            .args([
-                "build",
-                "-p",
-                self.package,
-                "--target",
-                TARGET,
-                "--profile",
-                profile,
-            ])
+            .arg("build")
+            .args(self.packages.iter().flat_map(|package| ["-p", package]))
+            .args(["--target", TARGET, "--profile", profile])
             .arg("--target-dir")
             .arg(&target_dir);
         scrub_env(&mut command);
@@ -83,15 +81,18 @@ impl ComponentBuild<'_> {
                 output.status,
                 String::from_utf8_lossy(&output.stdout),
                 String::from_utf8_lossy(&output.stderr),
-                self.package,
+                self.packages.join(" -p "),
             )
             .into());
         }
-        let artifact = format!("{}.wasm", self.package.replace('-', "_"));
-        let built = target_dir.join(TARGET).join(profile).join(artifact);
-        // Also re-run when the component is rebuilt or removed by hand.
-        println!("cargo::rerun-if-changed={}", built.display());
-        Ok(built)
+        Ok(self
+            .packages
+            .iter()
+            .map(|package| {
+                let artifact = format!("{}.wasm", package.replace('-', "_"));
+                target_dir.join(TARGET).join(profile).join(artifact)
+            })
+            .collect())
     }
 }
 
