@@ -1,6 +1,6 @@
 // Drives the official OpenAI TypeScript SDK (`openai`) against a bridge's OpenAI fronts.
 //
-//   node openai_client.mjs BASE_URL API SCENARIO MODE
+//   node openai_client.mjs BASE_URL API SCENARIO MODE [API SCENARIO MODE ...]
 //
 // BASE_URL  the bridge's OpenAI base URL, e.g. http://127.0.0.1:3456/v1
 // API       chat | responses | models (SCENARIO and MODE ignored: list, then retrieve the first)
@@ -8,7 +8,8 @@
 //           only: Codex's free-form `apply_patch` tool)
 // MODE      stream | create
 //
-// Prints one JSON object on stdout:
+// Each API SCENARIO MODE triple is one job (one process for many: loading the SDK takes longer
+// than a job). Prints one JSON object per job on stdout, one per line, in order:
 //   {"ok":true,"result":<final ChatCompletion / Response>,"events":[chunk count or event types]}
 //   {"ok":false,"error":{"class","status","message","type","code"}}
 // The SDK's stream helpers assemble the answer and throw on a malformed stream, so a stream the
@@ -17,9 +18,11 @@
 
 import OpenAI from "openai";
 
-const [baseURL, api, scenario, mode] = process.argv.slice(2);
-if (!baseURL || !api || !scenario || !mode) {
-  console.error("usage: node openai_client.mjs BASE_URL chat|responses SCENARIO stream|create");
+const [baseURL, ...jobArgs] = process.argv.slice(2);
+if (!baseURL || jobArgs.length === 0 || jobArgs.length % 3 !== 0) {
+  console.error(
+    "usage: node openai_client.mjs BASE_URL chat|responses|models SCENARIO stream|create [...]",
+  );
   process.exit(2);
 }
 const client = new OpenAI({
@@ -61,7 +64,7 @@ const APPLY_PATCH = {
   },
 };
 
-function chatParams() {
+function chatParams(scenario) {
   const p = {
     model: "gpt-test",
     messages: [
@@ -76,7 +79,7 @@ function chatParams() {
   return p;
 }
 
-function responsesParams() {
+function responsesParams(scenario) {
   const p = {
     model: "gpt-test",
     instructions: "Be brief.",
@@ -91,7 +94,7 @@ function responsesParams() {
   return p;
 }
 
-async function run() {
+async function run(api, scenario, mode) {
   if (api === "models") {
     const ids = [];
     for await (const model of client.models.list()) ids.push(model);
@@ -100,7 +103,7 @@ async function run() {
   }
   if (api === "chat" && mode === "stream") {
     const stream = client.chat.completions.stream({
-      ...chatParams(),
+      ...chatParams(scenario),
       stream_options: { include_usage: true },
     });
     let chunks = 0;
@@ -108,23 +111,23 @@ async function run() {
     return { result: await stream.finalChatCompletion(), events: chunks };
   }
   if (api === "chat") {
-    return { result: await client.chat.completions.create(chatParams()), events: 0 };
+    return { result: await client.chat.completions.create(chatParams(scenario)), events: 0 };
   }
   if (mode === "stream") {
-    const stream = client.responses.stream(responsesParams());
+    const stream = client.responses.stream(responsesParams(scenario));
     const events = [];
     for await (const event of stream) events.push(event.type);
     return { result: await stream.finalResponse(), events };
   }
-  return { result: await client.responses.create(responsesParams()), events: [] };
+  return { result: await client.responses.create(responsesParams(scenario)), events: [] };
 }
 
-try {
-  const { result, events } = await run();
-  console.log(JSON.stringify({ ok: true, result, events }));
-} catch (e) {
-  console.log(
-    JSON.stringify({
+async function report(api, scenario, mode) {
+  try {
+    const { result, events } = await run(api, scenario, mode);
+    return { ok: true, result, events };
+  } catch (e) {
+    return {
       ok: false,
       error: {
         class: e?.constructor?.name,
@@ -133,6 +136,10 @@ try {
         type: e?.type ?? e?.error?.type,
         code: e?.code ?? e?.error?.code,
       },
-    }),
-  );
+    };
+  }
+}
+
+for (let i = 0; i < jobArgs.length; i += 3) {
+  console.log(JSON.stringify(await report(jobArgs[i], jobArgs[i + 1], jobArgs[i + 2])));
 }

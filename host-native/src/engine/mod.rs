@@ -9,6 +9,7 @@
 //!   or a user plug-in implementing `wit/bridge-core.wit`, run in wasmtime (the embedded core's
 //!   instances shared by streams and reused by calls, a plug-in's one per operation or stream).
 
+mod epoch_clock;
 mod guest_io;
 mod native;
 mod wasm;

@@ -20,11 +20,12 @@ use std::time::{Duration, Instant, SystemTime};
 
 use wasmtime::component::{Component, Linker, ResourceAny, ResourceTable};
 use wasmtime::{
-    Config, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig, ProfilingStrategy,
-    Store, Strategy,
+    AsContext, AsContextMut, Config, InstanceAllocationStrategy, OptLevel, PoolingAllocationConfig,
+    ProfilingStrategy, Store, Strategy,
 };
 use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
 
+use super::epoch_clock::{self, EPOCH_TICK};
 use super::guest_io::{self, GuestOutput, HasTable};
 use super::wasm_pool::{Pool, PoolLimits, Pooled};
 
@@ -64,8 +65,6 @@ const TABLES_PER_COMPONENT: u32 = 2;
 /// Largest linear memory of one store: the request body (up to Anthropic's 32 MB limit), its
 /// parsed form and the converted body must fit.
 const MAX_MEMORY_BYTES: usize = 512 << 20;
-/// The epoch clock's tick: how often a running guest is checked against its deadline.
-const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// Longest one call into the core may run (in ticks: 2 s). Converting a 32 MB request takes a
 /// fraction of that; a guest still running after it (a looping plug-in) is interrupted, so it
 /// cannot hold a server thread (or SIGTERM) for longer.
@@ -219,26 +218,11 @@ fn shared_engine() -> Result<&'static wasmtime::Engine, EngineError> {
                     format!("cannot create the wasmtime engine: {e:#} (with the pooling allocator: {pooled:#})")
                 })
             })?;
-            start_epoch_clock(&engine)?;
+            epoch_clock::start(&engine)?;
             Ok(engine)
         })
         .as_ref()
         .map_err(|e| EngineError::Trap(e.clone()))
-}
-
-/// The thread that advances the engine's epoch every [`EPOCH_TICK`], for call deadlines.
-fn start_epoch_clock(engine: &wasmtime::Engine) -> Result<(), String> {
-    let engine = engine.clone();
-    std::thread::Builder::new()
-        .name("wasm-epoch".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(EPOCH_TICK);
-                engine.increment_epoch();
-            }
-        })
-        .map(drop)
-        .map_err(|e| format!("cannot start the wasm epoch clock: {e}"))
 }
 
 /// The thread that drops `pool`'s instances idle for [`IDLE_INSTANCE_TTL`]; it ends with the
@@ -262,12 +246,35 @@ fn start_trimming(pool: &Arc<Pool<Instance>>) {
     }
 }
 
-/// `store`, with a fresh deadline for the call about to be made, and the guest's kept output
-/// cleared (a trap report then shows only this call's, never another stream's).
-fn arm(store: &mut Store<StoreState>) -> &mut Store<StoreState> {
+/// `store` for the call about to be made: with a fresh deadline, the epoch clock running until
+/// the call returns (the [`Armed`] is passed by value to it and dropped at its end), and the
+/// guest's kept output cleared (a trap report then shows only this call's, never another
+/// stream's).
+fn arm(store: &mut Store<StoreState>) -> Armed<'_> {
+    let call = epoch_clock::Call::begin();
     store.set_epoch_deadline(CALL_DEADLINE_TICKS);
     store.data().output.clear();
-    store
+    Armed { store, _call: call }
+}
+
+/// A store with one guest call in flight on it (see [`arm`]).
+struct Armed<'a> {
+    store: &'a mut Store<StoreState>,
+    _call: epoch_clock::Call,
+}
+
+impl AsContext for Armed<'_> {
+    type Data = StoreState;
+
+    fn as_context(&self) -> wasmtime::StoreContext<'_, StoreState> {
+        self.store.as_context()
+    }
+}
+
+impl AsContextMut for Armed<'_> {
+    fn as_context_mut(&mut self) -> wasmtime::StoreContextMut<'_, StoreState> {
+        self.store.as_context_mut()
+    }
 }
 
 fn base_config() -> Config {
@@ -756,6 +763,42 @@ mod tests {
 
     const REQUEST: &[u8] =
         br#"{"model":"claude-x","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}"#;
+
+    /// Polls `what` every 10 ms until it holds, for at most `limit`.
+    fn eventually(limit: Duration, what: impl Fn() -> bool) -> bool {
+        let deadline = Instant::now() + limit;
+        while Instant::now() < deadline {
+            if what() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        what()
+    }
+
+    #[test]
+    fn the_epoch_clock_parks_when_no_call_is_in_flight_and_a_call_wakes_it() {
+        let wasm = WasmEngine::embedded().unwrap();
+        let mut instance = wasm.instantiate().unwrap();
+        // Other tests of this process make calls too; each resets the idle count, so wait for
+        // a quiet second rather than exactly one.
+        assert!(
+            eventually(Duration::from_secs(60), epoch_clock::parked),
+            "the epoch clock still ticks with no call in flight"
+        );
+        // A call made now runs (its deadline counts from the frozen epoch) and wakes the clock,
+        // which then ticks for at least a second before it may park again.
+        let counted = instance
+            .bindings
+            .fabstir_bridge_core_translate()
+            .call_count_tokens(arm(&mut instance.store), REQUEST)
+            .unwrap();
+        assert!(counted.is_ok());
+        assert!(
+            eventually(Duration::from_secs(10), || !epoch_clock::parked()),
+            "a call did not wake the parked epoch clock"
+        );
+    }
 
     #[test]
     fn the_compiled_core_is_cached_and_a_bad_cache_entry_is_replaced() {

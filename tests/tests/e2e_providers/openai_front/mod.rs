@@ -19,9 +19,13 @@ use serde_json::Value;
 const T: Duration = Duration::from_secs(30);
 const PATCH: &str = "*** Begin Patch\n*** Add File: hi.txt\n+hi\n*** End Patch";
 
-/// Runs the `openai` SDK driver of `lang` (`tests/e2e/openai_client.{py,mjs}`) and returns its
-/// report.
-async fn sdk(bridge: &Bridge, lang: Sdk, api: &str, scenario: &str, mode: &str) -> Value {
+/// One job of the `openai` SDK driver: API, scenario, mode (see `tests/e2e/openai_client.mjs`).
+type Job<'a> = (&'a str, &'a str, &'a str);
+
+/// Runs the `openai` SDK driver of `lang` (`tests/e2e/openai_client.{py,mjs}`) once for all of
+/// `jobs` (starting the SDK costs more than a job: one process per job made this module's
+/// tests take a minute) and returns their reports, in order.
+async fn sdk_jobs(bridge: &Bridge, lang: Sdk, jobs: &[Job<'_>]) -> Vec<Value> {
     let mut cmd = match lang {
         Sdk::Python => {
             let mut c = tokio::process::Command::new(python_bin().unwrap());
@@ -34,18 +38,63 @@ async fn sdk(bridge: &Bridge, lang: Sdk, api: &str, scenario: &str, mode: &str) 
             c
         }
     };
-    cmd.args([&format!("{}/v1", bridge.base_url()), api, scenario, mode])
+    cmd.arg(format!("{}/v1", bridge.base_url()))
+        .args(
+            jobs.iter()
+                .flat_map(|(api, scenario, mode)| [api, scenario, mode]),
+        )
         .current_dir(e2e_dir())
         .env_remove("OPENAI_API_KEY")
         .env_remove("OPENAI_BASE_URL");
-    let out = run(cmd, T, &format!("{} openai SDK driver", lang.name()))
+    // Each job is held to `T` by the client's own timeout; the process gets that per job.
+    let limit = T * u32::try_from(jobs.len()).unwrap();
+    let out = run(cmd, limit, &format!("{} openai SDK driver", lang.name()))
         .await
         .unwrap();
     assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    let line = out.stdout.lines().rev().find(|l| l.starts_with('{'));
-    let parsed = serde_json::from_str(line.unwrap_or_default());
-    assert!(parsed.is_ok(), "no JSON: {}\n{}", out.stdout, out.stderr);
-    parsed.unwrap()
+    let reports: Vec<Value> = out
+        .stdout
+        .lines()
+        .filter(|l| l.starts_with('{'))
+        .map(|l| {
+            serde_json::from_str(l)
+                .map_err(|e| format!("{e}: {l}"))
+                .unwrap()
+        })
+        .collect();
+    assert_eq!(
+        reports.len(),
+        jobs.len(),
+        "one report per job: {}\n{}",
+        out.stdout,
+        out.stderr
+    );
+    reports
+}
+
+/// Reports of many jobs, run by one driver process, looked up by job.
+struct Reports(Vec<(String, Value)>);
+
+impl Reports {
+    async fn run(bridge: &Bridge, lang: Sdk, jobs: &[Job<'_>]) -> Self {
+        let reports = sdk_jobs(bridge, lang, jobs).await;
+        Self(
+            jobs.iter()
+                .map(|(api, scenario, mode)| format!("{api} {scenario} {mode}"))
+                .zip(reports)
+                .collect(),
+        )
+    }
+
+    fn get(&self, api: &str, scenario: &str, mode: &str) -> Value {
+        let key = format!("{api} {scenario} {mode}");
+        self.0
+            .iter()
+            .find(|(k, _)| *k == key)
+            .map(|(_, report)| report.clone())
+            .ok_or_else(|| format!("no job {key}"))
+            .unwrap()
+    }
 }
 
 async fn post(url: &str, body: &Value) -> bridge_tests::http::HttpResponse {
@@ -91,10 +140,20 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
         .unwrap();
     let ctx = || format!("{}\n--- bridge log:\n{}", upstream.dump(), bridge.log());
 
+    let mut jobs: Vec<Job<'_>> = vec![("models", "-", "-")];
+    for mode in ["stream", "create"] {
+        for scenario in ["text", "tools", "parallel", "reasoning", "custom"] {
+            jobs.push(("responses", scenario, mode));
+            if scenario != "custom" {
+                jobs.push(("chat", scenario, mode));
+            }
+        }
+    }
     for lang in Sdk::ALL {
+        let reports = Reports::run(&bridge, lang, &jobs).await;
         for mode in ["stream", "create"] {
             // Chat Completions: text, then a tool call.
-            let r = sdk(&bridge, lang, "chat", "text", mode).await;
+            let r = reports.get("chat", "text", mode);
             assert_eq!(r["ok"], true, "chat text {mode}: {r}\n{}", ctx());
             let choice = &r["result"]["choices"][0];
             assert_eq!(choice["message"]["content"], "Hello!", "{r}");
@@ -108,7 +167,7 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
                 "{r}"
             );
 
-            let r = sdk(&bridge, lang, "chat", "tools", mode).await;
+            let r = reports.get("chat", "tools", mode);
             assert_eq!(r["ok"], true, "chat tools {mode}: {r}\n{}", ctx());
             let choice = &r["result"]["choices"][0];
             assert_eq!(choice["finish_reason"], "tool_calls", "{r}");
@@ -119,7 +178,7 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
             assert_eq!(args, serde_json::json!({"city": "Paris"}), "{r}");
 
             // Responses: text, a function call, and Codex's custom tool.
-            let r = sdk(&bridge, lang, "responses", "text", mode).await;
+            let r = reports.get("responses", "text", mode);
             assert_eq!(r["ok"], true, "responses text {mode}: {r}\n{}", ctx());
             assert_eq!(r["result"]["status"], "completed", "{r}");
             assert_eq!(r["result"]["output_text"], "Hello!", "{r}");
@@ -134,7 +193,7 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
                 assert_eq!(events.last(), Some(&"response.completed"), "{r}");
             }
 
-            let r = sdk(&bridge, lang, "responses", "tools", mode).await;
+            let r = reports.get("responses", "tools", mode);
             assert_eq!(r["ok"], true, "responses tools {mode}: {r}\n{}", ctx());
             let item = &r["result"]["output"]
                 .as_array()
@@ -146,7 +205,7 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
             assert_eq!(item["name"], "get_weather", "{r}");
             assert_eq!(item["call_id"], "call_w", "{r}");
 
-            let r = sdk(&bridge, lang, "responses", "custom", mode).await;
+            let r = reports.get("responses", "custom", mode);
             assert_eq!(r["ok"], true, "responses custom {mode}: {r}\n{}", ctx());
             let item = &r["result"]["output"]
                 .as_array()
@@ -162,15 +221,15 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
         // Parallel calls and reasoning; and each streamed answer, folded by the SDK's stream
         // helper, equals the non-streamed answer (ids and times aside).
         for scenario in ["text", "tools", "parallel", "reasoning"] {
-            let streamed = sdk(&bridge, lang, "chat", scenario, "stream").await;
-            let chat = sdk(&bridge, lang, "chat", scenario, "create").await;
+            let streamed = reports.get("chat", scenario, "stream");
+            let chat = reports.get("chat", scenario, "create");
             assert_eq!(
                 chat_essence(&streamed),
                 chat_essence(&chat),
                 "chat {scenario}: streamed vs created\n{streamed}\n{chat}"
             );
-            let streamed = sdk(&bridge, lang, "responses", scenario, "stream").await;
-            let responses = sdk(&bridge, lang, "responses", scenario, "create").await;
+            let streamed = reports.get("responses", scenario, "stream");
+            let responses = reports.get("responses", scenario, "create");
             assert_eq!(
                 responses_essence(&streamed),
                 responses_essence(&responses),
@@ -203,7 +262,7 @@ async fn the_openai_sdk_reads_chat_completions_and_responses_from_any_provider()
         }
 
         // The model list reads as OpenAI's (the same body serves Anthropic clients).
-        let r = sdk(&bridge, lang, "models", "-", "-").await;
+        let r = reports.get("models", "-", "-");
         assert_eq!(r["ok"], true, "models: {r}");
         let ids: Vec<&str> = r["result"]["data"]
             .as_array()
@@ -258,10 +317,15 @@ async fn openai_clients_get_openai_errors() {
     let bridge = Bridge::start(&upstream.base_url(), "openai-front-errors")
         .await
         .unwrap();
+    let jobs: Vec<Job<'_>> = ["chat", "responses"]
+        .into_iter()
+        .flat_map(|api| ["stream", "create"].map(|mode| (api, "text", mode)))
+        .collect();
     for lang in Sdk::ALL {
+        let reports = Reports::run(&bridge, lang, &jobs).await;
         for api in ["chat", "responses"] {
             for mode in ["stream", "create"] {
-                let r = sdk(&bridge, lang, api, "text", mode).await;
+                let r = reports.get(api, "text", mode);
                 assert_eq!(r["ok"], false, "{} {api} {mode}: {r}", lang.name());
                 assert_eq!(r["error"]["status"], 429, "{api} {mode}: {r}");
                 assert_eq!(r["error"]["class"], "RateLimitError", "{api} {mode}: {r}");
@@ -290,14 +354,20 @@ async fn openai_clients_get_openai_errors() {
     let cut_bridge = Bridge::start(&cut.base_url(), "openai-front-cut")
         .await
         .unwrap();
+    let jobs = [
+        ("chat", "text", "stream"),
+        ("responses", "text", "stream"),
+        ("chat", "text", "create"),
+    ];
     for lang in Sdk::ALL {
-        let r = sdk(&cut_bridge, lang, "chat", "text", "stream").await;
+        let reports = Reports::run(&cut_bridge, lang, &jobs).await;
+        let r = reports.get("chat", "text", "stream");
         assert_eq!(r["ok"], false, "a cut Chat stream must raise: {r}");
         assert_eq!(r["error"]["class"], "APIError", "{r}");
-        let r = sdk(&cut_bridge, lang, "responses", "text", "stream").await;
+        let r = reports.get("responses", "text", "stream");
         let failed = r["ok"] == false || r["result"]["status"] == "failed";
         assert!(failed, "a cut Responses stream must fail: {r}");
-        let r = sdk(&cut_bridge, lang, "chat", "text", "create").await;
+        let r = reports.get("chat", "text", "create");
         assert_eq!(
             r["ok"], false,
             "a cut answer is an error, not half a message: {r}"
