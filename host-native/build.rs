@@ -10,10 +10,11 @@
 //!
 //! A debug build (the tests' and `cargo run`'s) builds the test-only variant with fault
 //! injection (`bridge-core-component-faults`) in the same nested cargo, and hands its path to
-//! `tests/build.rs` as the `links` metadata `faulty_component` (`DEP_CLAUDE_BRIDGE_CORE_FAULTY_COMPONENT`
-//! there). A nested cargo of its own in `tests/build.rs` would wait for this one's lock on the
-//! component target dir while holding one of the outer build's job slots: on two cores, half the
-//! machine idle for a minute of a cold `make test`.
+//! `tests/build.rs` as the `links` metadata `faulty_component`
+//! (`DEP_CLAUDE_BRIDGE_CORE_FAULTY_COMPONENT` there). A nested cargo of its own in
+//! `tests/build.rs` would wait for this one's lock on the component target dir while holding one
+//! of the outer build's job slots: on two cores, half the machine idle for a minute of a cold
+//! `make test`.
 
 #![expect(
     clippy::disallowed_methods,

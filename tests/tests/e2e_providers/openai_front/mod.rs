@@ -22,77 +22,66 @@ const PATCH: &str = "*** Begin Patch\n*** Add File: hi.txt\n+hi\n*** End Patch";
 /// One job of the `openai` SDK driver: API, scenario, mode (see `tests/e2e/openai_client.mjs`).
 type Job<'a> = (&'a str, &'a str, &'a str);
 
-/// Runs the `openai` SDK driver of `lang` (`tests/e2e/openai_client.{py,mjs}`) once for all of
-/// `jobs` (starting the SDK costs more than a job: one process per job made this module's
-/// tests take a minute) and returns their reports, in order.
-async fn sdk_jobs(bridge: &Bridge, lang: Sdk, jobs: &[Job<'_>]) -> Vec<Value> {
-    let mut cmd = match lang {
-        Sdk::Python => {
-            let mut c = tokio::process::Command::new(python_bin().unwrap());
-            c.arg(e2e_dir().join("openai_client.py"));
-            c
-        }
-        Sdk::TypeScript => {
-            let mut c = tokio::process::Command::new("node");
-            c.arg(e2e_dir().join("openai_client.mjs"));
-            c
-        }
-    };
-    cmd.arg(format!("{}/v1", bridge.base_url()))
-        .args(
-            jobs.iter()
-                .flat_map(|(api, scenario, mode)| [api, scenario, mode]),
-        )
-        .current_dir(e2e_dir())
-        .env_remove("OPENAI_API_KEY")
-        .env_remove("OPENAI_BASE_URL");
-    // Each job is held to `T` by the client's own timeout; the process gets that per job.
-    let limit = T * u32::try_from(jobs.len()).unwrap();
-    let out = run(cmd, limit, &format!("{} openai SDK driver", lang.name()))
-        .await
-        .unwrap();
-    assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
-    let reports: Vec<Value> = out
-        .stdout
-        .lines()
-        .filter(|l| l.starts_with('{'))
-        .map(|l| {
-            serde_json::from_str(l)
-                .map_err(|e| format!("{e}: {l}"))
-                .unwrap()
-        })
-        .collect();
-    assert_eq!(
-        reports.len(),
-        jobs.len(),
-        "one report per job: {}\n{}",
-        out.stdout,
-        out.stderr
-    );
-    reports
-}
+/// The reports of jobs of the `openai` SDK driver, looked up by job.
+struct Reports<'a>(Vec<(Job<'a>, Value)>);
 
-/// Reports of many jobs, run by one driver process, looked up by job.
-struct Reports(Vec<(String, Value)>);
-
-impl Reports {
-    async fn run(bridge: &Bridge, lang: Sdk, jobs: &[Job<'_>]) -> Self {
-        let reports = sdk_jobs(bridge, lang, jobs).await;
-        Self(
-            jobs.iter()
-                .map(|(api, scenario, mode)| format!("{api} {scenario} {mode}"))
-                .zip(reports)
-                .collect(),
-        )
+impl<'a> Reports<'a> {
+    /// Runs the `openai` SDK driver of `lang` (`tests/e2e/openai_client.{py,mjs}`) once for all
+    /// of `jobs` (starting the SDK costs more than a job: one process per job made this
+    /// module's tests take a minute).
+    async fn run(bridge: &Bridge, lang: Sdk, jobs: &[Job<'a>]) -> Self {
+        let mut cmd = match lang {
+            Sdk::Python => {
+                let mut c = tokio::process::Command::new(python_bin().unwrap());
+                c.arg(e2e_dir().join("openai_client.py"));
+                c
+            }
+            Sdk::TypeScript => {
+                let mut c = tokio::process::Command::new("node");
+                c.arg(e2e_dir().join("openai_client.mjs"));
+                c
+            }
+        };
+        cmd.arg(format!("{}/v1", bridge.base_url()))
+            .args(
+                jobs.iter()
+                    .flat_map(|(api, scenario, mode)| [api, scenario, mode]),
+            )
+            .current_dir(e2e_dir())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("OPENAI_BASE_URL");
+        // Each job is held to `T` by the client's own timeout; the process gets that per job.
+        let limit = T * u32::try_from(jobs.len()).unwrap();
+        let out = run(cmd, limit, &format!("{} openai SDK driver", lang.name()))
+            .await
+            .unwrap();
+        assert_eq!(out.code, Some(0), "{}\n{}", out.stdout, out.stderr);
+        let reports: Vec<Value> = out
+            .stdout
+            .lines()
+            .filter(|l| l.starts_with('{'))
+            .map(|l| {
+                serde_json::from_str(l)
+                    .map_err(|e| format!("{e}: {l}"))
+                    .unwrap()
+            })
+            .collect();
+        assert_eq!(
+            reports.len(),
+            jobs.len(),
+            "one report per job: {}\n{}",
+            out.stdout,
+            out.stderr
+        );
+        Self(jobs.iter().copied().zip(reports).collect())
     }
 
     fn get(&self, api: &str, scenario: &str, mode: &str) -> Value {
-        let key = format!("{api} {scenario} {mode}");
         self.0
             .iter()
-            .find(|(k, _)| *k == key)
+            .find(|(job, _)| *job == (api, scenario, mode))
             .map(|(_, report)| report.clone())
-            .ok_or_else(|| format!("no job {key}"))
+            .ok_or_else(|| format!("no job {api} {scenario} {mode}"))
             .unwrap()
     }
 }
