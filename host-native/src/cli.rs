@@ -83,6 +83,26 @@ pub enum Command {
         #[command(flatten)]
         serve: ServeArgs,
     },
+    /// Gateway keys: create, list, revoke, rotate (on the config's store, or `--store`).
+    Keys {
+        /// What to do.
+        #[command(subcommand)]
+        action: KeysAction,
+        /// Where the store is.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
+    /// What each key, model, target, day or session used and cost (the gateway's ledger).
+    Usage(UsageArgs),
+    /// The gateway's store: `migrate` or `status`.
+    Store {
+        /// What to do.
+        #[command(subcommand)]
+        action: StoreAction,
+        /// Where the store is.
+        #[command(flatten)]
+        store: StoreArgs,
+    },
     /// Run the translator of `--provider` over files (a debugging aid): print the upstream
     /// request, and with `--capture` the Anthropic events (or the folded message with
     /// `--no-stream`).
@@ -101,6 +121,123 @@ pub enum Command {
         #[command(flatten)]
         serve: ServeArgs,
     },
+}
+
+/// Where `keys`, `usage` and `store` find the store: `--store`, else the config file's
+/// `[store] url`, else the SQLite file under the state directory.
+#[derive(Debug, Clone, Args)]
+pub struct StoreArgs {
+    /// The config file (its `[store]` and `[[keys]]`); the same search as `serve` without it.
+    #[arg(long, global = true, env = "CLAUDE_BRIDGE_CONFIG")]
+    pub config: Option<PathBuf>,
+    /// The store's URL (`sqlite://PATH`, `postgres://USER@HOST/DB`), over the config's.
+    #[arg(long, global = true, env = "CLAUDE_BRIDGE_STORE")]
+    pub store: Option<String>,
+}
+
+/// `claude-bridge keys …`.
+#[derive(Debug, Clone, Subcommand)]
+pub enum KeysAction {
+    /// Make a key; its secret is printed once (only its SHA-256 is stored).
+    Create {
+        /// Its name (letters, digits, '-', '_', '.', '@').
+        name: String,
+        /// Targets it may use: globs on `provider,model`, comma-separated (default: all).
+        #[arg(long, value_delimiter = ',')]
+        targets: Vec<String>,
+        /// Requests per minute, whole deployment.
+        #[arg(long)]
+        rpm: Option<u64>,
+        /// Tokens (input + output) per minute, whole deployment.
+        #[arg(long)]
+        tpm: Option<u64>,
+        /// Requests in flight at once, whole deployment.
+        #[arg(long)]
+        max_parallel: Option<u64>,
+        /// US dollars per budget period.
+        #[arg(long)]
+        budget_usd: Option<f64>,
+        /// Tokens per budget period.
+        #[arg(long)]
+        budget_tokens: Option<u64>,
+        /// `5h`, `day`, `week`, `month` or `total`.
+        #[arg(long, default_value = "day")]
+        budget_period: String,
+        /// When it stops working (`2027-01-01` or RFC 3339).
+        #[arg(long)]
+        expires: Option<String>,
+    },
+    /// List every key (config and store), never a secret.
+    List,
+    /// Revoke a key made at run time (every replica refuses it within 5 s).
+    Revoke {
+        /// Its name.
+        name: String,
+    },
+    /// Give a key made at run time a new secret (printed once); the old one stops working.
+    Rotate {
+        /// Its name.
+        name: String,
+    },
+}
+
+/// `claude-bridge store …`.
+#[derive(Debug, Clone, Copy, Subcommand)]
+pub enum StoreAction {
+    /// Bring the store's schema up to date (`serve` does it at start too).
+    Migrate,
+    /// Applied and pending migrations, records and keys.
+    Status,
+}
+
+/// `claude-bridge usage`.
+#[derive(Debug, Clone, Args)]
+pub struct UsageArgs {
+    /// Group by any of key, model, target, day, session (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub by: Vec<String>,
+    /// From this time (`2026-11-01` or RFC 3339; default 30 days ago).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Until this time (default: now).
+    #[arg(long)]
+    pub until: Option<String>,
+    /// Only this key.
+    #[arg(long)]
+    pub key: Option<String>,
+    /// CSV instead of a table.
+    #[arg(long)]
+    pub csv: bool,
+    /// Where the store is.
+    #[command(flatten)]
+    pub store: StoreArgs,
+}
+
+impl UsageArgs {
+    /// The same query string `GET /v1/usage` takes.
+    #[must_use]
+    pub fn query(&self) -> String {
+        let mut parts = Vec::new();
+        if !self.by.is_empty() {
+            parts.push(format!("group_by={}", self.by.join(",")));
+        }
+        for (name, value) in [
+            ("from", &self.since),
+            ("to", &self.until),
+            ("key", &self.key),
+        ] {
+            if let Some(value) = value {
+                parts.push(format!(
+                    "{name}={}",
+                    value.replace('&', "%26").replace('+', "%2B")
+                ));
+            }
+        }
+        if self.csv {
+            parts.push(String::from("format=csv"));
+        }
+        parts.join("&")
+    }
 }
 
 /// Options of `claude-bridge agui`.

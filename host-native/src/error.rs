@@ -11,6 +11,30 @@ use http::{HeaderValue, StatusCode};
 use bridge_core::anthropic::events::ErrorKind;
 
 use crate::engine::EngineError;
+use crate::gateway::GatewayError;
+use crate::gateway::limits::LimitRefusal;
+
+fn gateway_kind(error: &GatewayError) -> ErrorKind {
+    match error {
+        GatewayError::Key(_) => ErrorKind::Authentication,
+        GatewayError::NotAdmin(_) | GatewayError::Target { .. } => ErrorKind::Permission,
+        GatewayError::Limit(LimitRefusal::Rate { .. }) => ErrorKind::RateLimit,
+        GatewayError::Limit(LimitRefusal::Budget { .. }) => ErrorKind::Billing,
+        GatewayError::Limit(LimitRefusal::StoreDown(_)) | GatewayError::Store(_) => {
+            ErrorKind::Overloaded
+        }
+        GatewayError::Invalid(_) | GatewayError::Conflict(_) => ErrorKind::InvalidRequest,
+        GatewayError::NotFound(_) => ErrorKind::NotFound,
+    }
+}
+
+fn gateway_status(error: &GatewayError) -> u16 {
+    match error {
+        GatewayError::Conflict(_) => 409,
+        GatewayError::Limit(LimitRefusal::StoreDown(_)) | GatewayError::Store(_) => 503,
+        other => gateway_kind(other).status(),
+    }
+}
 
 /// `error` and every error that caused it, joined by `: ` (what a log or message should say:
 /// reqwest's and hyper's own text names only the outermost layer).
@@ -80,6 +104,9 @@ pub enum BridgeError {
     /// Refused before routing (a foreign browser origin, a rebound `Host`, a POST that is not JSON).
     #[error("{0}")]
     Refused(#[from] crate::guard::Refusal),
+    /// The gateway refused: a key, a target, a limit or budget, an admin request.
+    #[error("{0}")]
+    Gateway(#[from] crate::gateway::GatewayError),
     /// Missing or wrong client key.
     #[error(
         "invalid x-api-key: this bridge requires the key set with --client-key / CLAUDE_BRIDGE_CLIENT_KEY"
@@ -177,6 +204,7 @@ impl BridgeError {
                 ErrorKind::Permission
             }
             Self::Refused(_) => ErrorKind::InvalidRequest,
+            Self::Gateway(e) => gateway_kind(e),
             Self::Unauthorized => ErrorKind::Authentication,
             Self::TooLarge { .. } => ErrorKind::RequestTooLarge,
             Self::ClientBody(_) | Self::ClientStalled { .. } => ErrorKind::InvalidRequest,
@@ -195,6 +223,7 @@ impl BridgeError {
             // Unreachable upstream: a gateway error, retried by Anthropic clients (≥ 500).
             Self::UpstreamConnect { .. } => 502,
             Self::Refused(refusal) => refusal.status().as_u16(),
+            Self::Gateway(e) => gateway_status(e),
             Self::ClientStalled { .. } => 408,
             Self::MethodNotAllowed { .. } => 405,
             // The upstream refused the bridge's own key (not the client's 401), or stays down.
@@ -219,6 +248,9 @@ impl BridgeError {
     pub fn fault(&self) -> Fault {
         match self {
             Self::Engine(EngineError::Trap(_) | EngineError::Busy(_))
+            | Self::Gateway(
+                GatewayError::Store(_) | GatewayError::Limit(LimitRefusal::StoreDown(_)),
+            )
             | Self::Internal(_)
             | Self::AtCapacity { .. }
             | Self::BodiesBusy { .. } => Fault::Bridge,
@@ -229,6 +261,15 @@ impl BridgeError {
             | Self::NotFound { .. }
             | Self::MethodNotAllowed { .. }
             | Self::Refused(_)
+            | Self::Gateway(
+                GatewayError::Key(_)
+                | GatewayError::NotAdmin(_)
+                | GatewayError::Target { .. }
+                | GatewayError::Limit(LimitRefusal::Rate { .. } | LimitRefusal::Budget { .. })
+                | GatewayError::Invalid(_)
+                | GatewayError::Conflict(_)
+                | GatewayError::NotFound(_),
+            )
             | Self::Unauthorized
             | Self::TooLarge { .. }
             | Self::ClientBody(_)
@@ -253,6 +294,8 @@ impl BridgeError {
         match self {
             Self::UpstreamStatus { status, .. } => matches!(status, 401..=404),
             Self::UpstreamDown { .. } => true,
+            // A rate limit passes (retry-after says when); a spent budget does not.
+            Self::Gateway(GatewayError::Limit(LimitRefusal::Rate { .. })) => false,
             Self::Host { kind, .. } => {
                 matches!(kind, ErrorKind::Billing | ErrorKind::InvalidRequest)
             }

@@ -27,6 +27,7 @@ pub mod doctor;
 pub mod engine;
 pub mod environment;
 pub mod error;
+pub mod gateway;
 pub mod guard;
 pub mod ids;
 pub mod launch;

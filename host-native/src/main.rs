@@ -123,6 +123,15 @@ fn main() -> ExitCode {
                     0
                 })
         }),
+        Some(Command::Keys { action, store }) => {
+            runtime.block_on(claude_bridge::gateway::admin::cli::keys(&store, action))
+        }
+        Some(Command::Usage(usage)) => {
+            runtime.block_on(claude_bridge::gateway::admin::cli::usage(&usage))
+        }
+        Some(Command::Store { action, store }) => {
+            runtime.block_on(claude_bridge::gateway::admin::cli::store(&store, action))
+        }
         Some(Command::Translate {
             request,
             capture,

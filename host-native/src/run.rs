@@ -276,12 +276,23 @@ pub fn server_tool_runners(
 /// Bad upstream configuration or engine set-up failure.
 pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
-    let routes = match load_config(args)? {
-        Some(config) => server::routes::Routes::from_config(&config, args, &engine).await?,
+    let config = load_config(args)?;
+    let routes = match &config {
+        Some(config) => server::routes::Routes::from_config(config, args, &engine).await?,
         None => server::routes::Routes::from_args(args, &engine).await?,
     };
     let client_key = args.client_key.clone().filter(|k| !k.is_empty());
-    let guard = crate::guard::Guard::new(&args.allowed_origin, client_key.is_some())?;
+    let gateway = match &config {
+        Some(config) if config.gateway.enabled(config.store_table) => {
+            Some(crate::gateway::Gateway::start(config.gateway.clone()).await?)
+        }
+        _ => None,
+    };
+    // Keys guard the bridge as a client key does.
+    let guard = crate::guard::Guard::new(
+        &args.allowed_origin,
+        client_key.is_some() || gateway.is_some(),
+    )?;
     Ok(Arc::new(AppState {
         engine,
         routes: std::sync::RwLock::new(Arc::new(routes)),
@@ -301,6 +312,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
             stream_timeout: (args.stream_timeout > 0)
                 .then(|| Duration::from_secs(args.stream_timeout)),
         },
+        gateway,
     }))
 }
 
@@ -320,9 +332,14 @@ pub async fn serve(args: &ServeArgs) -> Result<(), String> {
         ));
     }
     watch_config(&state, args, Hangup::Default);
-    server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
+    let gateway = state.gateway.clone();
+    let served = server::serve(listener, state, shutdown_signal(), Duration::from_secs(10))
         .await
-        .map_err(|e| e.to_string())
+        .map_err(|e| e.to_string());
+    if let Some(gateway) = gateway {
+        gateway.close().await;
+    }
+    served
 }
 
 /// What SIGHUP does to a process with no config file to re-read.
@@ -481,6 +498,9 @@ async fn reload_on_change(
         reload_args.config = Some(file.clone());
         let reloaded = match load_config(&reload_args) {
             Ok(Some(config)) => {
+                if let Some(gateway) = &state.gateway {
+                    gateway.reconfigure(config.gateway.clone()).await;
+                }
                 server::routes::Routes::from_config(&config, &reload_args, &state.engine).await
             }
             Ok(None) => Err(String::from("the file is gone")),

@@ -13,6 +13,7 @@ mod e2e_errors;
 mod e2e_fabstir;
 mod e2e_fabstir_chain;
 mod e2e_first_run;
+mod e2e_gateway;
 mod e2e_harness;
 mod e2e_host;
 mod e2e_providers;

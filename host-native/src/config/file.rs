@@ -35,6 +35,23 @@ pub struct FileRaw {
     pub search: Option<SearchRaw>,
     /// `[fetch]`: the bridge's web fetch.
     pub fetch: Option<FetchRaw>,
+    /// `admin_key`: a literal or `env:NAME`.
+    pub admin_key: Option<Spanned<String>>,
+    /// `[store]`: the gateway's store.
+    pub store: Option<StoreRaw>,
+    /// `[[keys]]`: the gateway's keys.
+    #[serde(default)]
+    pub keys: Vec<crate::gateway::keys::KeySpec>,
+}
+
+/// The `[store]` table.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StoreRaw {
+    /// `sqlite://PATH` or `postgres://…`, or `env:NAME`.
+    pub url: Option<Spanned<String>>,
+    /// `open` (serve, spool records) or `closed` (refuse with 503).
+    pub on_error: Option<Spanned<String>>,
 }
 
 /// The `[fetch]` table (`--fetch-allow-private`).
@@ -106,6 +123,11 @@ pub struct ProviderRaw {
     pub tokenizer: Option<String>,
     /// `[providers.NAME.defaults]`: request parameters used when the client sends none.
     pub defaults: Option<DefaultsRaw>,
+    /// `[providers.NAME.prices]`: US dollars per million tokens, every model.
+    pub prices: Option<crate::gateway::prices::Price>,
+    /// `[providers.NAME.model_prices."MODEL"]`: one model's prices.
+    #[serde(default)]
+    pub model_prices: BTreeMap<String, crate::gateway::prices::Price>,
 }
 
 /// `[providers.NAME.defaults]`: Messages API request parameters for requests that lack them.

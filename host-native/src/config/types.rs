@@ -31,6 +31,10 @@ pub struct Config {
     pub search: Option<Search>,
     /// `[fetch]`: the bridge's web fetch.
     pub fetch: super::file::FetchRaw,
+    /// `admin_key`, `[store]`, `[[keys]]` and prices.
+    pub gateway: crate::gateway::Settings,
+    /// Whether the file has a `[store]` table (which turns the gateway on by itself).
+    pub store_table: bool,
 }
 
 /// The `[search]` table: the web search backend.

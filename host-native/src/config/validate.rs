@@ -32,6 +32,8 @@ const COMMON: &[&str] = &[
     "idle_timeout",
     "retries",
     "defaults",
+    "prices",
+    "model_prices",
 ];
 /// Keys of the HTTP kinds (openai, responses, anthropic).
 const HTTP: &[&str] = &["base_url", "api_key", "headers"];
@@ -231,6 +233,11 @@ pub fn build(
             ),
         ));
     }
+    let raw_prices: Vec<_> = raw
+        .providers
+        .iter()
+        .map(|(name, p)| (name.clone(), p.prices, p.model_prices.clone()))
+        .collect();
     let mut providers = BTreeMap::new();
     for (name, provider_raw) in raw.providers {
         let provider = provider(doc, &name, provider_raw, env, dir)?;
@@ -258,6 +265,8 @@ pub fn build(
         },
     };
     let search = raw.search.map(|raw| search(doc, raw, env)).transpose()?;
+    let store_table = raw.store.is_some();
+    let gateway = gateway(doc, raw.admin_key, raw.store, raw.keys, &raw_prices, env)?;
     Ok(Config {
         file: file.to_path_buf(),
         listen,
@@ -266,7 +275,140 @@ pub fn build(
         router,
         search,
         fetch: raw.fetch.unwrap_or_default(),
+        gateway,
+        store_table,
     })
+}
+
+/// `admin_key`, `[store]`, `[[keys]]` and the providers' prices, checked.
+fn gateway(
+    doc: &Document<'_>,
+    admin_key: Option<Spanned<String>>,
+    store: Option<super::file::StoreRaw>,
+    keys: Vec<crate::gateway::keys::KeySpec>,
+    prices: &[(
+        String,
+        Option<crate::gateway::prices::Price>,
+        BTreeMap<String, crate::gateway::prices::Price>,
+    )],
+    env: &Env,
+) -> Result<crate::gateway::Settings, ConfigError> {
+    use crate::gateway::keys::hash_secret;
+    let admin_key = admin_key
+        .map(|key| resolve(doc, &key, &["admin_key".into()], env))
+        .transpose()?;
+    let mut settings = crate::gateway::Settings {
+        admin_key,
+        ..crate::gateway::Settings::default()
+    };
+    if let Some(store) = store {
+        if let Some(url) = &store.url {
+            let at: Vec<Segment> = vec!["store".into(), "url".into()];
+            let resolved = resolve(doc, url, &at, env)?;
+            let url_text = resolved.expose_secret().to_owned();
+            if !(url_text.starts_with("sqlite://")
+                || url_text.starts_with("postgres://")
+                || url_text.starts_with("postgresql://"))
+            {
+                return Err(doc.error(
+                    url.span(),
+                    &at,
+                    "expected \"sqlite://PATH\" or \"postgres://USER@HOST/DB\" (or \"env:NAME\")",
+                ));
+            }
+            settings.store_url = Some(url_text);
+        }
+        if let Some(on_error) = &store.on_error {
+            settings.closed = match on_error.get_ref().as_str() {
+                "open" => false,
+                "closed" => true,
+                _ => {
+                    return Err(doc.error(
+                        on_error.span(),
+                        &["store".into(), "on_error".into()],
+                        "expected \"open\" (serve when the store is down) or \"closed\" (refuse with 503)",
+                    ));
+                }
+            };
+        }
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (i, spec) in keys.into_iter().enumerate() {
+        let at = |key: &str| -> Vec<Segment> { vec!["keys".into(), i.into(), key.into()] };
+        let table: Vec<Segment> = vec!["keys".into(), i.into()];
+        spec.check().map_err(|e| doc.error_at_key(&table, &e))?;
+        if names.contains(&spec.name) {
+            return Err(
+                doc.error_at_key(&at("name"), &format!("a second key named `{}`", spec.name))
+            );
+        }
+        names.push(spec.name.clone());
+        let Some(secret) = spec.secret.as_deref() else {
+            return Err(doc.error_at_key(
+                &table,
+                "missing `key`: the secret as a literal, \"env:NAME\", or \"sha256:<hex of the secret>\"",
+            ));
+        };
+        let hash = match secret.strip_prefix("sha256:") {
+            Some(hex) => {
+                let hex = hex.trim().to_ascii_lowercase();
+                if hex.len() != 64 || !hex.chars().all(|c| c.is_ascii_hexdigit()) {
+                    return Err(doc.error_at_key(
+                        &at("key"),
+                        "sha256: takes the 64 hex digits of the secret's SHA-256 (`printf %s KEY | sha256sum`)",
+                    ));
+                }
+                hex
+            }
+            None => {
+                let value = doc
+                    .value(&at("key"))
+                    .map(|v| Spanned::new(v.span(), secret.to_owned()));
+                let resolved = match value {
+                    Some(value) => resolve(doc, &value, &at("key"), env)?,
+                    None => SecretString::from(secret.to_owned()),
+                };
+                crate::redact::register(resolved.expose_secret());
+                hash_secret(resolved.expose_secret())
+            }
+        };
+        if settings.keys.iter().any(|(h, _)| *h == hash) {
+            return Err(doc.error_at_key(
+                &at("key"),
+                "the same secret as another key: every key needs its own",
+            ));
+        }
+        settings.keys.push((
+            hash,
+            crate::gateway::keys::KeySpec {
+                secret: None,
+                ..spec
+            },
+        ));
+    }
+    for (provider, price, models) in prices {
+        if let Some(price) = price {
+            price
+                .check()
+                .map_err(|e| doc.error_at_key(&key_path(provider, "prices"), &e))?;
+            settings.prices.provider(provider, *price);
+        }
+        for (model, price) in models {
+            price.check().map_err(|e| {
+                doc.error_at_key(
+                    &[
+                        Segment::from("providers"),
+                        provider.as_str().into(),
+                        "model_prices".into(),
+                        model.as_str().into(),
+                    ],
+                    &e,
+                )
+            })?;
+            settings.prices.model(provider, model, *price);
+        }
+    }
+    Ok(settings)
 }
 
 /// `[search]`: the address parses, Brave and Tavily have a key, SearXNG an address.

@@ -48,12 +48,17 @@ pub fn error_response_in(
         // The Codex CLI retries every status but 400 (for half a minute), whatever
         // `x-should-retry` says; a 400 it shows at once, body and all.
         (Envelope::OpenAi, crate::error::FAILED_DEPENDENCY) => http::StatusCode::BAD_REQUEST,
+        // A spent budget: OpenAI's `insufficient_quota`.
+        (Envelope::OpenAi, 402) => http::StatusCode::TOO_MANY_REQUESTS,
         (_, _) => error.status(),
     };
     let retry_after = match &error {
         BridgeError::UpstreamStatus { retry_after, .. } => retry_after.clone(),
         BridgeError::Engine(crate::engine::EngineError::Busy(_))
         | BridgeError::AtCapacity { .. } => Some(HeaderValue::from_static("1")),
+        BridgeError::Gateway(crate::gateway::GatewayError::Limit(limit)) => limit
+            .retry_after()
+            .and_then(|s| HeaderValue::from_str(&s.to_string()).ok()),
         _ => None,
     };
     let message = crate::redact::redact(&error.to_string()).into_owned();

@@ -8,6 +8,7 @@
 //! goes back to the client at once. Every answer, error or not, names the target that gave it in
 //! `x-claude-bridge-target: provider,model`.
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Response, StatusCode};
@@ -21,6 +22,7 @@ use super::routes::TargetEntry;
 use super::shape::ClientShape;
 use super::{AppState, error_response, json_response};
 use crate::error::BridgeError;
+use crate::gateway::Admission;
 use crate::provider::Call;
 
 /// The response header that names the target that answered.
@@ -30,8 +32,9 @@ pub(super) async fn create(
     state: &AppState,
     call: Call,
     request_id: &str,
+    admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    dispatch(state, call, request_id, &ClientShape::Anthropic).await
+    dispatch(state, call, request_id, &ClientShape::Anthropic, admission).await
 }
 
 /// Route an Anthropic request (a front's, or an OpenAI client's converted) and answer it in the
@@ -41,13 +44,46 @@ pub(super) async fn dispatch(
     call: Call,
     request_id: &str,
     shape: &ClientShape,
+    admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
     let routes = state.routes();
-    let failed = |error, target| failed(error, request_id, target, shape);
+    let failed = |error, target: Option<&str>| failed(error, request_id, target, shape);
+    // A failure before any target was tried still ends the gateway's record.
+    let refused = |error: BridgeError, model: &str, target: Option<&str>| {
+        let kind = error.kind();
+        let response = failed(error, target);
+        if let Some(admission) = &admission {
+            admission.finish(&crate::gateway::Ending {
+                model: model.to_owned(),
+                target: target.unwrap_or_default().to_owned(),
+                status: response.status().as_u16(),
+                error_kind: Some(kind.as_str().to_owned()),
+                ..crate::gateway::Ending::default()
+            });
+        }
+        response
+    };
     let (plan, reason, client_model) = match routes.plan(&call.body) {
         Ok(plan) => plan,
-        Err(error) => return failed(error, None),
+        Err(error) => return refused(error, "", None),
+    };
+    // Only the targets the key may use.
+    let plan = match &admission {
+        Some(admission) => {
+            let first = plan.first().map(|t| t.label(&client_model));
+            let allowed: Vec<_> = plan
+                .into_iter()
+                .filter(|t| admission.allows(&t.label(&client_model)))
+                .collect();
+            if allowed.is_empty() {
+                let target = first.unwrap_or_default();
+                let error = BridgeError::Gateway(admission.refuse_target(&target));
+                return refused(error, &client_model, Some(&target));
+            }
+            allowed
+        }
+        None => plan,
     };
     let now = Instant::now();
     // Skip targets whose circuit is open, unless none would be left.
@@ -65,6 +101,7 @@ pub(super) async fn dispatch(
         route: reason.to_string(),
         attempts,
         started,
+        admission: admission.clone(),
     };
     for (attempt, entry) in tries.iter().enumerate() {
         let label = entry.label(&client_model);

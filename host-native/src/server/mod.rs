@@ -60,6 +60,8 @@ pub struct AppState {
     pub upstream_models: std::sync::RwLock<Vec<String>>,
     /// What `/v1/responses` answered, for later references (`--responses-store-bytes`).
     pub responses: Arc<responses_store::ResponseStore>,
+    /// The team gateway (keys, ledger, limits), when the config turns it on.
+    pub gateway: Option<Arc<crate::gateway::Gateway>>,
 }
 
 impl AppState {
@@ -330,6 +332,10 @@ enum Endpoint {
     Response,
     Models,
     Model,
+    /// `/v1/usage`: the ledger, grouped.
+    Usage,
+    /// `/admin/keys`, `/admin/keys/{name}[/rotate]`.
+    AdminKeys,
 }
 
 impl Endpoint {
@@ -351,6 +357,8 @@ impl Endpoint {
             }
             "/v1/models" => Self::Models,
             p if p.starts_with("/v1/models/") => Self::Model,
+            "/v1/usage" => Self::Usage,
+            p if p == "/admin/keys" || p.starts_with("/admin/keys/") => Self::AdminKeys,
             _ => return None,
         })
     }
@@ -359,7 +367,8 @@ impl Endpoint {
     const fn allow(self) -> &'static str {
         match self {
             Self::Root | Self::Models => "GET, HEAD",
-            Self::Health | Self::Metrics | Self::Model => "GET",
+            Self::Health | Self::Metrics | Self::Model | Self::Usage => "GET",
+            Self::AdminKeys => "GET, POST, DELETE",
             Self::Response => "GET, DELETE",
             Self::Messages | Self::CountTokens | Self::ChatCompletions | Self::Responses => "POST",
         }
@@ -392,26 +401,8 @@ async fn route(
         Some(Endpoint::Root) => Ok(status_only(StatusCode::OK)),
         Some(Endpoint::Health) => Ok(json_response(StatusCode::OK, health(state).to_string())),
         Some(Endpoint::Metrics) => Ok(metrics(state)),
-        Some(Endpoint::Models) => authorize(state, req.headers()).map(|()| models::list(state)),
-        Some(Endpoint::Model) => authorize(state, req.headers())
-            .and_then(|()| models::get(state, &path["/v1/models/".len()..])),
-        Some(Endpoint::Response) => authorize(state, req.headers())
-            .map(|()| openai_front::kept_response(state, &method, &path["/v1/responses/".len()..])),
-        Some(post) => match authorize(state, req.headers()) {
-            // The body's room in the budget is held until the answer is ready.
-            Ok(()) => match read_call(state, req).await {
-                Ok((call, _reservation)) => match post {
-                    Endpoint::CountTokens => messages::count_tokens(state, call).await,
-                    Endpoint::ChatCompletions => {
-                        Ok(openai_front::chat_completions(state, call, request_id).await)
-                    }
-                    Endpoint::Responses => {
-                        Ok(openai_front::responses(state, call, request_id).await)
-                    }
-                    _ => Ok(messages::create(state, call, request_id).await),
-                },
-                Err(e) => Err(e),
-            },
+        Some(endpoint) => match authenticate(state, req.headers()).await {
+            Ok(caller) => serve_endpoint(state, endpoint, caller, req, request_id, &path).await,
             Err(e) => Err(e),
         },
     };
@@ -425,6 +416,95 @@ async fn route(
                 error,
                 request_id,
             )
+        }
+    }
+}
+
+/// An endpoint that needs a caller (every one but the probes and `/metrics`).
+async fn serve_endpoint(
+    state: &AppState,
+    endpoint: Endpoint,
+    caller: crate::gateway::Caller,
+    req: Request<Incoming>,
+    request_id: &str,
+    path: &str,
+) -> Result<Response<ResponseBody>, BridgeError> {
+    match endpoint {
+        Endpoint::Models => Ok(models::list(state)),
+        Endpoint::Model => models::get(state, &path["/v1/models/".len()..]),
+        Endpoint::Response => Ok(openai_front::kept_response(
+            state,
+            req.method(),
+            &path["/v1/responses/".len()..],
+        )),
+        Endpoint::Usage | Endpoint::AdminKeys => {
+            let Some(gateway) = &state.gateway else {
+                return Err(BridgeError::NotFound {
+                    method: req.method().to_string(),
+                    path: format!(
+                        "{path} (the gateway is off: add [[keys]], admin_key or [store] to the config)"
+                    ),
+                });
+            };
+            let query = req.uri().query().unwrap_or("").to_owned();
+            let method = req.method().clone();
+            let answer = if endpoint == Endpoint::Usage {
+                crate::gateway::admin::usage_endpoint(gateway, &caller, &query).await
+            } else {
+                let name = path.strip_prefix("/admin/keys/").filter(|n| !n.is_empty());
+                let body = if method == Method::POST {
+                    read_body(state, req).await?.0
+                } else {
+                    Bytes::new()
+                };
+                crate::gateway::admin::keys_endpoint(gateway, &caller, &method, name, &body).await
+            };
+            let (status, content_type, body) = answer?;
+            let mut response = Response::new(full(body));
+            *response.status_mut() = status;
+            response.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                HeaderValue::from_static(content_type),
+            );
+            Ok(response)
+        }
+        post => {
+            let front = match post {
+                Endpoint::ChatCompletions => "chat",
+                Endpoint::Responses => "responses",
+                _ => "messages",
+            };
+            let admission = match &state.gateway {
+                Some(gateway) if post != Endpoint::CountTokens => Some(
+                    gateway
+                        .admit(
+                            &caller,
+                            req.headers(),
+                            front,
+                            request_id,
+                            crate::gateway::store::now_ms(),
+                        )
+                        .await?,
+                ),
+                _ => None,
+            };
+            // The body's room in the budget is held until the answer is ready.
+            let (mut call, _reservation) = read_call(state, req).await?;
+            if !matches!(caller, crate::gateway::Caller::Open) {
+                // The key was this bridge's: it never reaches an upstream.
+                call.headers.remove("x-api-key");
+                call.headers.remove(http::header::AUTHORIZATION);
+            }
+            match post {
+                Endpoint::CountTokens => messages::count_tokens(state, call).await,
+                Endpoint::ChatCompletions => {
+                    Ok(openai_front::chat_completions(state, call, request_id, admission).await)
+                }
+                Endpoint::Responses => {
+                    Ok(openai_front::responses(state, call, request_id, admission).await)
+                }
+                _ => Ok(messages::create(state, call, request_id, admission).await),
+            }
         }
     }
 }
@@ -473,10 +553,26 @@ fn health(state: &AppState) -> serde_json::Value {
     })
 }
 
-fn authorize(state: &AppState, headers: &HeaderMap) -> Result<(), BridgeError> {
-    match &state.client_key {
-        Some(expected) if !presents_key(headers, expected) => Err(BridgeError::Unauthorized),
-        _ => Ok(()),
+/// Who sent the request: through the gateway when it is on, else the one `client_key`.
+async fn authenticate(
+    state: &AppState,
+    headers: &HeaderMap,
+) -> Result<crate::gateway::Caller, BridgeError> {
+    use crate::gateway::Caller;
+    match (&state.gateway, &state.client_key) {
+        (Some(gateway), client_key) => gateway
+            .authenticate(
+                headers,
+                client_key.as_deref(),
+                crate::gateway::store::now_ms(),
+            )
+            .await
+            .map_err(|e| BridgeError::Gateway(e.into())),
+        (None, Some(expected)) if !presents_key(headers, expected) => {
+            Err(BridgeError::Unauthorized)
+        }
+        (None, Some(_)) => Ok(Caller::Shared),
+        (None, None) => Ok(Caller::Open),
     }
 }
 

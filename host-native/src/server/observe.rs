@@ -41,6 +41,10 @@ pub struct Metrics {
     open_streams: Gauge,
     responses_kept: Gauge,
     responses_kept_bytes: Gauge,
+    key_requests: Family<Labels, Counter>,
+    key_tokens: Family<Labels, Counter>,
+    key_cost: Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>,
+    key_refused: Family<Labels, Counter>,
 }
 
 fn seconds_buckets() -> Histogram {
@@ -61,6 +65,30 @@ impl Metrics {
         let open_streams = Gauge::default();
         let responses_kept = Gauge::default();
         let responses_kept_bytes = Gauge::default();
+        let key_requests = Family::<Labels, Counter>::default();
+        let key_tokens = Family::<Labels, Counter>::default();
+        let key_cost = Family::<Labels, Counter<f64, std::sync::atomic::AtomicU64>>::default();
+        let key_refused = Family::<Labels, Counter>::default();
+        registry.register(
+            "key_requests",
+            "Requests per gateway key (per key, never per session) and status",
+            key_requests.clone(),
+        );
+        registry.register(
+            "key_tokens",
+            "Tokens per gateway key, by direction (input, output, cache_read, cache_write)",
+            key_tokens.clone(),
+        );
+        registry.register(
+            "key_cost_usd",
+            "Cost in US dollars per gateway key (priced requests only)",
+            key_cost.clone(),
+        );
+        registry.register(
+            "key_refused",
+            "Requests a gateway key's limit refused, by the limit (rpm, tpm, max_parallel, budget_usd, budget_tokens, store_down)",
+            key_refused.clone(),
+        );
         registry.register(
             "responses_kept",
             "/v1/responses answers kept for previous_response_id and item_reference",
@@ -117,7 +145,54 @@ impl Metrics {
             open_streams,
             responses_kept,
             responses_kept_bytes,
+            key_requests,
+            key_tokens,
+            key_cost,
+            key_refused,
         }
+    }
+
+    /// A gateway key's request ended.
+    pub fn key_used(
+        &self,
+        key: &str,
+        status: u16,
+        usage: &crate::gateway::prices::Usage,
+        cost: f64,
+    ) {
+        self.key_requests
+            .get_or_create(&vec![
+                ("key", key.to_owned()),
+                ("status", status.to_string()),
+            ])
+            .inc();
+        for (direction, n) in [
+            ("input", usage.input),
+            ("output", usage.output),
+            ("cache_read", usage.cache_read),
+            ("cache_write", usage.cache_write),
+        ] {
+            if n > 0 {
+                self.key_tokens
+                    .get_or_create(&vec![
+                        ("key", key.to_owned()),
+                        ("direction", direction.to_owned()),
+                    ])
+                    .inc_by(n);
+            }
+        }
+        if cost > 0.0 {
+            self.key_cost
+                .get_or_create(&vec![("key", key.to_owned())])
+                .inc_by(cost);
+        }
+    }
+
+    /// A gateway key's limit refused a request.
+    pub fn key_refused(&self, key: &str, limit: &str) {
+        self.key_refused
+            .get_or_create(&vec![("key", key.to_owned()), ("limit", limit.to_owned())])
+            .inc();
     }
 
     /// What the Responses store holds now (set when the metrics are read).
@@ -186,6 +261,8 @@ pub struct Tally {
     first_content: Option<Instant>,
     input_tokens: Option<u64>,
     output_tokens: Option<u64>,
+    cache_read_tokens: Option<u64>,
+    cache_write_tokens: Option<u64>,
     stop_reason: Option<String>,
     error: Option<String>,
 }
@@ -198,6 +275,20 @@ impl Tally {
             error: Some(kind.to_owned()),
             ..Self::default()
         }
+    }
+
+    /// The token counts the upstream reported (`None`: it reported none).
+    #[must_use]
+    pub fn usage(&self) -> Option<crate::gateway::prices::Usage> {
+        if self.input_tokens.is_none() && self.output_tokens.is_none() {
+            return None;
+        }
+        Some(crate::gateway::prices::Usage {
+            input: self.input_tokens.unwrap_or(0),
+            output: self.output_tokens.unwrap_or(0),
+            cache_read: self.cache_read_tokens.unwrap_or(0),
+            cache_write: self.cache_write_tokens.unwrap_or(0),
+        })
     }
 
     /// The answer ended with an error of `kind` that its SSE did not show (the bridge ended it).
@@ -254,6 +345,15 @@ impl Tally {
             if let Some(n) = usage.get("output_tokens").and_then(Value::as_u64) {
                 self.output_tokens = Some(n);
             }
+            if let Some(n) = usage.get("cache_read_input_tokens").and_then(Value::as_u64) {
+                self.cache_read_tokens = Some(n);
+            }
+            if let Some(n) = usage
+                .get("cache_creation_input_tokens")
+                .and_then(Value::as_u64)
+            {
+                self.cache_write_tokens = Some(n);
+            }
         }
         let stop = value
             .get("delta")
@@ -286,6 +386,8 @@ pub struct Outcome {
     pub attempts: usize,
     /// When the request arrived.
     pub started: Instant,
+    /// The gateway's hold on the request (its key's limits, its ledger record).
+    pub admission: Option<std::sync::Arc<crate::gateway::Admission>>,
 }
 
 impl Outcome {
@@ -311,6 +413,18 @@ impl Outcome {
             stop = %tally.stop_reason.as_deref().unwrap_or("-"),
             "request done"
         );
+        if let Some(admission) = &self.admission {
+            admission.finish(&crate::gateway::Ending {
+                route: self.route.clone(),
+                target: self.target.clone(),
+                model: self.client_model.clone(),
+                attempts: self.attempts,
+                status,
+                error_kind: tally.error.clone(),
+                ttft,
+                usage: tally.usage(),
+            });
+        }
         let metrics = Metrics::global();
         let target = vec![("target", self.target.clone())];
         metrics

@@ -25,15 +25,18 @@ use super::shape::{ClientShape, OpenAiClient};
 use super::{AppState, json_response, messages};
 use crate::engine::EngineError;
 use crate::error::BridgeError;
+use crate::gateway::Admission;
 use crate::provider::Call;
+use std::sync::Arc;
 
 /// `POST /v1/chat/completions`.
 pub(super) async fn chat_completions(
     state: &AppState,
     call: Call,
     request_id: &str,
+    admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    serve(state, call, request_id, Front::Chat).await
+    serve(state, call, request_id, Front::Chat, admission).await
 }
 
 /// `POST /v1/responses`.
@@ -41,8 +44,9 @@ pub(super) async fn responses(
     state: &AppState,
     call: Call,
     request_id: &str,
+    admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    serve(state, call, request_id, Front::Responses).await
+    serve(state, call, request_id, Front::Responses, admission).await
 }
 
 /// What the engine's `prepare` gives for a front dialect (`bridge_core::front::facade`): the
@@ -68,6 +72,7 @@ async fn serve(
     mut call: Call,
     request_id: &str,
     front: Front,
+    admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
     // Responses: what the request refers to is put in place, and its answer kept.
     let pending = match front {
@@ -151,6 +156,7 @@ async fn serve(
         call,
         request_id,
         &ClientShape::OpenAi(Box::new(client)),
+        admission,
     )
     .await
 }

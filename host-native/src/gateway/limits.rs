@@ -1,0 +1,671 @@
+//! Limits that hold across replicas: `rpm`, `tpm`, `max_parallel` and budgets count for the
+//! whole deployment, yet a request does not wait on the store in the common case.
+//!
+//! Each replica *leases* slices of a key's quota from the store ([`Store::grant`]: one
+//! conditional `UPDATE`, so the slices granted to all replicas together never exceed the
+//! limit) and spends them locally. A slice running low is topped up in the background; only a
+//! replica whose slice is empty waits for the store. What was spent is *settled* with the
+//! ledger's next write (the same transaction), unused room is given back after a short idle
+//! time, and the leases of a replica that died expire ([`LEASE_TTL_MS`]) and are swept back.
+//!
+//! ## The bound (README, "Running it for a team")
+//! - `rpm` and `max_parallel`: never over the limit while the store answers — every request
+//!   admitted was covered by a leased unit. Unused leased units can make the deployment admit
+//!   fewer than the limit, by at most one slice per replica (10% of the limit, at least 1),
+//!   until they are given back (2 s idle) or expire (30 s, a replica that died).
+//! - `tpm`, `budget_usd`, `budget_tokens`: a request is admitted while its replica's slice has
+//!   room; its tokens and cost are known when it ends. The overshoot is at most what the
+//!   requests in flight on all replicas at the moment the limit is reached use.
+//! - The store down with `on_error = "open"`: each replica counts on its own against the whole
+//!   limit, so N replicas can admit up to N × the limit during the outage; what they spent is
+//!   settled when the store is back. `on_error = "closed"` refuses (503) instead.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tracing::warn;
+
+use super::keys::KeySpec;
+use super::period::{minute_window, rfc3339};
+use super::store::{Settlement, Store};
+
+/// How long a lease lives without renewal.
+pub const LEASE_TTL_MS: i64 = 30_000;
+/// Unused room is given back after this long without a request.
+const IDLE_GIVE_BACK: Duration = Duration::from_secs(2);
+/// How long an admission waits for the store before the request is served (open) or refused
+/// (closed).
+const STORE_WAIT: Duration = Duration::from_secs(2);
+
+/// What is counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Metric {
+    /// Requests per minute.
+    Rpm,
+    /// Tokens per minute.
+    Tpm,
+    /// Requests in flight.
+    Parallel,
+    /// US dollars per budget period.
+    Usd,
+    /// Tokens per budget period.
+    Tokens,
+}
+
+impl Metric {
+    /// Its name in the store.
+    #[must_use]
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::Rpm => "rpm",
+            Self::Tpm => "tpm",
+            Self::Parallel => "parallel",
+            Self::Usd => "usd",
+            Self::Tokens => "tokens",
+        }
+    }
+
+    /// Its name in the config.
+    const fn setting(self) -> &'static str {
+        match self {
+            Self::Rpm => "rpm",
+            Self::Tpm => "tpm",
+            Self::Parallel => "max_parallel",
+            Self::Usd => "budget_usd",
+            Self::Tokens => "budget_tokens",
+        }
+    }
+
+    /// Whether a request takes one unit when it is admitted (else it needs room and pays at
+    /// the end).
+    const fn counts_requests(self) -> bool {
+        matches!(self, Self::Rpm | Self::Parallel)
+    }
+}
+
+/// Why a request was not admitted.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum LimitRefusal {
+    /// Over a rate (429, retry after).
+    #[error("the key `{key}` is over its {setting} = {limit}; try again in {retry_after} s")]
+    Rate {
+        /// The key.
+        key: String,
+        /// `rpm`, `tpm`, `max_parallel`.
+        setting: &'static str,
+        /// The limit.
+        limit: String,
+        /// Seconds until there is room.
+        retry_after: u64,
+    },
+    /// A budget is spent (not retried).
+    #[error(
+        "the key `{key}` has spent its {setting} budget of {limit} for this {period}{resets}; ask this bridge's admin to raise it"
+    )]
+    Budget {
+        /// The key.
+        key: String,
+        /// `budget_usd`, `budget_tokens`.
+        setting: &'static str,
+        /// The budget.
+        limit: String,
+        /// Its period.
+        period: &'static str,
+        /// `; it resets at …`, or nothing for `total`.
+        resets: String,
+    },
+    /// The store cannot be reached and `on_error = "closed"`.
+    #[error(
+        "the bridge's store cannot be reached and the bridge is set to refuse then (store.on_error = \"closed\"): {0}"
+    )]
+    StoreDown(String),
+}
+
+impl LimitRefusal {
+    /// Seconds a client should wait (rates only).
+    #[must_use]
+    pub fn retry_after(&self) -> Option<u64> {
+        match self {
+            Self::Rate { retry_after, .. } => Some(*retry_after),
+            Self::StoreDown(_) => Some(5),
+            Self::Budget { .. } => None,
+        }
+    }
+}
+
+#[derive(Debug, Default)]
+struct Bucket {
+    win: i64,
+    /// Leased room not yet spent here (may go below 0: a request used more than was left).
+    local: f64,
+    /// Spent here, without a lease (the store was down).
+    fallback_used: f64,
+    /// Spent here beyond the slice and not yet settled in the store: the store cannot see it
+    /// yet, so grants ask for room under `limit - overflow`.
+    overflow: f64,
+    last_used: Option<Instant>,
+    refilling: bool,
+}
+
+/// What a replica's own slice said.
+enum Local {
+    /// Taken (or there was room); `refill`: top the slice up.
+    Taken { refill: bool },
+    /// No room here.
+    Empty,
+}
+
+/// A request's hold on its key's limits, given back by [`Limiter::finish`].
+#[derive(Debug, Clone)]
+pub struct Held {
+    key: String,
+    /// `(metric, window)` of what it pays at the end.
+    pays: Vec<(Metric, i64)>,
+    parallel: bool,
+}
+
+/// One replica's share of every key's limits.
+#[derive(Debug)]
+pub struct Limiter {
+    store: Store,
+    replica: String,
+    closed: bool,
+    buckets: Mutex<BTreeMap<(String, Metric), Bucket>>,
+    unsettled: Mutex<BTreeMap<(String, Metric, i64), f64>>,
+}
+
+impl Limiter {
+    /// The limiter of `replica` on `store`; `closed` refuses when the store cannot be reached.
+    #[must_use]
+    pub fn new(store: Store, replica: &str, closed: bool) -> Self {
+        Self {
+            store,
+            replica: replica.to_owned(),
+            closed,
+            buckets: Mutex::new(BTreeMap::new()),
+            unsettled: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    fn buckets(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, Metric), Bucket>> {
+        self.buckets
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn unsettled(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, Metric, i64), f64>> {
+        self.unsettled
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The limits of `spec` that apply, with their window at `now_ms` and its end.
+    fn limits(spec: &KeySpec, now_ms: i64) -> Vec<(Metric, f64, i64, Option<i64>)> {
+        let minute = minute_window(now_ms);
+        let period = spec.budget_period.window(now_ms);
+        let mut out = Vec::new();
+        let mut add = |metric, limit: Option<f64>, win: i64, end: Option<i64>| {
+            if let Some(limit) = limit {
+                out.push((metric, limit, win, end));
+            }
+        };
+        add(
+            Metric::Parallel,
+            spec.max_parallel.map(|v| v as f64),
+            0,
+            None,
+        );
+        add(
+            Metric::Rpm,
+            spec.rpm.map(|v| v as f64),
+            minute.start_ms,
+            Some(minute.end_ms),
+        );
+        add(
+            Metric::Tpm,
+            spec.tpm.map(|v| v as f64),
+            minute.start_ms,
+            Some(minute.end_ms),
+        );
+        add(Metric::Usd, spec.budget_usd, period.start_ms, period.end_ms);
+        add(
+            Metric::Tokens,
+            spec.budget_tokens.map(|v| v as f64),
+            period.start_ms,
+            period.end_ms,
+        );
+        out
+    }
+
+    /// Admit a request of the key `spec` at `now_ms`, or say which limit refuses it. Waits on
+    /// the store only when this replica's slice of a limit is empty.
+    ///
+    /// # Errors
+    /// The limit that refused.
+    pub async fn admit(
+        self: &Arc<Self>,
+        spec: &KeySpec,
+        now_ms: i64,
+    ) -> Result<Held, LimitRefusal> {
+        let mut held = Held {
+            key: spec.name.clone(),
+            pays: Vec::new(),
+            parallel: false,
+        };
+        for (metric, limit, win, end) in Self::limits(spec, now_ms) {
+            if let Err(refusal) = self.take(spec, metric, limit, win, end, now_ms).await {
+                self.finish(&held, 0.0, 0.0);
+                return Err(refusal);
+            }
+            if metric == Metric::Parallel {
+                held.parallel = true;
+            } else if !metric.counts_requests() {
+                held.pays.push((metric, win));
+            }
+        }
+        Ok(held)
+    }
+
+    /// Take one unit (or check there is room) of one limit.
+    async fn take(
+        self: &Arc<Self>,
+        spec: &KeySpec,
+        metric: Metric,
+        limit: f64,
+        win: i64,
+        end: Option<i64>,
+        now_ms: i64,
+    ) -> Result<(), LimitRefusal> {
+        let key = spec.name.as_str();
+        let need = if metric.counts_requests() {
+            1.0
+        } else {
+            f64::MIN_POSITIVE
+        };
+        // Slice sizes: a tenth of the limit for rates, a twentieth for budgets, one slot.
+        let (want, min) = match metric {
+            Metric::Parallel => (1.0, 1.0),
+            Metric::Rpm => ((limit / 10.0).ceil().max(1.0), 1.0),
+            Metric::Tpm | Metric::Tokens => ((limit / 20.0).ceil().max(1.0), 1.0),
+            Metric::Usd => (limit / 20.0, limit / 1000.0),
+        };
+        for round in 0..2 {
+            match self.take_local(key, metric, win, need, want) {
+                Local::Taken { refill } => {
+                    if refill {
+                        self.refill(key, metric, win, want, min, limit, now_ms);
+                    }
+                    if metric == Metric::Rpm {
+                        *self
+                            .unsettled()
+                            .entry((key.to_owned(), metric, win))
+                            .or_default() += 1.0;
+                    }
+                    return Ok(());
+                }
+                Local::Empty if round == 1 => break,
+                Local::Empty => {}
+            }
+            // The slice is empty: wait for the store, asking under the limit less what this
+            // replica spent that the store has not seen yet.
+            let room = limit - self.overflow(key, metric, win);
+            let granted = tokio::time::timeout(
+                STORE_WAIT,
+                self.store.grant(
+                    &self.replica,
+                    key,
+                    metric.name(),
+                    win,
+                    want,
+                    min,
+                    room,
+                    now_ms + LEASE_TTL_MS,
+                ),
+            )
+            .await;
+            match granted {
+                Ok(Ok(granted)) => {
+                    self.add(key, metric, win, granted);
+                    if granted <= 0.0 {
+                        break;
+                    }
+                }
+                Ok(Err(error)) => {
+                    return self.without_store(key, metric, limit, win, &error.to_string());
+                }
+                Err(_) => {
+                    return self.without_store(key, metric, limit, win, "no answer within 2 s");
+                }
+            }
+        }
+        Err(refusal(spec, metric, limit, end, now_ms))
+    }
+
+    /// Take from this replica's slice, if it has room.
+    fn take_local(&self, key: &str, metric: Metric, win: i64, need: f64, want: f64) -> Local {
+        let mut buckets = self.buckets();
+        let bucket = buckets.entry((key.to_owned(), metric)).or_default();
+        if bucket.win != win {
+            *bucket = Bucket {
+                win,
+                ..Bucket::default()
+            };
+        }
+        if bucket.local < need {
+            return Local::Empty;
+        }
+        if metric.counts_requests() {
+            bucket.local -= 1.0;
+        }
+        bucket.last_used = Some(Instant::now());
+        let refill = bucket.local < want / 2.0 && !bucket.refilling && metric != Metric::Parallel;
+        bucket.refilling |= refill;
+        Local::Taken { refill }
+    }
+
+    /// What this replica spent beyond its slices that the store has not settled yet.
+    fn overflow(&self, key: &str, metric: Metric, win: i64) -> f64 {
+        self.buckets()
+            .get(&(key.to_owned(), metric))
+            .filter(|b| b.win == win)
+            .map_or(0.0, |b| b.overflow)
+    }
+
+    /// The store settled these: what overflowed is the store's to count now.
+    pub fn settled(&self, settlements: &[Settlement]) {
+        let mut buckets = self.buckets();
+        for s in settlements {
+            let Some(metric) = metric_named(s.metric) else {
+                continue;
+            };
+            if let Some(bucket) = buckets.get_mut(&(s.key.clone(), metric))
+                && bucket.win == s.win
+            {
+                bucket.overflow = (bucket.overflow - s.used).max(0.0);
+            }
+        }
+    }
+
+    /// Room the store granted.
+    fn add(&self, key: &str, metric: Metric, win: i64, granted: f64) {
+        let mut buckets = self.buckets();
+        let bucket = buckets.entry((key.to_owned(), metric)).or_default();
+        if bucket.win == win {
+            bucket.local += granted;
+        }
+    }
+
+    /// Top a slice up in the background.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the lease's coordinates and terms"
+    )]
+    fn refill(
+        self: &Arc<Self>,
+        key: &str,
+        metric: Metric,
+        win: i64,
+        want: f64,
+        min: f64,
+        limit: f64,
+        now_ms: i64,
+    ) {
+        let this = Arc::clone(self);
+        let key = key.to_owned();
+        tokio::spawn(async move {
+            let granted = this
+                .store
+                .grant(
+                    &this.replica,
+                    &key,
+                    metric.name(),
+                    win,
+                    want,
+                    min,
+                    limit,
+                    now_ms + LEASE_TTL_MS,
+                )
+                .await
+                .unwrap_or(0.0);
+            let mut buckets = this.buckets();
+            if let Some(bucket) = buckets.get_mut(&(key, metric)) {
+                bucket.refilling = false;
+                if bucket.win == win {
+                    bucket.local += granted;
+                }
+            }
+        });
+    }
+
+    /// The store did not answer: refuse (closed) or count here against the whole limit (open).
+    fn without_store(
+        &self,
+        key: &str,
+        metric: Metric,
+        limit: f64,
+        win: i64,
+        error: &str,
+    ) -> Result<(), LimitRefusal> {
+        if self.closed {
+            return Err(LimitRefusal::StoreDown(error.to_owned()));
+        }
+        warn!(
+            key,
+            limit = metric.setting(),
+            error,
+            "limits: the store does not answer; counting on this replica alone (store.on_error = \"open\")"
+        );
+        let mut buckets = self.buckets();
+        let bucket = buckets.entry((key.to_owned(), metric)).or_default();
+        if bucket.win != win {
+            *bucket = Bucket {
+                win,
+                ..Bucket::default()
+            };
+        }
+        if bucket.fallback_used + bucket.overflow >= limit {
+            return Err(LimitRefusal::StoreDown(format!(
+                "{error}; and this replica alone has used the key's whole {}",
+                metric.setting()
+            )));
+        }
+        if !metric.counts_requests() {
+            // Tokens and dollars: room is checked here, the use counted when the request ends.
+        } else {
+            bucket.fallback_used += 1.0;
+            if metric == Metric::Rpm {
+                drop(buckets);
+                *self
+                    .unsettled()
+                    .entry((key.to_owned(), metric, win))
+                    .or_default() += 1.0;
+            }
+        }
+        Ok(())
+    }
+
+    /// The request is over: it used `tokens` and cost `usd`.
+    pub fn finish(&self, held: &Held, tokens: f64, usd: f64) {
+        let mut buckets = self.buckets();
+        if held.parallel
+            && let Some(bucket) = buckets.get_mut(&(held.key.clone(), Metric::Parallel))
+        {
+            if bucket.fallback_used >= 1.0 {
+                bucket.fallback_used -= 1.0;
+            } else {
+                bucket.local += 1.0;
+            }
+            bucket.last_used = Some(Instant::now());
+        }
+        let mut spent = Vec::new();
+        for (metric, win) in &held.pays {
+            let used = if *metric == Metric::Usd { usd } else { tokens };
+            if used <= 0.0 {
+                continue;
+            }
+            if let Some(bucket) = buckets.get_mut(&(held.key.clone(), *metric))
+                && bucket.win == *win
+            {
+                // Beyond its slice, a request's use is this replica's own (counted against the
+                // whole limit if the store stops answering); the store settles all of it.
+                let from_slice = used.min(bucket.local.max(0.0));
+                bucket.local -= from_slice;
+                bucket.overflow += used - from_slice;
+            }
+            spent.push((*metric, *win, used));
+        }
+        drop(buckets);
+        let mut unsettled = self.unsettled();
+        for (metric, win, used) in spent {
+            *unsettled
+                .entry((held.key.clone(), metric, win))
+                .or_default() += used;
+        }
+    }
+
+    /// What was spent since the last write, for the ledger's next transaction.
+    pub fn take_settlements(&self) -> Vec<Settlement> {
+        std::mem::take(&mut *self.unsettled())
+            .into_iter()
+            .map(|((key, metric, win), used)| Settlement {
+                key,
+                metric: metric.name(),
+                win,
+                used,
+            })
+            .collect()
+    }
+
+    /// The write failed: keep them for the next.
+    pub fn restore_settlements(&self, settlements: Vec<Settlement>) {
+        let mut unsettled = self.unsettled();
+        for s in settlements {
+            let Some(metric) = metric_named(s.metric) else {
+                continue;
+            };
+            *unsettled.entry((s.key, metric, s.win)).or_default() += s.used;
+        }
+    }
+
+    /// Background upkeep, every second until the process ends: give back room unused for
+    /// [`IDLE_GIVE_BACK`], renew this replica's leases, sweep those of replicas that died.
+    pub async fn maintain(self: Arc<Self>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        let mut n: u64 = 0;
+        loop {
+            tick.tick().await;
+            n += 1;
+            let now = super::store::now_ms();
+            let idle: Vec<(String, Metric, i64, f64)> = {
+                let mut buckets = self.buckets();
+                buckets
+                    .iter_mut()
+                    .filter(|(_, b)| {
+                        b.local >= 1e-9
+                            && !b.refilling
+                            && b.last_used.is_none_or(|t| t.elapsed() >= IDLE_GIVE_BACK)
+                    })
+                    .map(|((key, metric), b)| {
+                        let back = if metric.counts_requests() {
+                            b.local.floor()
+                        } else {
+                            b.local
+                        };
+                        b.local -= back;
+                        (key.clone(), *metric, b.win, back)
+                    })
+                    .filter(|(_, _, _, back)| *back > 0.0)
+                    .collect()
+            };
+            for (key, metric, win, back) in idle {
+                if self
+                    .store
+                    .release(&self.replica, &key, metric.name(), win, back)
+                    .await
+                    .is_err()
+                {
+                    // Kept until the lease expires; the room returns then.
+                }
+            }
+            if n.is_multiple_of(5) {
+                let _ = self.store.renew(&self.replica, now + LEASE_TTL_MS).await;
+            }
+            if n.is_multiple_of(10) {
+                let _ = self.store.sweep(now, now - 2 * 60_000).await;
+            }
+        }
+    }
+
+    /// At shutdown: give back every lease.
+    pub async fn release_all(&self) {
+        let all: Vec<(String, Metric, i64, f64)> = {
+            let mut buckets = self.buckets();
+            buckets
+                .iter_mut()
+                .map(|((key, metric), b)| {
+                    let back = b.local.max(0.0);
+                    b.local = 0.0;
+                    (key.clone(), *metric, b.win, back)
+                })
+                .filter(|(_, _, _, back)| *back > 0.0)
+                .collect()
+        };
+        for (key, metric, win, back) in all {
+            let _ = self
+                .store
+                .release(&self.replica, &key, metric.name(), win, back)
+                .await;
+        }
+    }
+}
+
+fn metric_named(name: &str) -> Option<Metric> {
+    Some(match name {
+        "rpm" => Metric::Rpm,
+        "tpm" => Metric::Tpm,
+        "usd" => Metric::Usd,
+        "tokens" => Metric::Tokens,
+        _ => return None,
+    })
+}
+
+fn refusal(
+    spec: &KeySpec,
+    metric: Metric,
+    limit: f64,
+    end: Option<i64>,
+    now_ms: i64,
+) -> LimitRefusal {
+    let key = spec.name.clone();
+    let shown = if metric == Metric::Usd {
+        format!("${limit:.2}")
+    } else {
+        format!("{limit}")
+    };
+    match metric {
+        Metric::Rpm | Metric::Tpm | Metric::Parallel => LimitRefusal::Rate {
+            key,
+            setting: metric.setting(),
+            limit: shown,
+            retry_after: end.map_or(1, |end| {
+                ((end - now_ms).max(0) as u64).div_ceil(1000).max(1)
+            }),
+        },
+        Metric::Usd | Metric::Tokens => LimitRefusal::Budget {
+            key,
+            setting: metric.setting(),
+            limit: shown,
+            period: match spec.budget_period {
+                super::period::BudgetPeriod::FiveHours => "5-hour block",
+                super::period::BudgetPeriod::Day => "day",
+                super::period::BudgetPeriod::Week => "week",
+                super::period::BudgetPeriod::Month => "month",
+                super::period::BudgetPeriod::Total => "key's lifetime",
+            },
+            resets: end
+                .map(|e| format!("; it resets at {}", rfc3339(e)))
+                .unwrap_or_default(),
+        },
+    }
+}

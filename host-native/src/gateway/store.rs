@@ -1,0 +1,908 @@
+//! The store: keys made at run time, the usage ledger, and the counters that hold limits across
+//! replicas — in SQLite (one machine; a file, nothing to install) or PostgreSQL (many replicas),
+//! through sqlx's `Any` driver so one set of queries serves both. Every statement is written in
+//! the SQL both understand (`$1` parameters, `ON CONFLICT`, `RETURNING`); times are Unix
+//! milliseconds in `BIGINT`s, amounts `DOUBLE PRECISION`.
+//!
+//! Migrations are built in and run at start ([`Store::migrate`]); several replicas starting at
+//! once are safe: PostgreSQL runs them under an advisory lock, SQLite in a `BEGIN IMMEDIATE`
+//! transaction.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, AssertSqlSafe, Row};
+
+use super::keys::{KeyEntry, KeySource, KeySpec};
+use super::ledger::Record;
+
+/// A store operation that failed.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The URL is not one the store takes.
+    #[error("store url `{0}`: expected sqlite://PATH or postgres://USER@HOST/DB")]
+    Url(String),
+    /// The database said no, or could not be reached.
+    #[error("the store ({url}): {source}")]
+    Database {
+        /// The store's URL, without its password.
+        url: String,
+        /// What sqlx said.
+        #[source]
+        source: sqlx::Error,
+    },
+    /// A key of that name exists.
+    #[error("a key named `{0}` exists already (rotate it, or choose another name)")]
+    KeyExists(String),
+    /// No key of that name.
+    #[error("no key named `{0}` (see `claude-bridge keys list`)")]
+    NoSuchKey(String),
+    /// A file of the SQLite store could not be made.
+    #[error("cannot make the store's directory {path}: {source}")]
+    Dir {
+        /// The directory.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+/// Which database is behind the URL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    /// A SQLite file.
+    Sqlite,
+    /// A PostgreSQL server.
+    Postgres,
+}
+
+/// The migrations, in order. Each runs once, in a transaction; never edit one that shipped.
+const MIGRATIONS: &[(i64, &str, &str)] = &[(
+    1,
+    "keys, ledger, quotas and leases",
+    "CREATE TABLE IF NOT EXISTS bridge_keys (
+        name TEXT PRIMARY KEY,
+        hash TEXT NOT NULL UNIQUE,
+        spec TEXT NOT NULL,
+        created_ms BIGINT NOT NULL,
+        revoked_ms BIGINT
+    );
+    CREATE TABLE IF NOT EXISTS bridge_ledger (
+        id TEXT PRIMARY KEY,
+        at_ms BIGINT NOT NULL,
+        day TEXT NOT NULL,
+        key_name TEXT NOT NULL,
+        client TEXT NOT NULL,
+        session TEXT,
+        front TEXT NOT NULL,
+        route TEXT NOT NULL,
+        target TEXT NOT NULL,
+        model TEXT NOT NULL,
+        upstream_model TEXT NOT NULL,
+        input_tokens BIGINT NOT NULL,
+        output_tokens BIGINT NOT NULL,
+        cache_read_tokens BIGINT NOT NULL,
+        cache_write_tokens BIGINT NOT NULL,
+        estimated BIGINT NOT NULL,
+        cost_usd DOUBLE PRECISION NOT NULL,
+        priced BIGINT NOT NULL,
+        ttft_ms BIGINT,
+        duration_ms BIGINT NOT NULL,
+        status BIGINT NOT NULL,
+        error_kind TEXT,
+        attempts BIGINT NOT NULL
+    );
+    CREATE INDEX IF NOT EXISTS bridge_ledger_key_at ON bridge_ledger (key_name, at_ms);
+    CREATE INDEX IF NOT EXISTS bridge_ledger_at ON bridge_ledger (at_ms);
+    CREATE TABLE IF NOT EXISTS bridge_quota (
+        key_name TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        win BIGINT NOT NULL,
+        settled DOUBLE PRECISION NOT NULL,
+        leased DOUBLE PRECISION NOT NULL,
+        PRIMARY KEY (key_name, metric, win)
+    );
+    CREATE TABLE IF NOT EXISTS bridge_leases (
+        replica TEXT NOT NULL,
+        key_name TEXT NOT NULL,
+        metric TEXT NOT NULL,
+        win BIGINT NOT NULL,
+        amount DOUBLE PRECISION NOT NULL,
+        expires_ms BIGINT NOT NULL,
+        PRIMARY KEY (replica, key_name, metric, win)
+    );",
+)];
+
+/// The columns of `bridge_ledger`, in [`Record`]'s order.
+const LEDGER_COLUMNS: &[&str] = &[
+    "id",
+    "at_ms",
+    "day",
+    "key_name",
+    "client",
+    "session",
+    "front",
+    "route",
+    "target",
+    "model",
+    "upstream_model",
+    "input_tokens",
+    "output_tokens",
+    "cache_read_tokens",
+    "cache_write_tokens",
+    "estimated",
+    "cost_usd",
+    "priced",
+    "ttft_ms",
+    "duration_ms",
+    "status",
+    "error_kind",
+    "attempts",
+];
+
+/// Records per `INSERT` (SQLite takes 32,766 parameters a statement).
+const ROWS_PER_INSERT: usize = 500;
+
+/// What `store status` reports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    /// The store's URL without its password.
+    pub url: String,
+    /// Which database.
+    pub dialect: Dialect,
+    /// Applied migrations.
+    pub applied: Vec<i64>,
+    /// Migrations this binary has that the store has not.
+    pub pending: Vec<i64>,
+    /// Ledger records.
+    pub records: i64,
+    /// Keys made at run time.
+    pub keys: i64,
+}
+
+/// A consumption to move from a replica's lease into a quota's settled count.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settlement {
+    /// The key.
+    pub key: String,
+    /// `rpm`, `tpm`, `usd`, `tokens`.
+    pub metric: &'static str,
+    /// The window's start.
+    pub win: i64,
+    /// How much was used.
+    pub used: f64,
+}
+
+/// A connection pool to the store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Dialect,
+    url: String,
+}
+
+/// The default SQLite store: `$XDG_STATE_HOME/claude-bridge/gateway.db` (or
+/// `~/.local/state/…`).
+#[must_use]
+pub fn default_url() -> Option<String> {
+    crate::run::state_dir().map(|dir| format!("sqlite://{}", dir.join("gateway.db").display()))
+}
+
+/// `url` without a password (`postgres://user:secret@host` → `postgres://user:***@host`).
+#[must_use]
+pub fn display_url(url: &str) -> String {
+    match (url.find("://"), url.rfind('@')) {
+        (Some(scheme), Some(at)) if at > scheme => {
+            let user_info = &url[scheme + 3..at];
+            match user_info.split_once(':') {
+                Some((user, _)) => format!("{}{user}:***{}", &url[..scheme + 3], &url[at..]),
+                None => url.to_owned(),
+            }
+        }
+        _ => url.to_owned(),
+    }
+}
+
+impl Store {
+    /// A pool for `url` (`sqlite://PATH`, made if missing, or `postgres://…`). Nothing is
+    /// connected yet: the first query connects (waiting up to `connect_timeout`), so a
+    /// PostgreSQL that is down at start is a failing query, not a failed start.
+    ///
+    /// # Errors
+    /// A URL of another kind, or one sqlx cannot read; a directory that cannot be made.
+    pub fn open(url: &str, connect_timeout: Duration) -> Result<Self, StoreError> {
+        sqlx::any::install_default_drivers();
+        let shown = display_url(url);
+        let (dialect, connect) = if let Some(path) = url.strip_prefix("sqlite://") {
+            let path = Path::new(path.split('?').next().unwrap_or(path));
+            if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+                std::fs::create_dir_all(dir).map_err(|source| StoreError::Dir {
+                    path: dir.to_path_buf(),
+                    source,
+                })?;
+            }
+            let connect = if url.contains('?') {
+                url.to_owned()
+            } else {
+                format!("{url}?mode=rwc")
+            };
+            (Dialect::Sqlite, connect)
+        } else if url.starts_with("postgres://") || url.starts_with("postgresql://") {
+            (Dialect::Postgres, url.to_owned())
+        } else {
+            return Err(StoreError::Url(shown));
+        };
+        let options = AnyPoolOptions::new()
+            .max_connections(match dialect {
+                Dialect::Sqlite => 4,
+                Dialect::Postgres => 8,
+            })
+            .min_connections(0)
+            .acquire_timeout(connect_timeout);
+        let options = match dialect {
+            Dialect::Sqlite => options.after_connect(|conn, _| {
+                Box::pin(async move {
+                    sqlx::raw_sql(
+                        "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL; PRAGMA busy_timeout = 10000;",
+                    )
+                    .execute(conn)
+                    .await
+                    .map(|_| ())
+                })
+            }),
+            Dialect::Postgres => options,
+        };
+        let pool = options
+            .connect_lazy(&connect)
+            .map_err(|source| StoreError::Database {
+                url: shown.clone(),
+                source,
+            })?;
+        Ok(Self {
+            pool,
+            dialect,
+            url: shown,
+        })
+    }
+
+    /// Which database.
+    #[must_use]
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    /// The URL, without its password.
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    fn fail(&self, source: sqlx::Error) -> StoreError {
+        StoreError::Database {
+            url: self.url.clone(),
+            source,
+        }
+    }
+
+    /// Apply the migrations the store lacks; returns their versions. Safe with several
+    /// processes at once.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn migrate(&self) -> Result<Vec<i64>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(|e| self.fail(e))?;
+        let lock = match self.dialect {
+            Dialect::Postgres => "SELECT pg_advisory_lock(727274001)",
+            Dialect::Sqlite => "BEGIN IMMEDIATE",
+        };
+        sqlx::raw_sql(lock)
+            .execute(&mut *conn)
+            .await
+            .map_err(|e| self.fail(e))?;
+        let applied = self.apply_missing(&mut conn).await;
+        let unlock = match (self.dialect, applied.is_ok()) {
+            (Dialect::Postgres, _) => "SELECT pg_advisory_unlock(727274001)",
+            (Dialect::Sqlite, true) => "COMMIT",
+            (Dialect::Sqlite, false) => "ROLLBACK",
+        };
+        let unlocked = sqlx::raw_sql(unlock).execute(&mut *conn).await;
+        let applied = applied?;
+        unlocked.map_err(|e| self.fail(e))?;
+        Ok(applied)
+    }
+
+    async fn apply_missing(
+        &self,
+        conn: &mut sqlx::pool::PoolConnection<sqlx::Any>,
+    ) -> Result<Vec<i64>, StoreError> {
+        sqlx::raw_sql(
+            "CREATE TABLE IF NOT EXISTS bridge_migrations (version BIGINT PRIMARY KEY, name TEXT NOT NULL, applied_ms BIGINT NOT NULL)",
+        )
+        .execute(&mut **conn)
+        .await
+        .map_err(|e| self.fail(e))?;
+        let have: Vec<i64> = sqlx::query_scalar("SELECT version FROM bridge_migrations")
+            .fetch_all(&mut **conn)
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut applied = Vec::new();
+        for (version, name, sql) in MIGRATIONS {
+            if have.contains(version) {
+                continue;
+            }
+            sqlx::raw_sql(AssertSqlSafe(*sql))
+                .execute(&mut **conn)
+                .await
+                .map_err(|e| self.fail(e))?;
+            sqlx::query(
+                "INSERT INTO bridge_migrations (version, name, applied_ms) VALUES ($1, $2, $3)",
+            )
+            .bind(*version)
+            .bind(*name)
+            .bind(now_ms())
+            .execute(&mut **conn)
+            .await
+            .map_err(|e| self.fail(e))?;
+            applied.push(*version);
+        }
+        Ok(applied)
+    }
+
+    /// Applied and pending migrations, and what the store holds.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn status(&self) -> Result<Status, StoreError> {
+        let exists: i64 = match self.dialect {
+            Dialect::Sqlite => sqlx::query_scalar(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = 'bridge_migrations'",
+            ),
+            Dialect::Postgres => sqlx::query_scalar(
+                "SELECT COUNT(*) FROM information_schema.tables WHERE table_name = 'bridge_migrations'",
+            ),
+        }
+        .fetch_one(&self.pool)
+        .await
+        .map_err(|e| self.fail(e))?;
+        let applied: Vec<i64> = if exists > 0 {
+            sqlx::query_scalar("SELECT version FROM bridge_migrations ORDER BY version")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(|e| self.fail(e))?
+        } else {
+            Vec::new()
+        };
+        let pending = MIGRATIONS
+            .iter()
+            .map(|(v, _, _)| *v)
+            .filter(|v| !applied.contains(v))
+            .collect();
+        let count = |table: &'static str| async move {
+            if exists == 0 {
+                return Ok(0);
+            }
+            sqlx::query_scalar::<_, i64>(AssertSqlSafe(format!("SELECT COUNT(*) FROM {table}")))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(|e| self.fail(e))
+        };
+        Ok(Status {
+            url: self.url.clone(),
+            dialect: self.dialect,
+            records: count("bridge_ledger").await?,
+            keys: count("bridge_keys").await?,
+            applied,
+            pending,
+        })
+    }
+
+    // ---- keys ----
+
+    /// Store a new key.
+    ///
+    /// # Errors
+    /// A key of that name exists; the store failed.
+    pub async fn create_key(&self, spec: &KeySpec, hash: &str, now: i64) -> Result<(), StoreError> {
+        let text = serde_json::to_string(spec).unwrap_or_default();
+        let done = sqlx::query(
+            "INSERT INTO bridge_keys (name, hash, spec, created_ms) VALUES ($1, $2, $3, $4) ON CONFLICT (name) DO NOTHING",
+        )
+        .bind(spec.name.clone())
+        .bind(hash.to_owned())
+        .bind(text)
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.fail(e))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::KeyExists(spec.name.clone()));
+        }
+        Ok(())
+    }
+
+    /// Revoke the key `name` (it stays listed, refused with "revoked").
+    ///
+    /// # Errors
+    /// No such live key; the store failed.
+    pub async fn revoke_key(&self, name: &str, now: i64) -> Result<(), StoreError> {
+        let done = sqlx::query(
+            "UPDATE bridge_keys SET revoked_ms = $1 WHERE name = $2 AND revoked_ms IS NULL",
+        )
+        .bind(now)
+        .bind(name.to_owned())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.fail(e))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NoSuchKey(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Give the live key `name` a new secret (its hash); the old one stops working.
+    ///
+    /// # Errors
+    /// No such live key; the store failed.
+    pub async fn rotate_key(&self, name: &str, hash: &str) -> Result<(), StoreError> {
+        let done =
+            sqlx::query("UPDATE bridge_keys SET hash = $1 WHERE name = $2 AND revoked_ms IS NULL")
+                .bind(hash.to_owned())
+                .bind(name.to_owned())
+                .execute(&self.pool)
+                .await
+                .map_err(|e| self.fail(e))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NoSuchKey(name.to_owned()));
+        }
+        Ok(())
+    }
+
+    /// Every key made at run time, with its hash.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn keys(&self) -> Result<Vec<(String, KeyEntry)>, StoreError> {
+        let rows = sqlx::query("SELECT hash, spec, created_ms, revoked_ms FROM bridge_keys")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(rows.iter().filter_map(key_row).collect())
+    }
+
+    /// The key whose secret hashes to `hash`.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn key_by_hash(&self, hash: &str) -> Result<Option<KeyEntry>, StoreError> {
+        let row = sqlx::query(
+            "SELECT hash, spec, created_ms, revoked_ms FROM bridge_keys WHERE hash = $1",
+        )
+        .bind(hash.to_owned())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| self.fail(e))?;
+        Ok(row.as_ref().and_then(key_row).map(|(_, entry)| entry))
+    }
+
+    // ---- ledger ----
+
+    /// Write `records` (a record already there is skipped: ids are unique) and move
+    /// `settlements` from this replica's leases into the quotas' settled counts, in one
+    /// transaction.
+    ///
+    /// # Errors
+    /// The store failed (nothing was written).
+    pub async fn write(
+        &self,
+        replica: &str,
+        records: &[Record],
+        settlements: &[Settlement],
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        for chunk in records.chunks(ROWS_PER_INSERT) {
+            let mut sql = format!(
+                "INSERT INTO bridge_ledger ({}) VALUES ",
+                LEDGER_COLUMNS.join(", ")
+            );
+            let width = LEDGER_COLUMNS.len();
+            for row in 0..chunk.len() {
+                sql.push_str(if row == 0 { "(" } else { ", (" });
+                for col in 0..width {
+                    if col > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push_str(&format!("${}", row * width + col + 1));
+                }
+                sql.push(')');
+            }
+            sql.push_str(" ON CONFLICT (id) DO NOTHING");
+            let mut query = sqlx::query(AssertSqlSafe(sql));
+            for r in chunk {
+                query = query
+                    .bind(r.id.clone())
+                    .bind(r.at_ms)
+                    .bind(super::period::day_of(r.at_ms))
+                    .bind(r.key.clone())
+                    .bind(r.client.clone())
+                    .bind(r.session.clone())
+                    .bind(r.front.clone())
+                    .bind(r.route.clone())
+                    .bind(r.target.clone())
+                    .bind(r.model.clone())
+                    .bind(r.upstream_model.clone())
+                    .bind(r.input_tokens)
+                    .bind(r.output_tokens)
+                    .bind(r.cache_read_tokens)
+                    .bind(r.cache_write_tokens)
+                    .bind(i64::from(r.estimated))
+                    .bind(r.cost_usd)
+                    .bind(i64::from(r.priced))
+                    .bind(r.ttft_ms)
+                    .bind(r.duration_ms)
+                    .bind(r.status)
+                    .bind(r.error_kind.clone())
+                    .bind(r.attempts);
+            }
+            query.execute(&mut *tx).await.map_err(|e| self.fail(e))?;
+        }
+        for s in settlements {
+            ensure_quota(&mut tx, &s.key, s.metric, s.win)
+                .await
+                .map_err(|e| self.fail(e))?;
+            // What this replica still holds of its lease shrinks by what it used; if the lease
+            // was swept (expired), the quota's leased total no longer counts it.
+            let held: Option<f64> = sqlx::query_scalar(
+                "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
+            )
+            .bind(replica.to_owned())
+            .bind(s.key.clone())
+            .bind(s.metric)
+            .bind(s.win)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+            let from_lease = held.unwrap_or(0.0).min(s.used).max(0.0);
+            if from_lease > 0.0 {
+                sqlx::query(
+                    "UPDATE bridge_leases SET amount = amount - $1 WHERE replica = $2 AND key_name = $3 AND metric = $4 AND win = $5",
+                )
+                .bind(from_lease)
+                .bind(replica.to_owned())
+                .bind(s.key.clone())
+                .bind(s.metric)
+                .bind(s.win)
+                .execute(&mut *tx)
+                .await
+                .map_err(|e| self.fail(e))?;
+            }
+            sqlx::query(
+                "UPDATE bridge_quota SET settled = settled + $1, leased = leased - $2 WHERE key_name = $3 AND metric = $4 AND win = $5",
+            )
+            .bind(s.used)
+            .bind(from_lease)
+            .bind(s.key.clone())
+            .bind(s.metric)
+            .bind(s.win)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        }
+        tx.commit().await.map_err(|e| self.fail(e))
+    }
+
+    /// Ledger rows grouped as `query` says.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn usage(
+        &self,
+        query: &super::usage::UsageQuery,
+    ) -> Result<Vec<super::usage::UsageRow>, StoreError> {
+        let groups: Vec<&str> = query.group_by.iter().map(|g| g.column()).collect();
+        let mut sql = String::from("SELECT ");
+        for column in &groups {
+            sql.push_str(&format!("COALESCE({column}, ''), "));
+        }
+        sql.push_str(
+            "CAST(COUNT(*) AS BIGINT), \
+             CAST(COALESCE(SUM(CASE WHEN error_kind IS NULL THEN 0 ELSE 1 END), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(input_tokens), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(output_tokens), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(cache_read_tokens), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(cache_write_tokens), 0) AS BIGINT), \
+             CAST(COALESCE(SUM(cost_usd), 0) AS DOUBLE PRECISION), \
+             CAST(COALESCE(SUM(1 - priced), 0) AS BIGINT) \
+             FROM bridge_ledger WHERE at_ms >= $1 AND at_ms < $2",
+        );
+        if query.key.is_some() {
+            sql.push_str(" AND key_name = $3");
+        }
+        if !groups.is_empty() {
+            let list = groups.join(", ");
+            sql.push_str(&format!(" GROUP BY {list} ORDER BY {list}"));
+        }
+        let mut q = sqlx::query(AssertSqlSafe(sql))
+            .bind(query.from_ms)
+            .bind(query.to_ms);
+        if let Some(key) = &query.key {
+            q = q.bind(key.clone());
+        }
+        let rows = q.fetch_all(&self.pool).await.map_err(|e| self.fail(e))?;
+        rows.iter()
+            .map(|row| usage_row(row, query))
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.fail(e))
+    }
+
+    // ---- quotas ----
+
+    /// Lease up to `want` (at least `min`) of a key's quota for `metric` in window `win`, if the
+    /// settled and leased amounts leave room under `limit`. Returns what was granted (0: none).
+    ///
+    /// # Errors
+    /// The store failed.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one row's coordinates and the lease terms"
+    )]
+    pub async fn grant(
+        &self,
+        replica: &str,
+        key: &str,
+        metric: &'static str,
+        win: i64,
+        want: f64,
+        min: f64,
+        limit: f64,
+        expires_ms: i64,
+    ) -> Result<f64, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        ensure_quota(&mut tx, key, metric, win)
+            .await
+            .map_err(|e| self.fail(e))?;
+        let mut granted = 0.0;
+        for attempt in [want, min] {
+            let done = sqlx::query(
+                "UPDATE bridge_quota SET leased = leased + $1 WHERE key_name = $2 AND metric = $3 AND win = $4 AND settled + leased + $1 <= $5",
+            )
+            .bind(attempt)
+            .bind(key.to_owned())
+            .bind(metric)
+            .bind(win)
+            .bind(limit)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+            if done.rows_affected() > 0 {
+                granted = attempt;
+                break;
+            }
+            if min >= want {
+                break;
+            }
+        }
+        if granted > 0.0 {
+            sqlx::query(
+                "INSERT INTO bridge_leases (replica, key_name, metric, win, amount, expires_ms) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (replica, key_name, metric, win) DO UPDATE SET amount = bridge_leases.amount + excluded.amount, expires_ms = excluded.expires_ms",
+            )
+            .bind(replica.to_owned())
+            .bind(key.to_owned())
+            .bind(metric)
+            .bind(win)
+            .bind(granted)
+            .bind(expires_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        }
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        Ok(granted)
+    }
+
+    /// Give back `amount` of this replica's lease (unused room, a freed parallel slot).
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn release(
+        &self,
+        replica: &str,
+        key: &str,
+        metric: &'static str,
+        win: i64,
+        amount: f64,
+    ) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        let held: Option<f64> = sqlx::query_scalar(
+            "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
+        )
+        .bind(replica.to_owned())
+        .bind(key.to_owned())
+        .bind(metric)
+        .bind(win)
+        .fetch_optional(&mut *tx)
+        .await
+        .map_err(|e| self.fail(e))?;
+        let back = held.unwrap_or(0.0).min(amount).max(0.0);
+        if back > 0.0 {
+            sqlx::query(
+                "UPDATE bridge_leases SET amount = amount - $1 WHERE replica = $2 AND key_name = $3 AND metric = $4 AND win = $5",
+            )
+            .bind(back)
+            .bind(replica.to_owned())
+            .bind(key.to_owned())
+            .bind(metric)
+            .bind(win)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+            sqlx::query(
+                "UPDATE bridge_quota SET leased = leased - $1 WHERE key_name = $2 AND metric = $3 AND win = $4",
+            )
+            .bind(back)
+            .bind(key.to_owned())
+            .bind(metric)
+            .bind(win)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        }
+        tx.commit().await.map_err(|e| self.fail(e))
+    }
+
+    /// Keep this replica's leases alive until `expires_ms`.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn renew(&self, replica: &str, expires_ms: i64) -> Result<(), StoreError> {
+        sqlx::query("UPDATE bridge_leases SET expires_ms = $1 WHERE replica = $2")
+            .bind(expires_ms)
+            .bind(replica.to_owned())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.fail(e))?;
+        Ok(())
+    }
+
+    /// Return the leases of replicas that stopped renewing them (they died) to their quotas,
+    /// and forget minute windows older than `minute_before_ms`. Returns how many leases.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn sweep(&self, now: i64, minute_before_ms: i64) -> Result<usize, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        let expired = sqlx::query(
+            "DELETE FROM bridge_leases WHERE expires_ms < $1 RETURNING key_name, metric, win, amount",
+        )
+        .bind(now)
+        .fetch_all(&mut *tx)
+        .await
+        .map_err(|e| self.fail(e))?;
+        for row in &expired {
+            let (key, metric, win, amount): (String, String, i64, f64) = (
+                row.try_get(0).map_err(|e| self.fail(e))?,
+                row.try_get(1).map_err(|e| self.fail(e))?,
+                row.try_get(2).map_err(|e| self.fail(e))?,
+                row.try_get(3).map_err(|e| self.fail(e))?,
+            );
+            sqlx::query(
+                "UPDATE bridge_quota SET leased = leased - $1 WHERE key_name = $2 AND metric = $3 AND win = $4",
+            )
+            .bind(amount)
+            .bind(key)
+            .bind(metric)
+            .bind(win)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        }
+        sqlx::query("DELETE FROM bridge_quota WHERE metric IN ('rpm', 'tpm') AND win < $1")
+            .bind(minute_before_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        sqlx::query("DELETE FROM bridge_leases WHERE metric IN ('rpm', 'tpm') AND win < $1")
+            .bind(minute_before_ms)
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        Ok(expired.len())
+    }
+
+    /// A quota's settled and leased amounts (tests and `usage`).
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn quota(&self, key: &str, metric: &str, win: i64) -> Result<(f64, f64), StoreError> {
+        let row = sqlx::query(
+            "SELECT settled, leased FROM bridge_quota WHERE key_name = $1 AND metric = $2 AND win = $3",
+        )
+        .bind(key.to_owned())
+        .bind(metric.to_owned())
+        .bind(win)
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(|e| self.fail(e))?;
+        match row {
+            Some(row) => Ok((
+                row.try_get(0).map_err(|e| self.fail(e))?,
+                row.try_get(1).map_err(|e| self.fail(e))?,
+            )),
+            None => Ok((0.0, 0.0)),
+        }
+    }
+
+    /// Close the pool.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+async fn ensure_quota(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    key: &str,
+    metric: &'static str,
+    win: i64,
+) -> Result<(), sqlx::Error> {
+    sqlx::query(
+        "INSERT INTO bridge_quota (key_name, metric, win, settled, leased) VALUES ($1, $2, $3, 0.0, 0.0) ON CONFLICT (key_name, metric, win) DO NOTHING",
+    )
+    .bind(key.to_owned())
+    .bind(metric)
+    .bind(win)
+    .execute(&mut **tx)
+    .await
+    .map(|_| ())
+}
+
+fn key_row(row: &AnyRow) -> Option<(String, KeyEntry)> {
+    let hash: String = row.try_get(0).ok()?;
+    let spec: String = row.try_get(1).ok()?;
+    let spec: KeySpec = serde_json::from_str(&spec).ok()?;
+    let created_ms: i64 = row.try_get(2).ok()?;
+    let revoked_ms: Option<i64> = row.try_get(3).ok()?;
+    let expires_ms = spec.expires_ms().ok().flatten();
+    Some((
+        hash,
+        KeyEntry {
+            spec,
+            expires_ms,
+            revoked_ms,
+            created_ms: Some(created_ms),
+            source: KeySource::Store,
+        },
+    ))
+}
+
+fn usage_row(
+    row: &AnyRow,
+    query: &super::usage::UsageQuery,
+) -> Result<super::usage::UsageRow, sqlx::Error> {
+    let mut out = super::usage::UsageRow::default();
+    let mut i = 0;
+    for group in &query.group_by {
+        let value: String = row.try_get(i)?;
+        out.set(*group, value);
+        i += 1;
+    }
+    out.requests = row.try_get(i)?;
+    out.errors = row.try_get(i + 1)?;
+    out.input_tokens = row.try_get(i + 2)?;
+    out.output_tokens = row.try_get(i + 3)?;
+    out.cache_read_tokens = row.try_get(i + 4)?;
+    out.cache_write_tokens = row.try_get(i + 5)?;
+    out.cost_usd = row.try_get(i + 6)?;
+    out.unpriced = row.try_get(i + 7)?;
+    Ok(out)
+}
+
+/// Now, in Unix milliseconds.
+#[must_use]
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}

@@ -1,0 +1,524 @@
+//! The team gateway end to end: keys, limits, budgets, the ledger and `/v1/usage`, the admin
+//! API and the `keys` / `usage` / `store` commands — on SQLite with one replica here, on
+//! PostgreSQL with replicas behind HAProxy in [`replicas`].
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+
+mod replicas;
+
+use std::time::Duration;
+
+use bridge_tests::bridge::{Bridge, BridgeOptions, binary_path};
+use bridge_tests::http::{self, HttpResponse};
+use bridge_tests::tempdir::TempDir;
+use bridge_tests::upstream::{RecordedRequest, Upstream};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(20);
+
+/// A Chat upstream whose usage grows with each request (input 100 + n, output 10 + n), so
+/// ledger totals can only match if every request is counted once.
+pub(crate) async fn counting_upstream() -> Upstream {
+    let n = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
+    Upstream::start(move |_req: &RecordedRequest| {
+        let i = n.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        bridge_tests::chunks::ChatStream::new()
+            .role()
+            .texts(&["ok"])
+            .finish("stop")
+            .usage(100 + i, 10 + i, 0)
+            .build()
+    })
+    .await
+    .unwrap()
+}
+
+/// A config whose gateway is on, for the upstream at `base`.
+pub(crate) fn gateway_config(base: &str, store: &str, keys: &str) -> String {
+    format!(
+        r#"admin_key = "env:ADMIN_KEY"
+
+[store]
+url = "{store}"
+
+[providers.local]
+kind = "openai"
+base_url = "{base}"
+api_key = "sk-upstream"
+models = ["m1"]
+
+[providers.local.prices]
+input = 1.0
+output = 2.0
+
+[router]
+default = "local,m1"
+
+{keys}
+"#
+    )
+}
+
+pub(crate) struct Served {
+    pub bridge: Bridge,
+    pub dir: TempDir,
+}
+
+pub(crate) async fn serve(name: &str, toml: &str, dir: Option<TempDir>) -> Served {
+    let dir = dir.unwrap_or_else(|| TempDir::new(name).unwrap());
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, toml).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        env: vec![
+            ("ADMIN_KEY".into(), "admin-secret".into()),
+            ("ALICE_KEY".into(), "alice-secret".into()),
+            (
+                "XDG_STATE_HOME".into(),
+                dir.path().join("state").display().to_string(),
+            ),
+        ],
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", name, options)
+        .await
+        .unwrap();
+    Served { bridge, dir }
+}
+
+pub(crate) fn ask() -> Value {
+    json!({"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": true,
+           "messages": [{"role": "user", "content": "Say hi."}]})
+}
+
+pub(crate) async fn call(base: &str, path: &str, key: &str, body: &Value) -> HttpResponse {
+    let headers = [("content-type", "application/json"), ("x-api-key", key)];
+    http::send(
+        "POST",
+        &format!("{base}{path}"),
+        &headers,
+        Some(body.to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap()
+}
+
+pub(crate) async fn get(base: &str, path: &str, key: &str) -> HttpResponse {
+    let auth = format!("Bearer {key}");
+    http::send(
+        "GET",
+        &format!("{base}{path}"),
+        &[("authorization", &auth)],
+        None,
+        T,
+    )
+    .await
+    .unwrap()
+}
+
+fn error_message(r: &HttpResponse) -> String {
+    let v = r.json().unwrap_or_default();
+    v["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn keys_are_checked_and_a_key_never_reaches_the_upstream() {
+    let upstream = counting_upstream().await;
+    let keys = r#"
+[[keys]]
+name = "alice"
+key = "env:ALICE_KEY"
+
+[[keys]]
+name = "old"
+key = "old-secret"
+expires = "2020-01-01T00:00:00Z"
+
+[[keys]]
+name = "elsewhere"
+key = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+targets = ["cloud,*"]
+"#;
+    let s = serve(
+        "gw-keys",
+        &gateway_config(&upstream.base_url(), "sqlite://STORE", keys).replace(
+            "STORE",
+            &TempDir::new("gw-keys-db")
+                .unwrap()
+                .path()
+                .join("g.db")
+                .display()
+                .to_string(),
+        ),
+        None,
+    )
+    .await;
+    let base = s.bridge.base_url();
+
+    let none = http::send(
+        "POST",
+        &format!("{base}/v1/messages"),
+        &[("content-type", "application/json")],
+        Some(ask().to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(none.status, 401, "{}", none.text());
+    assert!(
+        error_message(&none).contains("needs a key"),
+        "{}",
+        none.text()
+    );
+
+    let unknown = call(&base, "/v1/messages", "nobody-secret", &ask()).await;
+    assert_eq!(unknown.status, 401);
+    assert!(error_message(&unknown).contains("not a key of this bridge"));
+    assert!(
+        !unknown.text().contains("nobody-secret"),
+        "the key is echoed: {}",
+        unknown.text()
+    );
+
+    let expired = call(&base, "/v1/messages", "old-secret", &ask()).await;
+    assert_eq!(expired.status, 401);
+    assert!(
+        error_message(&expired).contains("`old` expired at 2020-01-01T00:00:00Z"),
+        "{}",
+        expired.text()
+    );
+
+    // sha256 of "test": a key whose targets exclude every route.
+    let elsewhere = call(&base, "/v1/messages", "test", &ask()).await;
+    assert_eq!(elsewhere.status, 403, "{}", elsewhere.text());
+    assert!(
+        error_message(&elsewhere).contains("may not use local,m1"),
+        "{}",
+        elsewhere.text()
+    );
+
+    let ok = call(&base, "/v1/messages", "alice-secret", &ask()).await;
+    assert_eq!(ok.status, 200, "{}", ok.text());
+    let bearer = http::send(
+        "POST",
+        &format!("{base}/v1/chat/completions"),
+        &[
+            ("content-type", "application/json"),
+            ("authorization", "Bearer alice-secret"),
+        ],
+        Some(
+            json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}]})
+                .to_string()
+                .into_bytes(),
+        ),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(bearer.status, 200, "{}", bearer.text());
+    for req in upstream.model_requests() {
+        let headers = format!("{:?}", req.headers);
+        assert!(
+            !headers.contains("alice-secret"),
+            "the client's key reached the upstream: {headers}"
+        );
+        assert_eq!(req.header("authorization"), Some("Bearer sk-upstream"));
+    }
+
+    // The OpenAI fronts answer in OpenAI's envelope.
+    let openai = http::send(
+        "POST",
+        &format!("{base}/v1/chat/completions"),
+        &[
+            ("content-type", "application/json"),
+            ("authorization", "Bearer wrong"),
+        ],
+        Some(
+            json!({"model": "m1", "messages": []})
+                .to_string()
+                .into_bytes(),
+        ),
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(openai.status, 401);
+    assert_eq!(
+        openai.json().unwrap()["error"]["type"],
+        "authentication_error"
+    );
+}
+
+#[tokio::test]
+async fn the_admin_makes_and_revokes_keys_and_usage_is_per_key() {
+    let upstream = counting_upstream().await;
+    let db = TempDir::new("gw-admin-db").unwrap();
+    let url = format!("sqlite://{}", db.path().join("g.db").display());
+    let keys = "[[keys]]\nname = \"alice\"\nkey = \"env:ALICE_KEY\"\n";
+    let s = serve(
+        "gw-admin",
+        &gateway_config(&upstream.base_url(), &url, keys),
+        None,
+    )
+    .await;
+    let base = s.bridge.base_url();
+
+    let refused = call(&base, "/admin/keys", "alice-secret", &json!({"name": "x"})).await;
+    assert_eq!(refused.status, 403, "{}", refused.text());
+    let made = call(
+        &base,
+        "/admin/keys",
+        "admin-secret",
+        &json!({"name": "ci", "rpm": 100}),
+    )
+    .await;
+    assert_eq!(made.status, 201, "{}", made.text());
+    let secret = made.json().unwrap()["key"].as_str().unwrap().to_owned();
+    assert!(secret.starts_with("cb-"));
+    let again = call(&base, "/admin/keys", "admin-secret", &json!({"name": "ci"})).await;
+    assert_eq!(again.status, 409, "{}", again.text());
+    let with_secret = call(
+        &base,
+        "/admin/keys",
+        "admin-secret",
+        &json!({"name": "z", "key": "mine"}),
+    )
+    .await;
+    assert_eq!(with_secret.status, 400);
+
+    for _ in 0..3 {
+        assert_eq!(
+            call(&base, "/v1/messages", &secret, &ask()).await.status,
+            200
+        );
+    }
+    for _ in 0..2 {
+        assert_eq!(
+            call(&base, "/v1/messages", "alice-secret", &ask())
+                .await
+                .status,
+            200
+        );
+    }
+    let listed = get(&base, "/admin/keys", "admin-secret")
+        .await
+        .json()
+        .unwrap();
+    let names: Vec<&str> = listed["keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["alice", "ci"]);
+    assert!(!listed.to_string().contains(&secret));
+
+    // The admin sees everyone; a key sees its own rows only.
+    let all = get(&base, "/v1/usage?group_by=key", "admin-secret")
+        .await
+        .json()
+        .unwrap();
+    let rows = all["rows"].as_array().unwrap();
+    let of = |name: &str| rows.iter().find(|r| r["key"] == name).cloned().unwrap();
+    assert_eq!(of("ci")["requests"], 3);
+    assert_eq!(of("alice")["requests"], 2);
+    // Input 100+n, output 10+n over n = 0..5: the upstream's own numbers, each once.
+    let input: i64 = rows
+        .iter()
+        .map(|r| r["input_tokens"].as_i64().unwrap())
+        .sum();
+    let output: i64 = rows
+        .iter()
+        .map(|r| r["output_tokens"].as_i64().unwrap())
+        .sum();
+    assert_eq!((input, output), (510, 60), "{all}");
+    let cost: f64 = rows.iter().map(|r| r["cost_usd"].as_f64().unwrap()).sum();
+    assert!(
+        (cost - (510.0 * 1.0 + 60.0 * 2.0) / 1e6).abs() < 1e-12,
+        "{cost}"
+    );
+    let own = get(&base, "/v1/usage?group_by=key", &secret)
+        .await
+        .json()
+        .unwrap();
+    assert_eq!(own["rows"].as_array().unwrap().len(), 1, "{own}");
+    assert_eq!(own["rows"][0]["key"], "ci");
+    let other = get(&base, "/v1/usage?key=alice", &secret).await;
+    assert_eq!(other.status, 403);
+    let csv = get(
+        &base,
+        "/v1/usage?group_by=key,day&format=csv",
+        "admin-secret",
+    )
+    .await;
+    assert_eq!(csv.header("content-type"), Some("text/csv; charset=utf-8"));
+    assert!(
+        csv.text()
+            .starts_with("key,day,requests,errors,input_tokens"),
+        "{}",
+        csv.text()
+    );
+    let bad = get(&base, "/v1/usage?group_by=user", "admin-secret").await;
+    assert_eq!(bad.status, 400);
+    assert!(error_message(&bad).contains("allowed: key, model, target, day, session"));
+
+    let revoked = http::send(
+        "DELETE",
+        &format!("{base}/admin/keys/ci"),
+        &[("x-api-key", "admin-secret")],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(revoked.status, 200, "{}", revoked.text());
+    let after = call(&base, "/v1/messages", &secret, &ask()).await;
+    assert_eq!(after.status, 401);
+    assert!(
+        error_message(&after).contains("`ci` was revoked"),
+        "{}",
+        after.text()
+    );
+
+    // The same ledger from the command line.
+    let out = std::process::Command::new(binary_path().unwrap())
+        .args(["usage", "--store", &url, "--by", "key"])
+        .output()
+        .unwrap();
+    let table = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{table} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        table
+            .lines()
+            .any(|l| l.starts_with("ci ") && l.contains(" 3 ")),
+        "{table}"
+    );
+    let status = std::process::Command::new(binary_path().unwrap())
+        .args(["store", "status", "--store", &url])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&status.stdout).contains("pending:    []"),
+        "{:?}",
+        status
+    );
+}
+
+#[tokio::test]
+async fn rates_and_budgets_refuse_in_each_fronts_envelope_and_the_ledger_survives_a_restart() {
+    let upstream = counting_upstream().await;
+    let db = TempDir::new("gw-limits-db").unwrap();
+    let url = format!("sqlite://{}", db.path().join("g.db").display());
+    let keys = r#"
+[[keys]]
+name = "alice"
+key = "env:ALICE_KEY"
+rpm = 4
+
+[[keys]]
+name = "bob"
+key = "bob-secret"
+budget_usd = 0.0001
+budget_period = "month"
+"#;
+    let toml = gateway_config(&upstream.base_url(), &url, keys);
+    let s = serve("gw-limits", &toml, None).await;
+    let base = s.bridge.base_url();
+    let mut ok = 0;
+    let mut limited = None;
+    for _ in 0..6 {
+        let r = call(&base, "/v1/messages", "alice-secret", &ask()).await;
+        match r.status {
+            200 => ok += 1,
+            429 => limited = Some(r),
+            other => panic!("{other}: {}", r.text()),
+        }
+    }
+    assert_eq!(ok, 4, "rpm = 4 admits four a minute");
+    let limited = limited.unwrap();
+    assert_eq!(limited.json().unwrap()["error"]["type"], "rate_limit_error");
+    let retry: u64 = limited.header("retry-after").unwrap().parse().unwrap();
+    assert!((1..=60).contains(&retry), "{retry}");
+    assert!(error_message(&limited).contains("rpm = 4"));
+    let chat = call(
+        &base,
+        "/v1/chat/completions",
+        "alice-secret",
+        &json!({"model": "m1", "messages": [{"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(chat.status, 429);
+    assert_eq!(chat.json().unwrap()["error"]["code"], "rate_limit_exceeded");
+
+    // One request costs (100+n)·1 + (10+n)·2 per million: over $0.0001 after the first.
+    assert_eq!(
+        call(&base, "/v1/messages", "bob-secret", &ask())
+            .await
+            .status,
+        200
+    );
+    let spent = call(&base, "/v1/messages", "bob-secret", &ask()).await;
+    assert_eq!(spent.status, 402, "{}", spent.text());
+    assert_eq!(spent.header("x-should-retry"), Some("false"));
+    assert_eq!(spent.json().unwrap()["error"]["type"], "billing_error");
+    let message = error_message(&spent);
+    assert!(
+        message.contains("budget") && message.contains("resets at"),
+        "{message}"
+    );
+    let responses = call(
+        &base,
+        "/v1/responses",
+        "bob-secret",
+        &json!({"model": "m1", "input": "hi"}),
+    )
+    .await;
+    assert_eq!(responses.status, 429, "{}", responses.text());
+    assert_eq!(
+        responses.json().unwrap()["error"]["code"],
+        "insufficient_quota"
+    );
+
+    let before = get(&base, "/v1/usage?group_by=key", "admin-secret")
+        .await
+        .json()
+        .unwrap();
+    // SIGTERM: the last records are written before the process ends; the next one reads them.
+    let Served { mut bridge, dir } = s;
+    bridge.signal("TERM").unwrap();
+    bridge.wait_exit(Duration::from_secs(20)).await.unwrap();
+    let s = serve("gw-limits-2", &toml, Some(dir)).await;
+    let after = get(
+        &s.bridge.base_url(),
+        "/v1/usage?group_by=key",
+        "admin-secret",
+    )
+    .await
+    .json()
+    .unwrap();
+    assert_eq!(before, after);
+    let alice = after["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["key"] == "alice")
+        .cloned()
+        .unwrap();
+    assert_eq!(
+        alice["requests"], 4,
+        "refused requests are not model requests: {after}"
+    );
+    // The budget holds across the restart.
+    let still = call(&s.bridge.base_url(), "/v1/messages", "bob-secret", &ask()).await;
+    assert_eq!(still.status, 402);
+}
