@@ -84,3 +84,15 @@ if ! command -v tmux >/dev/null 2>&1; then
   source "$root/scripts/apt-install.sh"
   apt_install setup-e2e tmux
 fi
+
+# --- PostgreSQL and HAProxy: the gateway's replicas test (a real database, a real balancer) -----
+pg_found() {
+  command -v initdb >/dev/null 2>&1 || compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null
+}
+want_apt=()
+pg_found || want_apt+=(postgresql)
+command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || want_apt+=(haproxy)
+if ((${#want_apt[@]})); then
+  source "$root/scripts/apt-install.sh"
+  apt_install setup-e2e "${want_apt[@]}"
+fi

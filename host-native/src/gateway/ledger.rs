@@ -2,10 +2,12 @@
 //! one background task ([`Ledger`]). Never the prompt or the answer: who, what, how much, how it
 //! went.
 //!
-//! When the store is down or slow, records wait in memory; past [`MEMORY_RECORDS`] they go to a
-//! local spool file (JSON lines) that is written to the store once it is back — at the next
-//! start if need be (spool files of a process that died are taken over). A record carries the
-//! request's id, and the store skips an id it has, so a record written twice counts once.
+//! Every record is also appended to a local journal file as it is queued, and the files are
+//! deleted once the store has the records: when the store is down or slow, records wait in
+//! memory (up to [`MEMORY_RECORDS`]) and in the journal; a process that ends without writing
+//! them (SIGKILL, the store away at SIGTERM) leaves its journal to the next process started with
+//! the same state directory. A record carries the request's id, and the store skips an id it
+//! has, so a record written twice counts once.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -68,10 +70,9 @@ pub struct Record {
     pub attempts: i64,
 }
 
-/// Records held in memory while the store is away, before the spool file takes them.
-pub const MEMORY_RECORDS: usize = 10_000;
-/// Records per store transaction.
-const BATCH: usize = 5_000;
+/// Records held in memory while the store is away; older ones stay in the journal files only
+/// (written at the next start).
+pub const MEMORY_RECORDS: usize = 200_000;
 /// How often the writer writes when records wait.
 const INTERVAL: Duration = Duration::from_millis(100);
 
@@ -80,44 +81,64 @@ struct Queue {
     records: Vec<Record>,
     flushes: Vec<oneshot::Sender<bool>>,
     closing: bool,
+    /// The journal file records are appended to now, and its generation.
+    journal: Option<std::fs::File>,
+    generation: u64,
+    /// Records dropped from memory (the store was away too long); the journal files keep them.
+    dropped: usize,
+    /// Journal generations below this one are deleted.
+    deleted_below: u64,
 }
 
-/// The ledger's handle: [`Ledger::record`] never waits.
+/// The ledger's handle: [`Ledger::record`] never waits on the store.
+///
+/// Every record is appended to a journal file (`journal-<replica>-<generation>.jsonl` in the
+/// spool directory) as it is queued; the writer starts a new generation each time it takes the
+/// queue, and deletes the files it has written. A process killed with SIGKILL leaves its
+/// journal files behind; the next process to start with the same directory writes them (ids
+/// are unique, so a record written twice counts once). So nothing that ended is lost to a
+/// SIGKILL — only the requests still in flight.
 pub struct Ledger {
     queue: Mutex<Queue>,
     wake: Notify,
-    spool: PathBuf,
+    dir: PathBuf,
     replica: String,
 }
 
 impl std::fmt::Debug for Ledger {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Ledger")
-            .field("spool", &self.spool)
+            .field("dir", &self.dir)
             .finish_non_exhaustive()
     }
 }
 
 impl Ledger {
-    /// Start the writer for `store`; spool files live in `spool_dir` (those of other processes
-    /// found there are taken over and written).
+    /// Start the writer for `store`; journal files live in `dir` (those other processes left
+    /// there are taken over and written).
     #[must_use]
     pub fn start(
         store: Store,
         limiter: Arc<Limiter>,
         replica: &str,
-        spool_dir: PathBuf,
+        dir: PathBuf,
     ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
         let ledger = Arc::new(Self {
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
-            spool: spool_dir.join(format!("spool-{replica}.jsonl")),
+            dir,
             replica: replica.to_owned(),
         });
-        let adopted = adopt_spools(&spool_dir, &ledger.spool);
+        let (adopted, files) = ledger.adopt();
         if !adopted.is_empty() {
-            info!(records = adopted.len(), dir = %spool_dir.display(), "ledger: records from spool files will be written to the store");
-            ledger.lock().records.extend(adopted);
+            info!(records = adopted.len(), dir = %ledger.dir.display(), "ledger: records a stopped process left will be written to the store");
+        }
+        for record in adopted {
+            ledger.record(record);
+        }
+        // In our own journal now: the files taken over can go.
+        for file in files {
+            let _ = std::fs::remove_file(file);
         }
         let task = tokio::spawn(writer(Arc::clone(&ledger), store, limiter));
         (ledger, task)
@@ -129,9 +150,39 @@ impl Ledger {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Add a record (written within [`INTERVAL`] while the store is up).
+    fn journal_path(&self, generation: u64) -> PathBuf {
+        self.dir
+            .join(format!("journal-{}-{generation:08}.jsonl", self.replica))
+    }
+
+    /// Add a record: appended to the journal, written to the store within [`INTERVAL`].
     pub fn record(&self, record: Record) {
-        self.lock().records.push(record);
+        let line = serde_json::to_string(&record).map(|mut l| {
+            l.push('\n');
+            l
+        });
+        let mut queue = self.lock();
+        if queue.journal.is_none() {
+            let path = self.journal_path(queue.generation);
+            queue.journal = std::fs::create_dir_all(&self.dir)
+                .and_then(|()| {
+                    std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&path)
+                })
+                .map_err(|error| warn!(%error, path = %path.display(), "ledger: no journal file; records live in memory only until written"))
+                .ok();
+        }
+        if let (Some(file), Ok(line)) = (queue.journal.as_mut(), line) {
+            let _ = file.write_all(line.as_bytes());
+        }
+        if queue.records.len() >= MEMORY_RECORDS {
+            queue.records.remove(0);
+            queue.dropped += 1;
+        }
+        queue.records.push(record);
+        drop(queue);
         self.wake.notify_one();
     }
 
@@ -143,7 +194,8 @@ impl Ledger {
         rx.await.unwrap_or(false)
     }
 
-    /// The last write at shutdown: what the store does not take goes to the spool file.
+    /// The last write at shutdown; what the store does not take stays in the journal files
+    /// for the next start.
     pub async fn close(&self, within: Duration) {
         let (tx, rx) = oneshot::channel();
         {
@@ -157,21 +209,14 @@ impl Ledger {
             .ok()
             .and_then(Result::ok);
         if written != Some(true) {
-            let left = std::mem::take(&mut self.lock().records);
-            if !left.is_empty() {
-                match append_spool(&self.spool, &left) {
-                    Ok(()) => {
-                        warn!(records = left.len(), spool = %self.spool.display(), "ledger: the store did not take the last records; they wait in the spool file for the next start")
-                    }
-                    Err(error) => {
-                        warn!(records = left.len(), %error, "ledger: records lost: neither the store nor the spool file took them")
-                    }
-                }
+            let left = self.lock().records.len();
+            if left > 0 {
+                warn!(records = left, dir = %self.dir.display(), "ledger: the store did not take the last records; the journal files keep them for the next start");
             }
         }
     }
 
-    /// Records waiting (memory only).
+    /// Records waiting in memory.
     #[must_use]
     pub fn waiting(&self) -> usize {
         self.lock().records.len()
@@ -182,67 +227,119 @@ impl Ledger {
     pub fn replica(&self) -> &str {
         &self.replica
     }
+
+    /// Take everything queued and start a new journal generation; returns the batch and the
+    /// generation it closed.
+    fn take(&self) -> (Vec<Record>, u64, Vec<oneshot::Sender<bool>>, bool) {
+        let mut queue = self.lock();
+        let batch = std::mem::take(&mut queue.records);
+        let closed = queue.generation;
+        if queue.journal.take().is_some() {
+            queue.generation += 1;
+        }
+        (
+            batch,
+            closed,
+            std::mem::take(&mut queue.flushes),
+            queue.closing,
+        )
+    }
+
+    /// Journal generations up to `generation` are in the store: delete their files.
+    fn written_through(&self, generation: u64) {
+        let from = {
+            let mut queue = self.lock();
+            let dropped = std::mem::take(&mut queue.dropped);
+            if dropped > 0 {
+                // Those records are only in the files: keep the files for the next start.
+                warn!(
+                    records = dropped,
+                    "ledger: records were dropped from memory while the store was away; the journal files keep them for the next start"
+                );
+                return;
+            }
+            std::mem::replace(&mut queue.deleted_below, generation + 1)
+        };
+        for g in from..=generation {
+            let _ = std::fs::remove_file(self.journal_path(g));
+        }
+    }
+
+    /// Take over the journal (and spool) files other processes left in the directory: renamed
+    /// to a name of ours first, so two starting processes never take the same one.
+    fn adopt(&self) -> (Vec<Record>, Vec<PathBuf>) {
+        let Ok(entries) = std::fs::read_dir(&self.dir) else {
+            return (Vec::new(), Vec::new());
+        };
+        let mut records = Vec::new();
+        let mut files = Vec::new();
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let ours = name.starts_with(&format!("journal-{}-", self.replica));
+            if !name.ends_with(".jsonl") || ours {
+                continue;
+            }
+            let claimed = path.with_extension(format!("taken-{}", self.replica));
+            if std::fs::rename(&path, &claimed).is_ok() {
+                records.extend(
+                    std::fs::read_to_string(&claimed)
+                        .unwrap_or_default()
+                        .lines()
+                        .filter_map(|line| serde_json::from_str::<Record>(line).ok()),
+                );
+                files.push(claimed);
+            }
+        }
+        (records, files)
+    }
 }
 
 async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
     let mut failing_since: Option<std::time::Instant> = None;
+    let mut retry: Vec<Record> = Vec::new();
     loop {
         let _ = tokio::time::timeout(INTERVAL, ledger.wake.notified()).await;
-        let (mut batch, flushes, closing) = {
-            let mut queue = ledger.lock();
-            let take = queue.records.len().min(BATCH);
-            let batch: Vec<Record> = queue.records.drain(..take).collect();
-            (batch, std::mem::take(&mut queue.flushes), queue.closing)
-        };
-        // A flush writes everything that waits, batch after batch.
-        let mut settlements: Vec<Settlement> = limiter.take_settlements();
-        let mut ok = true;
-        loop {
-            if batch.is_empty() && settlements.is_empty() {
-                break;
-            }
+        let (mut batch, generation, flushes, closing) = ledger.take();
+        if !retry.is_empty() {
+            retry.append(&mut batch);
+            batch = std::mem::take(&mut retry);
+        }
+        let settlements: Vec<Settlement> = limiter.take_settlements();
+        let ok = if batch.is_empty() && settlements.is_empty() {
+            true
+        } else {
             match store.write(ledger.replica(), &batch, &settlements).await {
                 Ok(()) => {
                     limiter.settled(&settlements);
+                    ledger.written_through(generation);
                     if let Some(since) = failing_since.take() {
                         info!(
                             seconds = since.elapsed().as_secs(),
                             "ledger: the store takes records again"
                         );
                     }
-                    if flushes.is_empty() && !closing {
-                        break;
-                    }
-                    let mut queue = ledger.lock();
-                    let take = queue.records.len().min(BATCH);
-                    batch = queue.records.drain(..take).collect();
-                    settlements = Vec::new();
+                    true
                 }
                 Err(error) => {
-                    ok = false;
                     if failing_since.is_none() {
                         failing_since = Some(std::time::Instant::now());
-                        warn!(%error, "ledger: the store does not take records; they wait (in memory, then in the spool file)");
+                        warn!(%error, "ledger: the store does not take records; they wait (in memory and the journal files)");
                     }
                     limiter.restore_settlements(settlements);
-                    let mut queue = ledger.lock();
-                    batch.append(&mut queue.records);
-                    queue.records = batch;
-                    if queue.records.len() > MEMORY_RECORDS {
-                        let spill: Vec<Record> = queue.records.drain(..).collect();
-                        drop(queue);
-                        if let Err(error) = append_spool(&ledger.spool, &spill) {
-                            warn!(%error, "ledger: cannot write the spool file; records stay in memory");
-                            ledger.lock().records.splice(0..0, spill);
-                        }
+                    if batch.len() > MEMORY_RECORDS {
+                        let extra = batch.len() - MEMORY_RECORDS;
+                        batch.drain(..extra);
+                        ledger.lock().dropped += extra;
                     }
-                    break;
+                    retry = batch;
+                    false
                 }
             }
-        }
-        if ok && !closing && failing_since.is_none() {
-            drain_spool(&ledger, &store).await;
-        }
+        };
         for done in flushes {
             let _ = done.send(ok);
         }
@@ -250,74 +347,6 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
             return;
         }
     }
-}
-
-/// Records of the spool file go back to the store once it is up.
-async fn drain_spool(ledger: &Ledger, store: &Store) {
-    if !ledger.spool.exists() {
-        return;
-    }
-    let records = read_spool(&ledger.spool);
-    for chunk in records.chunks(BATCH) {
-        if store.write(ledger.replica(), chunk, &[]).await.is_err() {
-            return;
-        }
-    }
-    let _ = std::fs::remove_file(&ledger.spool);
-    info!(
-        records = records.len(),
-        "ledger: the spool file was written to the store"
-    );
-}
-
-fn append_spool(path: &std::path::Path, records: &[Record]) -> std::io::Result<()> {
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(path)?;
-    let mut text = String::new();
-    for r in records {
-        text.push_str(&serde_json::to_string(r).map_err(std::io::Error::other)?);
-        text.push('\n');
-    }
-    file.write_all(text.as_bytes())?;
-    file.sync_data()
-}
-
-fn read_spool(path: &std::path::Path) -> Vec<Record> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect()
-}
-
-/// Take over the spool files other processes left in `dir` (renamed to ours first, so two
-/// starting processes never take the same one).
-fn adopt_spools(dir: &std::path::Path, ours: &std::path::Path) -> Vec<Record> {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut records = Vec::new();
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let name = path
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or_default();
-        if !(name.starts_with("spool-") && name.ends_with(".jsonl")) || path == ours {
-            continue;
-        }
-        let claimed = path.with_extension(format!("taken-{}", std::process::id()));
-        if std::fs::rename(&path, &claimed).is_ok() {
-            records.extend(read_spool(&claimed));
-            let _ = std::fs::remove_file(&claimed);
-        }
-    }
-    records
 }
 
 /// Which client sent a request, from its `user-agent`.

@@ -162,7 +162,8 @@ fn replica_id() -> String {
     format!("{host}-{}-{}", std::process::id(), &random[4..10])
 }
 
-/// Where spool files live: `$XDG_STATE_HOME/claude-bridge/spool` (or `~/.local/state/…`).
+/// Where the ledger's journal files live: `$XDG_STATE_HOME/claude-bridge/spool` (or
+/// `~/.local/state/…`).
 fn spool_dir() -> std::path::PathBuf {
     crate::run::state_dir()
         .map(|d| d.join("spool"))
@@ -428,7 +429,7 @@ impl Gateway {
         }))
     }
 
-    /// At shutdown: the last records to the store (or the spool file), leases given back.
+    /// At shutdown: the last records to the store (or left in the journal), leases given back.
     pub async fn close(&self) {
         self.ledger.close(Duration::from_secs(5)).await;
         let _ = tokio::time::timeout(Duration::from_secs(3), self.limiter.release_all()).await;
