@@ -40,6 +40,9 @@ pub struct BridgeOptions {
     /// Run under this open-files limit, soft and hard (`ulimit -n` in `sh` before `exec`), so
     /// the bridge cannot raise it.
     pub open_files: Option<u64>,
+    /// Only the subcommand, `--listen` and the extra arguments (a config file says the rest),
+    /// as a deployment starts it.
+    pub bare: bool,
 }
 
 impl Default for BridgeOptions {
@@ -54,6 +57,7 @@ impl Default for BridgeOptions {
             upstream_check: false,
             env: Vec::new(),
             open_files: None,
+            bare: false,
         }
     }
 }
@@ -187,7 +191,8 @@ fn warn_if_stale(bin: &Path) {
     }
 }
 
-fn free_port() -> crate::Result<u16> {
+/// A free loopback port (for a server a test starts).
+pub fn free_port() -> crate::Result<u16> {
     let l = std::net::TcpListener::bind(("127.0.0.1", 0))?;
     Ok(l.local_addr()?.port())
 }
@@ -243,15 +248,19 @@ impl Bridge {
             opts.subcommand.clone(),
             "--listen".into(),
             format!("127.0.0.1:{port}"),
-            "--provider".into(),
-            opts.provider.clone(),
-            "--base-url".into(),
-            upstream_base_url.into(),
         ];
-        if let Some(m) = &opts.model {
+        if !opts.bare {
+            args.extend([
+                "--provider".into(),
+                opts.provider.clone(),
+                "--base-url".into(),
+                upstream_base_url.into(),
+            ]);
+        }
+        if let Some(m) = opts.model.as_ref().filter(|_| !opts.bare) {
             args.extend(["--model".into(), m.clone()]);
         }
-        if let Some(k) = &opts.api_key {
+        if let Some(k) = opts.api_key.as_ref().filter(|_| !opts.bare) {
             args.extend(["--api-key".into(), k.clone()]);
         }
         let engine = opts

@@ -30,6 +30,7 @@ pub mod http;
 pub mod mcp;
 pub mod responses_upstream;
 pub mod searxng;
+pub mod servers;
 pub mod sse;
 pub mod tempdir;
 pub mod tls;

@@ -639,7 +639,8 @@ impl Store {
     // ---- quotas ----
 
     /// Lease up to `want` (at least `min`) of a key's quota for `metric` in window `win`, if the
-    /// settled and leased amounts leave room under `limit`. Returns what was granted (0: none).
+    /// settled and leased amounts leave room under `limit`. Returns what was granted (0: none)
+    /// and the quota's settled + leased total after it.
     ///
     /// # Errors
     /// The store failed.
@@ -657,7 +658,7 @@ impl Store {
         min: f64,
         limit: f64,
         expires_ms: i64,
-    ) -> Result<f64, StoreError> {
+    ) -> Result<(f64, f64), StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
         ensure_quota(&mut tx, key, metric, win)
             .await
@@ -698,8 +699,17 @@ impl Store {
             .await
             .map_err(|e| self.fail(e))?;
         }
+        let used: f64 = sqlx::query_scalar(
+            "SELECT settled + leased FROM bridge_quota WHERE key_name = $1 AND metric = $2 AND win = $3",
+        )
+        .bind(key.to_owned())
+        .bind(metric)
+        .bind(win)
+        .fetch_one(&mut *tx)
+        .await
+        .map_err(|e| self.fail(e))?;
         tx.commit().await.map_err(|e| self.fail(e))?;
-        Ok(granted)
+        Ok((granted, used))
     }
 
     /// Give back `amount` of this replica's lease (unused room, a freed parallel slot).
