@@ -522,3 +522,138 @@ budget_period = "month"
     let still = call(&s.bridge.base_url(), "/v1/messages", "bob-secret", &ask()).await;
     assert_eq!(still.status, 402);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claude_code_stops_at_once_on_a_spent_budget_and_shows_why() {
+    let upstream = counting_upstream().await;
+    let db = TempDir::new("gw-cc-db").unwrap();
+    let url = format!("sqlite://{}", db.path().join("g.db").display());
+    let keys = "[[keys]]\nname = \"bob\"\nkey = \"bob-secret\"\nbudget_usd = 0.0001\nbudget_period = \"week\"\n";
+    let s = serve(
+        "gw-cc",
+        &gateway_config(&upstream.base_url(), &url, keys),
+        None,
+    )
+    .await;
+    let base = s.bridge.base_url();
+    assert_eq!(
+        call(&base, "/v1/messages", "bob-secret", &ask())
+            .await
+            .status,
+        200
+    );
+    let refused = |metrics: &str| -> i64 {
+        metrics
+            .lines()
+            .find(|l| {
+                l.starts_with("claude_bridge_key_refused_total{") && l.contains("key=\"bob\"")
+            })
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse().ok())
+            .unwrap_or(0)
+    };
+    let metrics = |base: String| async move {
+        http::send("GET", &format!("{base}/metrics"), &[], None, T)
+            .await
+            .unwrap()
+            .text()
+    };
+    let before = refused(&metrics(base.clone()).await);
+    let started = std::time::Instant::now();
+    // Claude Code's own retry policy (the default number of retries), the key in ANTHROPIC_API_KEY.
+    let run = bridge_tests::clients::run_claude_code_with(
+        &base,
+        "say hello",
+        &[],
+        &[
+            ("ANTHROPIC_API_KEY", "bob-secret"),
+            ("CLAUDE_CODE_MAX_RETRIES", ""),
+        ],
+        Duration::from_secs(120),
+    )
+    .await
+    .unwrap();
+    let took = started.elapsed();
+    let shown = format!("{}{}", run.output.stdout, run.output.stderr);
+    let after = refused(&metrics(base.clone()).await);
+    assert_ne!(run.output.code, Some(0), "{}", run.describe());
+    assert!(
+        shown.contains("budget_usd budget of $0.0001 for this week"),
+        "the reason reaches the user: {}",
+        run.describe()
+    );
+    assert!(shown.contains("resets at"), "{}", run.describe());
+    // Not retried: one refusal per request Claude Code makes, and no back-off waits.
+    assert_eq!(
+        after - before,
+        1,
+        "Claude Code retried the refusal\n{}",
+        run.describe()
+    );
+    assert!(
+        took < Duration::from_secs(30),
+        "{took:?}\n{}",
+        run.describe()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn codex_stops_at_once_on_a_spent_budget_and_shows_why() {
+    let upstream = counting_upstream().await;
+    let db = TempDir::new("gw-codex-db").unwrap();
+    let url = format!("sqlite://{}", db.path().join("g.db").display());
+    let keys = "[[keys]]\nname = \"bob\"\nkey = \"bob-secret\"\nbudget_tokens = 10\n";
+    let s = serve(
+        "gw-codex",
+        &gateway_config(&upstream.base_url(), &url, keys),
+        None,
+    )
+    .await;
+    let base = s.bridge.base_url();
+    assert_eq!(
+        call(&base, "/v1/messages", "bob-secret", &ask())
+            .await
+            .status,
+        200
+    );
+    let home = TempDir::new("gw-codex-home").unwrap();
+    std::fs::write(
+        home.path().join("config.toml"),
+        format!(
+            "model = \"gpt-5.5\"\nmodel_provider = \"local\"\ncheck_for_update_on_startup = false\n\
+             [analytics]\nenabled = false\n[features]\nplugins = false\nremote_plugin = false\napps = false\nshell_snapshot = false\n\
+             [model_providers.local]\nname = \"local\"\nbase_url = \"{base}/v1\"\nwire_api = \"responses\"\nenv_key = \"LOCAL_API_KEY\"\n"
+        ),
+    )
+    .unwrap();
+    let work = TempDir::new("gw-codex-work").unwrap();
+    let mut cmd = tokio::process::Command::new(bridge_tests::codex::codex_bin().unwrap());
+    // Codex's own retry policy: no `*_max_retries` overrides.
+    cmd.args(["exec", "--skip-git-repo-check", "--json", "say hello"])
+        .current_dir(work.path())
+        .env("CODEX_HOME", home.path())
+        .env("LOCAL_API_KEY", "bob-secret")
+        .env_remove("OPENAI_API_KEY");
+    let started = std::time::Instant::now();
+    let out = bridge_tests::clients::run(cmd, Duration::from_secs(120), "codex exec")
+        .await
+        .unwrap();
+    let took = started.elapsed();
+    let shown = format!("{}{}", out.stdout, out.stderr);
+    let metrics = http::send("GET", &format!("{base}/metrics"), &[], None, T)
+        .await
+        .unwrap()
+        .text();
+    let refused: i64 = metrics
+        .lines()
+        .find(|l| l.starts_with("claude_bridge_key_refused_total{") && l.contains("key=\"bob\""))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert_ne!(out.code, Some(0), "{shown}");
+    assert!(
+        shown.contains("budget"),
+        "the reason reaches the user: {shown}"
+    );
+    assert_eq!(refused, 1, "Codex retried the refusal: {shown}");
+}

@@ -651,7 +651,7 @@ fn refusal(
 ) -> LimitRefusal {
     let key = spec.name.clone();
     let shown = if metric == Metric::Usd {
-        format!("${limit:.2}")
+        format!("${limit}")
     } else {
         format!("{limit}")
     };

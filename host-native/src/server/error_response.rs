@@ -19,6 +19,10 @@ pub enum Envelope {
     Anthropic,
     /// OpenAI's (Chat Completions and Responses).
     OpenAi,
+    /// OpenAI's, to the Codex CLI: a spent budget is a 400 (Codex shows a 400's message as it
+    /// is; a 429 `insufficient_quota` it words itself, "Quota exceeded", losing which budget
+    /// and when it resets).
+    Codex,
 }
 
 impl Envelope {
@@ -30,6 +34,21 @@ impl Envelope {
             Self::OpenAi
         } else {
             Self::Anthropic
+        }
+    }
+
+    /// The envelope for the client that sent `headers` (the Codex CLI says so in its
+    /// `user-agent`).
+    #[must_use]
+    pub fn for_client(self, headers: &http::HeaderMap) -> Self {
+        let codex = headers
+            .get(http::header::USER_AGENT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|ua| ua.to_ascii_lowercase().starts_with("codex"));
+        if self == Self::OpenAi && codex {
+            Self::Codex
+        } else {
+            self
         }
     }
 }
@@ -44,10 +63,13 @@ pub fn error_response_in(
     request_id: &str,
 ) -> Response<ResponseBody> {
     let status = match (envelope, error.status().as_u16()) {
-        (Envelope::OpenAi, 529) => http::StatusCode::SERVICE_UNAVAILABLE,
+        (Envelope::OpenAi | Envelope::Codex, 529) => http::StatusCode::SERVICE_UNAVAILABLE,
         // The Codex CLI retries every status but 400 (for half a minute), whatever
         // `x-should-retry` says; a 400 it shows at once, body and all.
-        (Envelope::OpenAi, crate::error::FAILED_DEPENDENCY) => http::StatusCode::BAD_REQUEST,
+        (Envelope::OpenAi | Envelope::Codex, crate::error::FAILED_DEPENDENCY) => {
+            http::StatusCode::BAD_REQUEST
+        }
+        (Envelope::Codex, 402) => http::StatusCode::BAD_REQUEST,
         // A spent budget: OpenAI's `insufficient_quota`.
         (Envelope::OpenAi, 402) => http::StatusCode::TOO_MANY_REQUESTS,
         (_, _) => error.status(),
@@ -65,7 +87,7 @@ pub fn error_response_in(
     let api = ApiError::new(error.kind(), message);
     let body = match envelope {
         Envelope::Anthropic => error_body(&api, request_id),
-        Envelope::OpenAi => bridge_core::front::openai_error_body(&api),
+        Envelope::OpenAi | Envelope::Codex => bridge_core::front::openai_error_body(&api),
     };
     let mut response = Response::new(full(Bytes::from(body)));
     *response.status_mut() = status;

@@ -386,6 +386,7 @@ async fn route(
 ) -> Response<ResponseBody> {
     let method = req.method().clone();
     let path = req.uri().path().trim_end_matches('/').to_owned();
+    let envelope = error_response::Envelope::for_path(&path).for_client(req.headers());
     let endpoint = Endpoint::of(&path);
     let result = match endpoint {
         _ if method == Method::OPTIONS => Ok(status_only(StatusCode::NO_CONTENT)),
@@ -411,11 +412,7 @@ async fn route(
         Err(error) => {
             let fault = error.fault();
             warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
-            error_response::error_response_in(
-                error_response::Envelope::for_path(&path),
-                error,
-                request_id,
-            )
+            error_response::error_response_in(envelope, error, request_id)
         }
     }
 }
