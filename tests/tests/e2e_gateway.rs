@@ -652,8 +652,9 @@ async fn codex_stops_at_once_on_a_spent_budget_and_shows_why() {
         .unwrap_or(0);
     assert_ne!(out.code, Some(0), "{shown}");
     assert!(
-        shown.contains("budget"),
+        shown.contains("has spent its budget_tokens budget of 10") && shown.contains("resets at"),
         "the reason reaches the user: {shown}"
     );
     assert_eq!(refused, 1, "Codex retried the refusal: {shown}");
+    assert!(took < Duration::from_secs(30), "{took:?}: {shown}");
 }

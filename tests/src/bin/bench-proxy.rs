@@ -307,24 +307,112 @@ fn free_port() -> Result<u16> {
     Ok(l.local_addr()?.port())
 }
 
-async fn start_bridge(upstream: SocketAddr, engine: &str, pinned: bool) -> Result<BridgeProc> {
+/// Records per second the store takes in the ledger writer's batches (100,000 records).
+async fn ledger_rate(url: &str) -> Result<f64> {
+    use claude_bridge::gateway::ledger::Record;
+    use claude_bridge::gateway::store::Store;
+    let store = Store::open(url, Duration::from_secs(10))?;
+    store.migrate().await?;
+    let run = std::process::id();
+    let records: Vec<Record> = (0..100_000)
+        .map(|i| Record {
+            id: format!("bench-{run}-{i}"),
+            at_ms: 1_795_000_000_000 + i,
+            key: format!("key{}", i % 20),
+            client: "claude-code".into(),
+            session: Some(format!("session-{}", i % 300)),
+            front: "messages".into(),
+            route: "default".into(),
+            target: "up,m".into(),
+            model: "claude-sonnet-4-6".into(),
+            upstream_model: "m".into(),
+            input_tokens: 1200 + i % 100,
+            output_tokens: 80,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            estimated: false,
+            cost_usd: 0.0014,
+            priced: true,
+            ttft_ms: Some(40),
+            duration_ms: 900,
+            status: 200,
+            error_kind: None,
+            attempts: 1,
+        })
+        .collect();
+    let started = Instant::now();
+    for batch in records.chunks(5_000) {
+        store.write("bench", batch, &[]).await?;
+    }
+    let rate = records.len() as f64 / started.elapsed().as_secs_f64();
+    store.close().await;
+    Ok(rate)
+}
+
+/// A gateway config for the bench: the client's `sk-client` is a key with every limit (set far
+/// above what the bench sends, so each request goes through the limiter), prices, and `url`'s
+/// store.
+fn gateway_config(upstream: SocketAddr, url: &str) -> String {
+    format!(
+        r#"[store]
+url = "{url}"
+
+[providers.up]
+kind = "openai"
+base_url = "http://{upstream}/v1"
+api_key = "sk-bench"
+
+[providers.up.prices]
+input = 1.0
+output = 2.0
+
+[router]
+default = "up,m"
+
+[[keys]]
+name = "bench"
+key = "sk-client"
+rpm = 100000000
+tpm = 1000000000000
+max_parallel = 100000
+budget_usd = 1000000000.0
+budget_period = "day"
+"#
+    )
+}
+
+async fn start_bridge(
+    upstream: SocketAddr,
+    engine: &str,
+    pinned: bool,
+    gateway: Option<&Path>,
+) -> Result<BridgeProc> {
     let bin = bridge_tests::bridge::binary_path()?;
     let port = free_port()?;
-    let log_path =
-        std::env::temp_dir().join(format!("bench-proxy-{engine}-{}.log", std::process::id()));
+    let log_path = std::env::temp_dir().join(format!(
+        "bench-proxy-{}-{}.log",
+        engine.replace('+', "-"),
+        std::process::id()
+    ));
     let log = File::create(&log_path)?;
     let mut cmd = on_core_0(&bin, pinned);
-    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")])
-        .args(["--provider", "openai", "--base-url"])
-        .arg(format!("http://{upstream}/v1"))
-        .args([
-            "--model",
-            "m",
-            "--api-key",
-            "sk-bench",
-            "--no-upstream-check",
-        ])
-        .args(["--engine", engine])
+    cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
+    // `native+sqlite`, `native+postgres`: the gateway on (a key with limits, prices, the
+    // ledger, a store), from a config file; the engine is the part before `+`.
+    let (engine_name, _) = engine.split_once('+').unwrap_or((engine, ""));
+    match gateway {
+        Some(config) => {
+            cmd.arg("--config")
+                .arg(config)
+                .env("XDG_STATE_HOME", config.with_extension("state"));
+        }
+        None => {
+            cmd.args(["--provider", "openai", "--base-url"])
+                .arg(format!("http://{upstream}/v1"))
+                .args(["--model", "m", "--api-key", "sk-bench"]);
+        }
+    }
+    cmd.args(["--no-upstream-check", "--engine", engine_name])
         .current_dir(std::env::temp_dir())
         .stdin(Stdio::null())
         .stdout(Stdio::from(log.try_clone()?))
@@ -902,9 +990,37 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     });
     let up_addr = serve_upstream(Arc::clone(&up)).await?;
 
+    // A PostgreSQL of its own for `+postgres` (a real server, as the replicas e2e test runs).
+    let postgres = if engines.iter().any(|e| e.ends_with("+postgres")) {
+        Some(bridge_tests::servers::Postgres::start()?)
+    } else {
+        None
+    };
+    let configs = bridge_tests::tempdir::TempDir::new("bench-gateway")?;
     let mut bridges = Vec::new();
     for engine in &engines {
-        bridges.push(start_bridge(up_addr, engine, pinned).await?);
+        let gateway = match engine.split_once('+') {
+            Some((_, store)) => {
+                let url = match (store, &postgres) {
+                    ("sqlite", _) => {
+                        format!("sqlite://{}", configs.path().join("gateway.db").display())
+                    }
+                    ("postgres", Some(pg)) => pg.url(),
+                    _ => {
+                        return Err(err(format!(
+                            "unknown store in engine `{engine}`: sqlite or postgres"
+                        )));
+                    }
+                };
+                let file = configs
+                    .path()
+                    .join(format!("{}.toml", engine.replace('+', "-")));
+                std::fs::write(&file, gateway_config(up_addr, &url))?;
+                Some(file)
+            }
+            None => None,
+        };
+        bridges.push(start_bridge(up_addr, engine, pinned, gateway.as_deref()).await?);
     }
     let floor = start_pass_through(up_addr, pinned).await?;
     let bridge_target = |b: &BridgeProc| {
@@ -1095,8 +1211,59 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         }
     }
 
+    // The gateway's cost: each `+store` bridge against the plain one of its engine, in this run.
+    let mut gateway = serde_json::Map::new();
+    for b in bridges.iter().filter(|b| b.engine.contains('+')) {
+        let (plain, _) = b.engine.split_once('+').unwrap_or((&b.engine, ""));
+        for r in rows.iter().filter(|r| r["target"] == b.engine.as_str()) {
+            let Some(base) = rows.iter().find(|p| {
+                p["target"] == plain
+                    && p["mode"] == r["mode"]
+                    && p["size"] == r["size"]
+                    && p["concurrency"] == r["concurrency"]
+            }) else {
+                continue;
+            };
+            let ttft = r["ttft_p50_ms"].as_f64().unwrap_or(0.0)
+                - base["ttft_p50_ms"].as_f64().unwrap_or(0.0);
+            let rate = r["per_s"].as_f64().unwrap_or(0.0)
+                / base["per_s"].as_f64().unwrap_or(1.0).max(1e-9);
+            let label = format!(
+                "{} {} {} c={}",
+                b.engine,
+                r["mode"].as_str().unwrap_or(""),
+                r["size"].as_str().unwrap_or(""),
+                r["concurrency"]
+            );
+            println!(
+                "  gateway {label}: TTFT p50 {ttft:+.3} ms, {rate:.2}x the requests/s of {plain}"
+            );
+            gateway.insert(
+                label,
+                json!({"ttft_p50_delta_ms": ttft, "per_s_ratio": rate}),
+            );
+        }
+    }
+    let mut ledger = serde_json::Map::new();
+    let sqlite_url = format!(
+        "sqlite://{}",
+        configs.path().join("ledger-rate.db").display()
+    );
+    let urls = [
+        ("sqlite", Some(sqlite_url)),
+        ("postgres", postgres.as_ref().map(|p| p.url())),
+    ];
+    for (name, url) in urls {
+        let Some(url) = url else { continue };
+        let rate = ledger_rate(&url).await?;
+        println!("  ledger writes ({name}): {rate:.0} records/s (batches of 5,000)");
+        ledger.insert(name.into(), json!({"records_per_s": rate}));
+    }
+
     let result = json!({
         "date": date,
+        "gateway": gateway,
+        "ledger": ledger,
         "machine": {"cpu": model, "cores": cores, "pinned": pinned},
         "config": {
             "concurrency": concurrency, "requests_small": small_requests,
