@@ -283,9 +283,9 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     };
     let client_key = args.client_key.clone().filter(|k| !k.is_empty());
     let gateway = match &config {
-        Some(config) if config.gateway.enabled(config.store_table) => {
-            Some(crate::gateway::Gateway::start(config.gateway.clone()).await?)
-        }
+        Some(config) if config.gateway.enabled(config.store_table) => Some(
+            crate::gateway::Gateway::start(config.gateway.clone(), client_key.as_deref()).await?,
+        ),
         _ => None,
     };
     // Keys guard the bridge as a client key does.

@@ -181,6 +181,8 @@ pub struct Limiter {
     closed: bool,
     buckets: Mutex<BTreeMap<(String, Metric), Bucket>>,
     unsettled: Mutex<BTreeMap<(String, Metric, i64), f64>>,
+    /// When "counting alone" was last logged (once every 10 s while the store is away).
+    warned_alone: Mutex<Option<Instant>>,
 }
 
 impl Limiter {
@@ -193,6 +195,7 @@ impl Limiter {
             closed,
             buckets: Mutex::new(BTreeMap::new()),
             unsettled: Mutex::new(BTreeMap::new()),
+            warned_alone: Mutex::new(None),
         }
     }
 
@@ -462,12 +465,20 @@ impl Limiter {
         if self.closed {
             return Err(LimitRefusal::StoreDown(error.to_owned()));
         }
-        warn!(
-            key,
-            limit = metric.setting(),
-            error,
-            "limits: the store does not answer; counting on this replica alone (store.on_error = \"open\")"
-        );
+        let mut warned = self
+            .warned_alone
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if warned.is_none_or(|at| at.elapsed() >= Duration::from_secs(10)) {
+            *warned = Some(Instant::now());
+            warn!(
+                key,
+                limit = metric.setting(),
+                error,
+                "limits: the store does not answer; counting on this replica alone (store.on_error = \"open\")"
+            );
+        }
+        drop(warned);
         let mut buckets = self.buckets();
         let bucket = buckets.entry((key.to_owned(), metric)).or_default();
         if bucket.win != win {

@@ -128,6 +128,10 @@ const KEYS_EVERY: Duration = Duration::from_secs(5);
 /// The gateway of one process.
 pub struct Gateway {
     settings: RwLock<Arc<Settings>>,
+    /// SHA-256 of the admin key and of `client_key` (compared with the presented key's).
+    admin_hash: RwLock<Option<String>>,
+    client_key_hash: Option<String>,
+
     ring: RwLock<Arc<KeyRing>>,
     unknown: Mutex<BTreeMap<String, Instant>>,
     store: Store,
@@ -177,7 +181,7 @@ impl Gateway {
     ///
     /// # Errors
     /// The store URL is wrong; the store cannot be reached and `on_error = "closed"`.
-    pub async fn start(settings: Settings) -> Result<Arc<Self>, String> {
+    pub async fn start(settings: Settings, client_key: Option<&str>) -> Result<Arc<Self>, String> {
         let url = match &settings.store_url {
             Some(url) => url.clone(),
             None => store::default_url().ok_or_else(|| {
@@ -214,6 +218,9 @@ impl Gateway {
         tokio::spawn(Arc::clone(&limiter).maintain());
         let gateway = Arc::new(Self {
             ring: RwLock::new(Arc::new(KeyRing::new(config_entries(&settings)))),
+            admin_hash: RwLock::new(admin_hash(&settings)),
+            client_key_hash: client_key.map(hash_secret),
+
             settings: RwLock::new(Arc::new(settings)),
             unknown: Mutex::new(BTreeMap::new()),
             store,
@@ -323,23 +330,23 @@ impl Gateway {
     pub async fn authenticate(
         &self,
         headers: &HeaderMap,
-        client_key: Option<&str>,
         now_ms: i64,
     ) -> Result<Caller, KeyRefusal> {
-        let settings = self.settings();
         let Some(presented) = presented_key(headers) else {
             return Err(KeyRefusal::Missing);
         };
         let hash = hash_secret(presented);
-        let same = |secret: &str| bool::from(hash.as_bytes().ct_eq(hash_secret(secret).as_bytes()));
-        if settings
-            .admin_key
-            .as_ref()
-            .is_some_and(|k| same(k.expose_secret()))
-        {
+        let same = |known: &str| bool::from(hash.as_bytes().ct_eq(known.as_bytes()));
+        let admin = self
+            .admin_hash
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .as_deref()
+            .is_some_and(same);
+        if admin {
             return Ok(Caller::Admin);
         }
-        if client_key.is_some_and(same) {
+        if self.client_key_hash.as_deref().is_some_and(same) {
             return Ok(Caller::Shared);
         }
         let entry = match self.ring().get(&hash) {
@@ -434,6 +441,13 @@ impl Gateway {
         self.ledger.close(Duration::from_secs(5)).await;
         let _ = tokio::time::timeout(Duration::from_secs(3), self.limiter.release_all()).await;
     }
+}
+
+fn admin_hash(settings: &Settings) -> Option<String> {
+    settings
+        .admin_key
+        .as_ref()
+        .map(|k| hash_secret(k.expose_secret()))
 }
 
 fn refusal_reason(refusal: &LimitRefusal) -> &'static str {
@@ -544,6 +558,16 @@ impl Admission {
             target: target.to_owned(),
             allowed: self.targets.join(", "),
         }
+    }
+
+    /// The request was refused before any target was tried, with `status`.
+    pub fn finish_refused(&self, status: u16) {
+        let kind = bridge_core::anthropic::events::ErrorKind::from_upstream_status(status);
+        self.finish(&Ending {
+            status,
+            error_kind: Some(kind.as_str().to_owned()),
+            ..Ending::default()
+        });
     }
 
     /// The request is over: write its record, pay its limits. Only the first call counts.

@@ -916,3 +916,154 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_millis() as i64)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_url(name: &str) -> (String, PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "claude-bridge-store-{name}-{}-{}",
+            std::process::id(),
+            now_ms()
+        ));
+        (format!("sqlite://{}", dir.join("g.db").display()), dir)
+    }
+
+    #[tokio::test]
+    async fn grants_never_exceed_the_limit_and_a_dead_replicas_lease_comes_back_by_expiry() {
+        let (url, dir) = temp_url("grants");
+        let store = Store::open(&url, Duration::from_secs(5)).unwrap();
+        assert_eq!(store.migrate().await.unwrap(), [1]);
+        assert!(
+            store.migrate().await.unwrap().is_empty(),
+            "migrations run once"
+        );
+        // Two replicas lease 4 each of 10; the third lease gets what is left (min 1), then none.
+        let grant = |replica: &'static str, want: f64, expires: i64| {
+            let store = store.clone();
+            async move {
+                store
+                    .grant(replica, "k", "rpm", 60_000, want, 1.0, 10.0, expires)
+                    .await
+                    .unwrap()
+            }
+        };
+        assert_eq!(grant("a", 4.0, 1_000).await, (4.0, 4.0));
+        assert_eq!(grant("b", 4.0, 9_000).await, (4.0, 8.0));
+        assert_eq!(grant("b", 4.0, 9_000).await, (1.0, 9.0));
+        assert_eq!(grant("a", 1.0, 1_000).await, (1.0, 10.0));
+        assert_eq!(grant("b", 1.0, 9_000).await, (0.0, 10.0));
+        // b used 3 of its 5 and settles them with its records; its lease shrinks by as much.
+        let used = Settlement {
+            key: "k".into(),
+            metric: "rpm",
+            win: 60_000,
+            used: 3.0,
+        };
+        store.write("b", &[], &[used]).await.unwrap();
+        assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (3.0, 7.0));
+        // a stops renewing (it died): its 5 come back at expiry; b's stay.
+        assert_eq!(store.sweep(5_000, 0).await.unwrap(), 1);
+        assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (3.0, 2.0));
+        assert_eq!(grant("b", 4.0, 9_000).await, (4.0, 9.0));
+        // b gives back what it does not use.
+        store.release("b", "k", "rpm", 60_000, 6.0).await.unwrap();
+        assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (3.0, 0.0));
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_record_written_twice_counts_once_and_keys_are_made_revoked_and_rotated() {
+        let (url, dir) = temp_url("records");
+        let store = Store::open(&url, Duration::from_secs(5)).unwrap();
+        store.migrate().await.unwrap();
+        let record = Record {
+            id: "req_1".into(),
+            at_ms: 1_795_861_815_000,
+            key: "alice".into(),
+            client: "claude-code".into(),
+            session: Some("s1".into()),
+            front: "messages".into(),
+            route: "default".into(),
+            target: "local,m".into(),
+            model: "claude-sonnet-4-6".into(),
+            upstream_model: "m".into(),
+            input_tokens: 100,
+            output_tokens: 10,
+            cache_read_tokens: 5,
+            cache_write_tokens: 0,
+            estimated: false,
+            cost_usd: 0.5,
+            priced: true,
+            ttft_ms: Some(12),
+            duration_ms: 40,
+            status: 200,
+            error_kind: None,
+            attempts: 1,
+        };
+        store
+            .write("r", std::slice::from_ref(&record), &[])
+            .await
+            .unwrap();
+        store
+            .write("r", std::slice::from_ref(&record), &[])
+            .await
+            .unwrap();
+        let query =
+            super::super::usage::UsageQuery::parse("group_by=key,day,session", record.at_ms)
+                .unwrap();
+        let rows = store.usage(&query).await.unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            (
+                rows[0].requests,
+                rows[0].input_tokens,
+                rows[0].cache_read_tokens
+            ),
+            (1, 100, 5)
+        );
+        assert_eq!(rows[0].day.as_deref(), Some("2026-11-28"));
+
+        let spec = KeySpec {
+            name: "ci".into(),
+            rpm: Some(5),
+            ..KeySpec::default()
+        };
+        store.create_key(&spec, "h1", 1).await.unwrap();
+        assert!(matches!(
+            store.create_key(&spec, "h2", 2).await,
+            Err(StoreError::KeyExists(_))
+        ));
+        store.rotate_key("ci", "h3").await.unwrap();
+        assert!(store.key_by_hash("h1").await.unwrap().is_none());
+        let found = store.key_by_hash("h3").await.unwrap().unwrap();
+        assert_eq!(found.spec, spec);
+        store.revoke_key("ci", 7).await.unwrap();
+        assert_eq!(
+            store.key_by_hash("h3").await.unwrap().unwrap().revoked_ms,
+            Some(7)
+        );
+        assert!(matches!(
+            store.revoke_key("ci", 8).await,
+            Err(StoreError::NoSuchKey(_))
+        ));
+        let status = store.status().await.unwrap();
+        assert_eq!(
+            (status.records, status.keys, status.pending.len()),
+            (1, 1, 0)
+        );
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_password_never_shows_in_the_url() {
+        assert_eq!(
+            display_url("postgres://bridge:s3cret@db:5432/bridge"),
+            "postgres://bridge:***@db:5432/bridge"
+        );
+        assert_eq!(display_url("sqlite:///var/x.db"), "sqlite:///var/x.db");
+    }
+}

@@ -557,12 +557,8 @@ async fn authenticate(
 ) -> Result<crate::gateway::Caller, BridgeError> {
     use crate::gateway::Caller;
     match (&state.gateway, &state.client_key) {
-        (Some(gateway), client_key) => gateway
-            .authenticate(
-                headers,
-                client_key.as_deref(),
-                crate::gateway::store::now_ms(),
-            )
+        (Some(gateway), _) => gateway
+            .authenticate(headers, crate::gateway::store::now_ms())
             .await
             .map_err(|e| BridgeError::Gateway(e.into())),
         (None, Some(expected)) if !presents_key(headers, expected) => {

@@ -74,15 +74,22 @@ async fn serve(
     front: Front,
     admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
+    // A request the front refuses before routing still ends the gateway's record.
+    let early = |response: Response<ResponseBody>| {
+        if let Some(admission) = &admission {
+            admission.finish_refused(response.status().as_u16());
+        }
+        response
+    };
     // Responses: what the request refers to is put in place, and its answer kept.
     let pending = match front {
         Front::Responses => match Pending::open(std::mem::take(&mut call.body), &state.responses) {
             Ok(pending) => Some(pending),
             Err(error) => {
-                return refused(Refusal {
+                return early(refused(Refusal {
                     status: error.status(),
                     error: error.error_object(),
-                });
+                }));
             }
         },
         Front::Chat => None,
@@ -98,25 +105,43 @@ async fn serve(
                     "this bridge's translation core cannot serve OpenAI clients: {message}"
                 ),
             };
-            return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id);
+            return early(error_response_in(
+                Envelope::OpenAi,
+                BridgeError::Engine(e),
+                request_id,
+            ));
         }
-        Err(e) => return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id),
+        Err(e) => {
+            return early(error_response_in(
+                Envelope::OpenAi,
+                BridgeError::Engine(e),
+                request_id,
+            ));
+        }
     };
     let prepared = match serde_json::from_str::<Prepared<'_>>(&converted.body) {
         Ok(prepared) => prepared,
         Err(e) => {
             let e = EngineError::Trap(format!("the front's prepared request is not readable: {e}"));
-            return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id);
+            return early(error_response_in(
+                Envelope::OpenAi,
+                BridgeError::Engine(e),
+                request_id,
+            ));
         }
     };
     let request = match (prepared.request, prepared.refusal) {
-        (_, Some(refusal)) => return refused(refusal),
+        (_, Some(refusal)) => return early(refused(refusal)),
         (Some(request), None) => Bytes::copy_from_slice(request.get().as_bytes()),
         (None, None) => {
             let e = EngineError::Trap(String::from(
                 "the front prepared neither a request nor a refusal",
             ));
-            return error_response_in(Envelope::OpenAi, BridgeError::Engine(e), request_id);
+            return early(error_response_in(
+                Envelope::OpenAi,
+                BridgeError::Engine(e),
+                request_id,
+            ));
         }
     };
     log_warnings(&converted.warnings);
