@@ -692,3 +692,80 @@ fn refusal(
         },
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn limiter(name: &str) -> (Arc<Limiter>, std::path::PathBuf) {
+        let dir = std::env::temp_dir().join(format!(
+            "claude-bridge-limits-{name}-{}-{}",
+            std::process::id(),
+            super::super::store::now_ms()
+        ));
+        let url = format!("sqlite://{}", dir.join("g.db").display());
+        let store = Store::open(&url, Duration::from_secs(5)).unwrap();
+        store.migrate().await.unwrap();
+        (Arc::new(Limiter::new(store, "r1", false)), dir)
+    }
+
+    #[tokio::test]
+    async fn max_parallel_admits_that_many_and_a_finished_request_makes_room() {
+        let (limiter, dir) = limiter("parallel").await;
+        let spec = KeySpec {
+            name: "k".into(),
+            max_parallel: Some(2),
+            ..KeySpec::default()
+        };
+        let now = 1_795_861_815_000;
+        let a = limiter.admit(&spec, now).await.unwrap();
+        let _b = limiter.admit(&spec, now).await.unwrap();
+        let refused = limiter.admit(&spec, now).await.unwrap_err();
+        assert_eq!(refused.retry_after(), Some(1));
+        assert!(
+            refused.to_string().contains("max_parallel = 2"),
+            "{refused}"
+        );
+        limiter.finish(&a, 0.0, 0.0);
+        assert!(limiter.admit(&spec, now).await.is_ok());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn rpm_refuses_until_the_minute_ends_and_a_token_budget_once_spent() {
+        let (limiter, dir) = limiter("rpm").await;
+        let spec = KeySpec {
+            name: "k".into(),
+            rpm: Some(3),
+            budget_tokens: Some(1000),
+            budget_period: super::super::period::BudgetPeriod::Day,
+            ..KeySpec::default()
+        };
+        let now = 1_795_861_815_000; // 10:30:15 UTC: 45 s left in the minute
+        for _ in 0..3 {
+            let held = limiter.admit(&spec, now).await.unwrap();
+            limiter.finish(&held, 300.0, 0.0);
+        }
+        let refused = limiter.admit(&spec, now).await.unwrap_err();
+        assert_eq!(refused.retry_after(), Some(45), "{refused}");
+        // The next minute: room again for requests, but 900 of 1000 tokens are spent, and the
+        // request admitted with the last 100 spends 300: the budget is then over.
+        let next = now + 60_000;
+        let settled = limiter.take_settlements();
+        limiter.store.write("r1", &[], &settled).await.unwrap();
+        limiter.settled(&settled);
+        let held = limiter.admit(&spec, next).await.unwrap();
+        limiter.finish(&held, 300.0, 0.0);
+        let settled = limiter.take_settlements();
+        limiter.store.write("r1", &[], &settled).await.unwrap();
+        limiter.settled(&settled);
+        let spent = limiter.admit(&spec, next + 1).await.unwrap_err();
+        assert!(matches!(spent, LimitRefusal::Budget { .. }), "{spent}");
+        assert_eq!(spent.retry_after(), None);
+        assert!(
+            spent.to_string().contains("resets at 2026-11-29T00:00:00Z"),
+            "{spent}"
+        );
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
