@@ -318,21 +318,10 @@ impl Limiter {
                 Local::Empty if round == 1 => break,
                 Local::Empty => {}
             }
-            // The slice is empty: wait for the store, asking under the limit less what this
-            // replica spent that the store has not seen yet.
-            let room = limit - self.overflow(key, metric, win);
+            // The slice is empty: wait for the store.
             let granted = tokio::time::timeout(
                 STORE_WAIT,
-                self.store.grant(
-                    &self.replica,
-                    key,
-                    metric.name(),
-                    win,
-                    want,
-                    min,
-                    room,
-                    now_ms + LEASE_TTL_MS,
-                ),
+                self.lease(key, metric, win, (want, min), limit, now_ms),
             )
             .await;
             match granted {
@@ -373,6 +362,32 @@ impl Limiter {
         let refill = bucket.local < want / 2.0 && !bucket.refilling && metric != Metric::Parallel;
         bucket.refilling |= refill;
         Local::Taken { refill }
+    }
+
+    /// Ask the store for a slice of `(want, at least min)` under the limit less what this
+    /// replica spent that the store has not seen yet; what it granted and the quota's total.
+    async fn lease(
+        &self,
+        key: &str,
+        metric: Metric,
+        win: i64,
+        (want, min): (f64, f64),
+        limit: f64,
+        now_ms: i64,
+    ) -> Result<(f64, f64), super::store::StoreError> {
+        let room = limit - self.overflow(key, metric, win);
+        self.store
+            .grant(
+                &self.replica,
+                key,
+                metric.name(),
+                win,
+                want,
+                min,
+                room,
+                now_ms + LEASE_TTL_MS,
+            )
+            .await
     }
 
     /// What this replica spent beyond its slices that the store has not settled yet.
@@ -426,19 +441,8 @@ impl Limiter {
         let this = Arc::clone(self);
         let key = key.to_owned();
         tokio::spawn(async move {
-            let room = limit - this.overflow(&key, metric, win);
             let granted = this
-                .store
-                .grant(
-                    &this.replica,
-                    &key,
-                    metric.name(),
-                    win,
-                    want,
-                    min,
-                    room,
-                    now_ms + LEASE_TTL_MS,
-                )
+                .lease(&key, metric, win, (want, min), limit, now_ms)
                 .await;
             let mut buckets = this.buckets();
             if let Some(bucket) = buckets.get_mut(&(key, metric)) {

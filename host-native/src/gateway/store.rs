@@ -427,18 +427,12 @@ impl Store {
     /// # Errors
     /// No such live key; the store failed.
     pub async fn revoke_key(&self, name: &str, now: i64) -> Result<(), StoreError> {
-        let done = sqlx::query(
+        self.change_live_key(
             "UPDATE bridge_keys SET revoked_ms = $1 WHERE name = $2 AND revoked_ms IS NULL",
+            now,
+            name,
         )
-        .bind(now)
-        .bind(name.to_owned())
-        .execute(&self.pool)
         .await
-        .map_err(|e| self.fail(e))?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NoSuchKey(name.to_owned()));
-        }
-        Ok(())
     }
 
     /// Give the live key `name` a new secret (its hash); the old one stops working.
@@ -446,13 +440,30 @@ impl Store {
     /// # Errors
     /// No such live key; the store failed.
     pub async fn rotate_key(&self, name: &str, hash: &str) -> Result<(), StoreError> {
-        let done =
-            sqlx::query("UPDATE bridge_keys SET hash = $1 WHERE name = $2 AND revoked_ms IS NULL")
-                .bind(hash.to_owned())
-                .bind(name.to_owned())
-                .execute(&self.pool)
-                .await
-                .map_err(|e| self.fail(e))?;
+        self.change_live_key(
+            "UPDATE bridge_keys SET hash = $1 WHERE name = $2 AND revoked_ms IS NULL",
+            hash.to_owned(),
+            name,
+        )
+        .await
+    }
+
+    /// Run `sql` (`$1` the new value, `$2` the name) on a live key; no such key is an error.
+    async fn change_live_key<T>(
+        &self,
+        sql: &'static str,
+        value: T,
+        name: &str,
+    ) -> Result<(), StoreError>
+    where
+        T: for<'q> sqlx::Encode<'q, sqlx::Any> + sqlx::Type<sqlx::Any> + Send + 'static,
+    {
+        let done = sqlx::query(sql)
+            .bind(value)
+            .bind(name.to_owned())
+            .execute(&self.pool)
+            .await
+            .map_err(|e| self.fail(e))?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NoSuchKey(name.to_owned()));
         }
@@ -553,41 +564,9 @@ impl Store {
                 .map_err(|e| self.fail(e))?;
             // What this replica still holds of its lease shrinks by what it used; if the lease
             // was swept (expired), the quota's leased total no longer counts it.
-            let held: Option<f64> = sqlx::query_scalar(
-                "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
-            )
-            .bind(replica.to_owned())
-            .bind(s.key.clone())
-            .bind(s.metric)
-            .bind(s.win)
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(|e| self.fail(e))?;
-            let from_lease = held.unwrap_or(0.0).min(s.used).max(0.0);
-            if from_lease > 0.0 {
-                sqlx::query(
-                    "UPDATE bridge_leases SET amount = amount - $1 WHERE replica = $2 AND key_name = $3 AND metric = $4 AND win = $5",
-                )
-                .bind(from_lease)
-                .bind(replica.to_owned())
-                .bind(s.key.clone())
-                .bind(s.metric)
-                .bind(s.win)
-                .execute(&mut *tx)
+            draw(&mut tx, replica, &s.key, s.metric, s.win, s.used, s.used)
                 .await
                 .map_err(|e| self.fail(e))?;
-            }
-            sqlx::query(
-                "UPDATE bridge_quota SET settled = settled + $1, leased = leased - $2 WHERE key_name = $3 AND metric = $4 AND win = $5",
-            )
-            .bind(s.used)
-            .bind(from_lease)
-            .bind(s.key.clone())
-            .bind(s.metric)
-            .bind(s.win)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.fail(e))?;
         }
         tx.commit().await.map_err(|e| self.fail(e))
     }
@@ -725,40 +704,9 @@ impl Store {
         amount: f64,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
-        let held: Option<f64> = sqlx::query_scalar(
-            "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
-        )
-        .bind(replica.to_owned())
-        .bind(key.to_owned())
-        .bind(metric)
-        .bind(win)
-        .fetch_optional(&mut *tx)
-        .await
-        .map_err(|e| self.fail(e))?;
-        let back = held.unwrap_or(0.0).min(amount).max(0.0);
-        if back > 0.0 {
-            sqlx::query(
-                "UPDATE bridge_leases SET amount = amount - $1 WHERE replica = $2 AND key_name = $3 AND metric = $4 AND win = $5",
-            )
-            .bind(back)
-            .bind(replica.to_owned())
-            .bind(key.to_owned())
-            .bind(metric)
-            .bind(win)
-            .execute(&mut *tx)
+        draw(&mut tx, replica, key, metric, win, amount, 0.0)
             .await
             .map_err(|e| self.fail(e))?;
-            sqlx::query(
-                "UPDATE bridge_quota SET leased = leased - $1 WHERE key_name = $2 AND metric = $3 AND win = $4",
-            )
-            .bind(back)
-            .bind(key.to_owned())
-            .bind(metric)
-            .bind(win)
-            .execute(&mut *tx)
-            .await
-            .map_err(|e| self.fail(e))?;
-        }
         tx.commit().await.map_err(|e| self.fail(e))
     }
 
@@ -866,6 +814,55 @@ async fn ensure_quota(
     .execute(&mut **tx)
     .await
     .map(|_| ())
+}
+
+/// Take up to `amount` out of `replica`'s lease on a quota and add `settle` to the quota's
+/// settled count; its leased total shrinks by what came out of the lease (a lease already swept
+/// back gives nothing). Returns what came out of the lease.
+async fn draw(
+    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+    replica: &str,
+    key: &str,
+    metric: &'static str,
+    win: i64,
+    amount: f64,
+    settle: f64,
+) -> Result<f64, sqlx::Error> {
+    let held: Option<f64> = sqlx::query_scalar(
+        "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
+    )
+    .bind(replica.to_owned())
+    .bind(key.to_owned())
+    .bind(metric)
+    .bind(win)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let from_lease = held.unwrap_or(0.0).min(amount).max(0.0);
+    if from_lease > 0.0 {
+        sqlx::query(
+            "UPDATE bridge_leases SET amount = amount - $1 WHERE replica = $2 AND key_name = $3 AND metric = $4 AND win = $5",
+        )
+        .bind(from_lease)
+        .bind(replica.to_owned())
+        .bind(key.to_owned())
+        .bind(metric)
+        .bind(win)
+        .execute(&mut **tx)
+        .await?;
+    }
+    if from_lease > 0.0 || settle > 0.0 {
+        sqlx::query(
+            "UPDATE bridge_quota SET settled = settled + $1, leased = leased - $2 WHERE key_name = $3 AND metric = $4 AND win = $5",
+        )
+        .bind(settle)
+        .bind(from_lease)
+        .bind(key.to_owned())
+        .bind(metric)
+        .bind(win)
+        .execute(&mut **tx)
+        .await?;
+    }
+    Ok(from_lease)
 }
 
 fn key_row(row: &AnyRow) -> Option<(String, KeyEntry)> {

@@ -572,22 +572,7 @@ async fn authenticate(
 /// Whether the request carries `expected` as `x-api-key` or `Authorization: Bearer` (compared in
 /// constant time).
 pub(crate) fn presents_key(headers: &HeaderMap, expected: &str) -> bool {
-    let presented = headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| {
-            headers
-                .get(http::header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| {
-                    // The scheme is case-insensitive (RFC 9110 §11.1).
-                    let (scheme, token) = v.split_once(' ')?;
-                    scheme
-                        .eq_ignore_ascii_case("bearer")
-                        .then(|| token.trim_start())
-                })
-        })
-        .unwrap_or("");
+    let presented = crate::gateway::presented_key(headers).unwrap_or("");
     bool::from(presented.as_bytes().ct_eq(expected.as_bytes()))
 }
 
