@@ -808,6 +808,10 @@ pub struct ServeArgs {
     /// `$XDG_STATE_HOME/claude-bridge/fabstir-ledger.json`).
     #[arg(help_heading = "Fabstir", long, env = "CLAUDE_BRIDGE_LEDGER")]
     pub ledger: Option<PathBuf>,
+    /// The gateway's store when the config turns the gateway on: the Fabstir job ledger lives
+    /// there (the `--ledger` file is imported once). Set from the config, never a flag.
+    #[arg(skip)]
+    pub ledger_store: Option<String>,
     /// Fabstir (chain mode): blocks to wait for before a new job is used.
     #[arg(
         help_heading = "Fabstir",

@@ -291,7 +291,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     // Keys guard the bridge as a client key does.
     let guard = crate::guard::Guard::new(
         &args.allowed_origin,
-        client_key.is_some() || gateway.is_some(),
+        client_key.is_some() || gateway.as_ref().is_some_and(|g| g.requires_key()),
     )?;
     Ok(Arc::new(AppState {
         engine,
@@ -323,7 +323,8 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
 pub async fn serve(args: &ServeArgs) -> Result<(), String> {
     let args = &with_config_defaults(args)?;
     let state = build_state(args).await?;
-    let (listener, local) = bind_listen(args).await?;
+    let keys_required = state.gateway.as_ref().is_some_and(|g| g.requires_key());
+    let (listener, local) = bind_listen_guarded(args, keys_required).await?;
     announce(args, &state, local);
     if !args.no_upstream_check {
         tokio::spawn(crate::doctor::log_at_start(
@@ -527,6 +528,18 @@ async fn reload_on_change(
 /// # Errors
 /// The address cannot be bound, or it is not loopback and there is no client key.
 pub async fn bind_listen(args: &ServeArgs) -> Result<(TcpListener, std::net::SocketAddr), String> {
+    bind_listen_guarded(args, false).await
+}
+
+/// [`bind_listen`] for a server whose gateway already requires keys (`keys_required`): then
+/// any address may be served without `--client-key`.
+///
+/// # Errors
+/// The address cannot be bound, or it is not loopback and nothing requires a key.
+pub async fn bind_listen_guarded(
+    args: &ServeArgs,
+    keys_required: bool,
+) -> Result<(TcpListener, std::net::SocketAddr), String> {
     let addr = args.listen;
     match args.client_key.as_deref() {
         Some(key) if key.trim().is_empty() => {
@@ -534,11 +547,11 @@ pub async fn bind_listen(args: &ServeArgs) -> Result<(TcpListener, std::net::Soc
                 "--client-key is empty: give the key clients must send, or leave the flag (and CLAUDE_BRIDGE_CLIENT_KEY) out",
             ));
         }
-        None if !addr.ip().is_loopback() => {
+        None if !addr.ip().is_loopback() && !keys_required => {
             return Err(format!(
                 "refusing to listen on {addr} without --client-key: anyone who can reach it could use \
-                 your upstream (and, with `agui`, run commands on this machine); set --client-key, or \
-                 listen on 127.0.0.1"
+                 your upstream (and, with `agui`, run commands on this machine); set --client-key (or \
+                 keys: [[keys]] or admin_key in the config), or listen on 127.0.0.1"
             ));
         }
         _ => {}
@@ -602,6 +615,19 @@ pub async fn shutdown_signal() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn an_address_others_can_reach_needs_a_client_key_or_gateway_keys() {
+        let argv: Vec<String> = ["claude-bridge", "serve"].map(String::from).to_vec();
+        let Some(crate::cli::Command::Serve(mut args)) = crate::cli::parse_from(&argv).command
+        else {
+            unreachable!("`serve` parses as Serve")
+        };
+        args.listen = "0.0.0.0:0".parse().unwrap();
+        let refused = bind_listen_guarded(&args, false).await.unwrap_err();
+        assert!(refused.contains("[[keys]]"), "{refused}");
+        assert!(bind_listen_guarded(&args, true).await.is_ok());
+    }
 
     #[test]
     fn old_launcher_logs_are_pruned_newest_kept_others_untouched() {

@@ -470,3 +470,82 @@ async fn the_wrong_chain_and_an_unfunded_wallet_are_clear_errors() {
     );
     assert_eq!(world.job_count().await.unwrap(), 0);
 }
+
+/// Two gateway replicas (one store, each its own ledger file) with room under `--max-spend` for
+/// one deposit: both start with nothing spent, a prompt reaches each at once, and exactly one
+/// job is paid — the other replica refuses with the cap's billing error. Each replica's own
+/// count would have let both pay; the job reserved in the shared ledger (the store) does not.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_gateway_replicas_sharing_a_store_never_cross_the_spending_cap_together() {
+    let world = world().await;
+    let (node, _) = host(&world, HOST_A, script(|_| String::from("one paid answer"))).await;
+    let dir = TempDir::new("fabstir-shared").unwrap();
+    let config = dir.path().join("claude-bridge.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[store]\nurl = \"sqlite://{}\"\n\n[providers.hosts]\nkind = \"fabstir\"\n\n[router]\ndefault = \"hosts,{MODEL}\"\n",
+            dir.path().join("gateway.db").display()
+        ),
+    )
+    .unwrap();
+    let names = ["fabstir-shared-0", "fabstir-shared-1"];
+    let replica = |i: usize| {
+        let ledger = dir.path().join(format!("ledger-{i}.json"));
+        let mut args = world.bridge_args();
+        args.extend(
+            [
+                "--config",
+                config.to_str().unwrap(),
+                "--ledger",
+                ledger.to_str().unwrap(),
+                "--deposit",
+                "0.0002",
+                "--max-spend",
+                "0.0003",
+            ]
+            .map(String::from),
+        );
+        let mut opts = BridgeOptions::fabstir(MODEL, &WALLET).args(&args);
+        opts.env.push((
+            "XDG_STATE_HOME".into(),
+            dir.path().join(format!("state-{i}")).display().to_string(),
+        ));
+        Bridge::start_with("http://127.0.0.1:9/unused", names[i], opts)
+    };
+    let (a, b) = tokio::join!(replica(0), replica(1));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let ctx = || {
+        format!(
+            "node: {:?}\n--- a:\n{}\n--- b:\n{}",
+            node.log(),
+            a.log(),
+            b.log()
+        )
+    };
+    let (base_a, base_b, body) = (a.base_url(), b.base_url(), request(false));
+    let (ra, rb) = tokio::join!(
+        http::post_messages(&base_a, &body, T),
+        http::post_messages(&base_b, &body, T)
+    );
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    let mut statuses = [ra.status, rb.status];
+    statuses.sort_unstable();
+    assert_eq!(
+        statuses,
+        [200, 402],
+        "{}\n{}\n{}",
+        ra.text(),
+        rb.text(),
+        ctx()
+    );
+    let refused = if ra.status == 402 { &ra } else { &rb };
+    let error = refused
+        .anthropic_error(&[402], "billing_error")
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", refused.text(), ctx()));
+    assert!(
+        error["message"].as_str().unwrap().contains("--max-spend"),
+        "{error}"
+    );
+    assert_eq!(world.job_count().await.unwrap(), 1, "{}", ctx());
+}

@@ -322,6 +322,20 @@ impl Gateway {
         self.ring().entries()
     }
 
+    /// Whether callers need a key: there is an admin key, a `client_key`, or any key (in the
+    /// config or made at run time). A gateway with only a store serves anyone, as a bridge
+    /// without `client_key` does, until the first key is made.
+    #[must_use]
+    pub fn requires_key(&self) -> bool {
+        self.client_key_hash.is_some()
+            || self
+                .admin_hash
+                .read()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .is_some()
+            || !self.ring().is_empty()
+    }
+
     /// Who sent `headers`: the admin key, a key, the shared `client_key`, or nobody when no key
     /// is needed.
     ///
@@ -333,7 +347,11 @@ impl Gateway {
         now_ms: i64,
     ) -> Result<Caller, KeyRefusal> {
         let Some(presented) = presented_key(headers) else {
-            return Err(KeyRefusal::Missing);
+            return if self.requires_key() {
+                Err(KeyRefusal::Missing)
+            } else {
+                Ok(Caller::Open)
+            };
         };
         let hash = hash_secret(presented);
         let same = |known: &str| bool::from(hash.as_bytes().ct_eq(known.as_bytes()));
@@ -351,7 +369,12 @@ impl Gateway {
         }
         let entry = match self.ring().get(&hash) {
             Some(entry) => Arc::clone(entry),
-            None => self.look_up(&hash).await.ok_or(KeyRefusal::Unknown)?,
+            None => match self.look_up(&hash).await {
+                Some(entry) => entry,
+                // No key exists yet: nobody needs one (what the client sent is its own).
+                None if !self.requires_key() => return Ok(Caller::Open),
+                None => return Err(KeyRefusal::Unknown),
+            },
         };
         match entry.refusal(now_ms) {
             Some(refusal) => Err(refusal),

@@ -59,10 +59,11 @@ pub enum Dialect {
 }
 
 /// The migrations, in order. Each runs once, in a transaction; never edit one that shipped.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    1,
-    "keys, ledger, quotas and leases",
-    "CREATE TABLE IF NOT EXISTS bridge_keys (
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        1,
+        "keys, ledger, quotas and leases",
+        "CREATE TABLE IF NOT EXISTS bridge_keys (
         name TEXT PRIMARY KEY,
         hash TEXT NOT NULL UNIQUE,
         spec TEXT NOT NULL,
@@ -113,7 +114,17 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[(
         expires_ms BIGINT NOT NULL,
         PRIMARY KEY (replica, key_name, metric, win)
     );",
-)];
+    ),
+    (
+        2,
+        "the Fabstir job ledger",
+        "CREATE TABLE IF NOT EXISTS bridge_fabstir_ledger (
+            wallet TEXT PRIMARY KEY,
+            doc TEXT NOT NULL,
+            updated_ms BIGINT NOT NULL
+        );",
+    ),
+];
 
 /// The columns of `bridge_ledger`, in [`Record`]'s order.
 const LEDGER_COLUMNS: &[&str] = &[
@@ -793,6 +804,64 @@ impl Store {
         }
     }
 
+    // ---- the Fabstir job ledger ----
+
+    /// Put `doc` in place as `wallet`'s job ledger unless it has one; true when it was put.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn fabstir_import(&self, wallet: &str, doc: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "INSERT INTO bridge_fabstir_ledger (wallet, doc, updated_ms) VALUES ($1, $2, $3) ON CONFLICT (wallet) DO NOTHING",
+        )
+        .bind(wallet.to_owned())
+        .bind(doc.to_owned())
+        .bind(now_ms())
+        .execute(&self.pool)
+        .await
+        .map_err(|e| self.fail(e))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Change `wallet`'s job ledger (put in place by [`Store::fabstir_import`]) in one
+    /// transaction that holds its row: `change` gets the document and gives the new one (or an
+    /// error, which changes nothing). Every replica's changes are serialized.
+    ///
+    /// # Errors
+    /// The store failed (outer), or `change` refused (inner).
+    pub async fn fabstir_update<R>(
+        &self,
+        wallet: &str,
+        change: impl FnOnce(&str) -> Result<(String, R), String>,
+    ) -> Result<Result<R, String>, StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        // A write first: the row is locked (PostgreSQL) or the database (SQLite) until commit.
+        sqlx::query("UPDATE bridge_fabstir_ledger SET updated_ms = $1 WHERE wallet = $2")
+            .bind(now_ms())
+            .bind(wallet.to_owned())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        let doc: String =
+            sqlx::query_scalar("SELECT doc FROM bridge_fabstir_ledger WHERE wallet = $1")
+                .bind(wallet.to_owned())
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(|e| self.fail(e))?;
+        let (new_doc, out) = match change(&doc) {
+            Ok(changed) => changed,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        sqlx::query("UPDATE bridge_fabstir_ledger SET doc = $1 WHERE wallet = $2")
+            .bind(new_doc)
+            .bind(wallet.to_owned())
+            .execute(&mut *tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        Ok(Ok(out))
+    }
+
     /// Close the pool.
     pub async fn close(&self) {
         self.pool.close().await;
@@ -931,7 +1000,7 @@ mod tests {
     async fn grants_never_exceed_the_limit_and_a_dead_replicas_lease_comes_back_by_expiry() {
         let (url, dir) = temp_url("grants");
         let store = Store::open(&url, Duration::from_secs(5)).unwrap();
-        assert_eq!(store.migrate().await.unwrap(), [1]);
+        assert_eq!(store.migrate().await.unwrap(), [1, 2]);
         assert!(
             store.migrate().await.unwrap().is_empty(),
             "migrations run once"

@@ -231,7 +231,16 @@ impl Routes {
                     target.provider
                 ));
             };
-            let provider_args = provider_args(args, provider, target.model.clone());
+            let mut provider_args = provider_args(args, provider, target.model.clone());
+            // With the gateway on, a Fabstir provider keeps its job ledger in the gateway's
+            // store (shared by every replica, so they never cross the spending cap together).
+            if config.gateway.enabled(config.store_table) {
+                provider_args.ledger_store = config
+                    .gateway
+                    .store_url
+                    .clone()
+                    .or_else(crate::gateway::store::default_url);
+            }
             let built = crate::run::build_provider(&provider_args, engine, &runners)
                 .await
                 .map_err(|e| format!("provider {}: {e}", target.provider))?;

@@ -65,6 +65,8 @@ pub struct ChainJobs {
     pub pinned: Option<Address>,
     /// The job ledger (shared with the `hosts` view and start-up reconciliation).
     pub ledger: Arc<Mutex<Ledger>>,
+    /// `--max-spend` in base units: the cap a new job's reservation is checked against.
+    pub max_spend: u128,
     /// Failures per host in this run.
     pub failures: HashMap<Address, u32>,
     /// Measured connect-and-greet time per host in this run (ms).
@@ -171,41 +173,40 @@ impl JobSource {
 
     /// A prompt finished on the job with the host's token count.
     pub async fn tokens_used(&mut self, target: &Target, tokens: u64) {
-        self.record(target, "tokens", |ledger, chain_id, job_id| {
-            ledger.add_tokens(chain_id, job_id, tokens)
-        })
-        .await;
+        #[cfg(feature = "fabstir-chain")]
+        if let Self::Chain(jobs) = self {
+            let chain_id = jobs.chain.config().chain_id;
+            let recorded = jobs
+                .ledger
+                .lock()
+                .await
+                .add_tokens(chain_id, target.job_id, tokens)
+                .await;
+            if let Err(e) = recorded {
+                warn!(error = %e, "cannot record tokens in the ledger");
+            }
+        }
+        #[cfg(not(feature = "fabstir-chain"))]
+        let _ = (self, target, tokens);
     }
 
     /// The job's socket closed: the host settles it (the chain confirms later).
     pub async fn job_closed(&mut self, target: &Target) {
-        self.record(target, "the closed job", |ledger, chain_id, job_id| {
-            ledger.close(chain_id, job_id)
-        })
-        .await;
-    }
-
-    /// Update the ledger (chain mode); a failed write is logged, never fatal to the prompt.
-    async fn record(
-        &mut self,
-        target: &Target,
-        what: &str,
-        update: impl FnOnce(
-            &mut super::ledger::Ledger,
-            u64,
-            u64,
-        ) -> Result<(), super::ledger::LedgerError>,
-    ) {
-        #[cfg(not(feature = "fabstir-chain"))]
-        let _ = (target, what, update);
         #[cfg(feature = "fabstir-chain")]
         if let Self::Chain(jobs) = self {
             let chain_id = jobs.chain.config().chain_id;
-            let mut ledger = jobs.ledger.lock().await;
-            if let Err(e) = update(&mut ledger, chain_id, target.job_id) {
-                warn!(error = %e, "cannot record {what} in the ledger");
+            let recorded = jobs
+                .ledger
+                .lock()
+                .await
+                .close(chain_id, target.job_id)
+                .await;
+            if let Err(e) = recorded {
+                warn!(error = %e, "cannot record the closed job in the ledger");
             }
         }
+        #[cfg(not(feature = "fabstir-chain"))]
+        let _ = (self, target);
     }
 }
 
@@ -244,14 +245,47 @@ impl ChainJobs {
             created_at: crate::ids::unix_seconds(),
             ..JobEntry::default()
         };
-        // Never pay for a job the ledger could not record.
-        if let Err(e) = self.ledger.lock().await.check_writable() {
-            error!(error = %e, "not paying for a job: the ledger cannot be written");
-            return Err(ApiError::new(
-                ErrorKind::Api,
-                format!("{e}: the bridge does not pay for a job it cannot record"),
-            )
-            .into());
+        // Never pay for a job the ledger could not record, or past the spending cap counted
+        // over every bridge that shares the ledger: the job is reserved first.
+        let reservation = crate::ids::request_id();
+        let reserved = self
+            .ledger
+            .lock()
+            .await
+            .reserve(entry.clone(), self.max_spend, &reservation)
+            .await;
+        match reserved {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                let spent = self
+                    .ledger
+                    .lock()
+                    .await
+                    .spent(entry.chain_id, &entry.payment);
+                warn!(
+                    spent,
+                    deposit,
+                    max_spend = self.max_spend,
+                    "not paying for a job: the spending cap, counted over every bridge sharing the ledger, is reached"
+                );
+                return Err(ApiError::new(
+                    ErrorKind::Billing,
+                    format!(
+                        "the Fabstir spending cap (--max-spend) is reached: the jobs recorded in the shared ledger cost {} and a new job's deposit is {}; raise --max-spend or wait for jobs to settle",
+                        super::chain::format_units(U256::from(spent), self.payment.decimals()),
+                        super::chain::format_units(deposit_units, self.payment.decimals()),
+                    ),
+                )
+                .into());
+            }
+            Err(e) => {
+                error!(error = %e, "not paying for a job: the ledger cannot be written");
+                return Err(ApiError::new(
+                    ErrorKind::Api,
+                    format!("{e}: the bridge does not pay for a job it cannot record"),
+                )
+                .into());
+            }
         }
         let created = match self
             .chain
@@ -268,12 +302,14 @@ impl ChainJobs {
             Err(ChainError::Unconfirmed { tx, message }) => {
                 // Perhaps paid: keep it in the ledger (counted) until the next start checks it.
                 warn!(%tx, %message, "the job's transaction was not confirmed");
-                let pending = JobEntry {
-                    tx: tx.to_string(),
-                    ..entry
-                };
-                if let Err(e) = self.ledger.lock().await.add_pending(pending) {
-                    error!(error = %e, %tx, "PERHAPS-PAID JOB NOT RECORDED in the ledger");
+                let sent = self
+                    .ledger
+                    .lock()
+                    .await
+                    .reservation_sent(&reservation, &tx.to_string())
+                    .await;
+                if let Err(e) = sent {
+                    error!(error = %e, %tx, "PERHAPS-PAID JOB: its transaction is not recorded in the ledger (its deposit stays counted)");
                 }
                 let error = ChainError::Unconfirmed { tx, message };
                 return Err(NoJob {
@@ -282,6 +318,16 @@ impl ChainJobs {
                 });
             }
             Err(e) => {
+                // Nothing went out: the reservation goes.
+                if let Err(e) = self
+                    .ledger
+                    .lock()
+                    .await
+                    .reservation_dropped(&reservation)
+                    .await
+                {
+                    warn!(error = %e, "cannot drop a job reservation from the ledger; its deposit stays counted");
+                }
                 if !matches!(e, ChainError::InsufficientFunds { .. }) {
                     *self.failures.entry(offer.address).or_default() += 1;
                 }
@@ -289,14 +335,15 @@ impl ChainJobs {
             }
         };
         info!(job_id = created.job_id, tx = %created.tx_hash, "Fabstir job created");
-        let entry = JobEntry {
-            job_id: created.job_id,
-            tx: created.tx_hash.to_string(),
-            ..entry
-        };
-        if let Err(e) = self.ledger.lock().await.add(entry) {
+        let paid = self
+            .ledger
+            .lock()
+            .await
+            .reservation_paid(&reservation, &created.tx_hash.to_string(), created.job_id)
+            .await;
+        if let Err(e) = paid {
             // The job is paid either way (it is used); losing the record must be loud.
-            error!(error = %e, job_id = created.job_id, tx = %created.tx_hash, "PAID JOB NOT RECORDED in the ledger: the spending cap will not count it after a restart");
+            error!(error = %e, job_id = created.job_id, tx = %created.tx_hash, "PAID JOB NOT RECORDED in the ledger: its reservation keeps the deposit counted, but the job id is not kept");
         }
         Ok(Target {
             host_url: offer.api_url.clone(),

@@ -14,21 +14,34 @@
 //!
 //! It is also the memory of the spending cap: `--max-spend` bounds what earlier runs cost plus
 //! the deposits of this run ([`Ledger::spent`]); a job counts its whole deposit until the chain
-//! says what it was charged. At start the bridge asks the chain about every job whose end it has
-//! not seen confirmed ([`Ledger::to_reconcile`]).
+//! says what it was charged. Before paying for a job the bridge reserves it in the ledger under
+//! the cap ([`Ledger::reserve`]: checked and recorded in one locked step), so bridges sharing a
+//! ledger never cross the cap together. At start the bridge asks the chain about every job whose
+//! end it has not seen confirmed ([`Ledger::to_reconcile`]).
+//!
+//! With the team gateway on, the ledger lives in the gateway's store, one row per wallet
+//! ([`Ledger::open_store`]; the file is imported once), so every replica shares it.
 //!
 //! ```
+//! # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
 //! # let dir = std::env::temp_dir().join(format!("ledger-doc-{}", std::process::id()));
 //! use claude_bridge::fabstir::ledger::{JobEntry, Ledger};
 //! let mut ledger = Ledger::open(&dir.join("ledger.json")).unwrap();
 //! ledger.add(JobEntry { chain_id: 84532, job_id: 7, deposit: 1000, price_per_token: 2000,
-//!     payment: "eth".into(), ..JobEntry::default() }).unwrap();
-//! ledger.add_tokens(84532, 7, 100).unwrap();
-//! ledger.close(84532, 7).unwrap();
+//!     payment: "eth".into(), ..JobEntry::default() }).await.unwrap();
+//! ledger.add_tokens(84532, 7, 100).await.unwrap();
+//! ledger.close(84532, 7).await.unwrap();
 //! assert_eq!(ledger.spent(84532, "eth"), 1000); // until the chain says, the deposit counts
-//! ledger.settle(84532, 7, Some(200)).unwrap();
+//! ledger.settle(84532, 7, Some(200)).await.unwrap();
 //! assert_eq!(ledger.spent(84532, "eth"), 200); // settled: what the deposit did not get back
+//! // Before paying, a job is reserved under the cap (bridges sharing the ledger see it):
+//! let job = JobEntry { chain_id: 84532, deposit: 1000, payment: "eth".into(), ..JobEntry::default() };
+//! assert_eq!(ledger.reserve(job.clone(), 1000, "r1").await.unwrap(), None); // 200 + 1000 > 1000
+//! assert_eq!(ledger.reserve(job, 1200, "r2").await.unwrap().as_deref(), Some("r2"));
+//! ledger.reservation_paid("r2", "0xabc", 8).await.unwrap();
+//! assert_eq!(ledger.spent(84532, "eth"), 1200);
 //! # std::fs::remove_dir_all(&dir).ok();
+//! # });
 //! ```
 
 use std::path::{Path, PathBuf};
@@ -119,8 +132,22 @@ struct File {
 /// The ledger file and its contents.
 #[derive(Debug)]
 pub struct Ledger {
-    path: PathBuf,
+    backing: Backing,
     jobs: Vec<JobEntry>,
+}
+
+/// Where the ledger is kept.
+#[derive(Debug)]
+enum Backing {
+    /// A JSON file (`--ledger`), shared by the processes that lock it.
+    File(PathBuf),
+    /// The gateway's store (the same document, one row per wallet): shared by every replica.
+    Store {
+        /// The store.
+        store: crate::gateway::store::Store,
+        /// The wallet's address (the row).
+        wallet: String,
+    },
 }
 
 /// The ledger cannot be read or written.
@@ -158,9 +185,50 @@ impl Ledger {
         };
         let file = Self::read(path).map_err(error)?;
         Ok(Self {
-            path: path.to_path_buf(),
+            backing: Backing::File(path.to_path_buf()),
             jobs: file.jobs,
         })
+    }
+
+    /// The ledger of `wallet` in the gateway's store. The first time, the file at `import`
+    /// (the ledger of runs before the store) becomes its content, and the file is renamed
+    /// `….imported` so it is never imported twice.
+    ///
+    /// # Errors
+    /// The store cannot be reached; the file cannot be read.
+    pub async fn open_store(
+        store: crate::gateway::store::Store,
+        wallet: &str,
+        import: &Path,
+    ) -> Result<Self, LedgerError> {
+        let mut ledger = Self {
+            backing: Backing::Store {
+                store,
+                wallet: wallet.to_owned(),
+            },
+            jobs: Vec::new(),
+        };
+        let file = Self::read(import).map_err(|e| LedgerError {
+            path: import.display().to_string(),
+            message: e,
+        })?;
+        let doc = serde_json::to_string(&file).map_err(|e| ledger.error(e))?;
+        let Backing::Store { store, .. } = &ledger.backing else {
+            return Err(ledger.error("not a store ledger"));
+        };
+        let imported = store
+            .fabstir_import(wallet, &doc)
+            .await
+            .map_err(|e| ledger.error(e))?;
+        if imported && import.exists() {
+            let mut done = import.as_os_str().to_owned();
+            done.push(".imported");
+            std::fs::rename(import, &done).map_err(|e| ledger.error(e))?;
+            tracing::info!(file = %import.display(), jobs = file.jobs.len(), "the Fabstir ledger file was imported into the store");
+        }
+        // Read it back (another replica may have imported first).
+        ledger.update(|_| ()).await?;
+        Ok(ledger)
     }
 
     /// The file's contents (a missing file is an empty ledger); a version other than
@@ -193,14 +261,17 @@ impl Ledger {
     ///
     /// # Errors
     /// It cannot.
-    pub fn check_writable(&mut self) -> Result<(), LedgerError> {
-        self.update(|_| {})
+    pub async fn check_writable(&mut self) -> Result<(), LedgerError> {
+        self.update(|_| {}).await
     }
 
-    /// The file.
+    /// Where it is kept, for messages.
     #[must_use]
-    pub fn path(&self) -> &Path {
-        &self.path
+    pub fn describe(&self) -> String {
+        match &self.backing {
+            Backing::File(path) => path.display().to_string(),
+            Backing::Store { store, wallet } => format!("{} (wallet {wallet})", store.url()),
+        }
     }
 
     /// Every job, oldest first.
@@ -212,11 +283,7 @@ impl Ledger {
     /// What the jobs on this chain paid in this token cost (see [`JobEntry::cost`]).
     #[must_use]
     pub fn spent(&self, chain_id: u64, payment: &str) -> u128 {
-        self.jobs
-            .iter()
-            .filter(|j| j.chain_id == chain_id && j.payment == payment)
-            .map(JobEntry::cost)
-            .fold(0u128, u128::saturating_add)
+        spent_in(&self.jobs, chain_id, payment)
     }
 
     /// Jobs on this chain the chain still has something to say about (pending transactions,
@@ -234,25 +301,30 @@ impl Ledger {
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn add(&mut self, mut entry: JobEntry) -> Result<(), LedgerError> {
+    pub async fn add(&mut self, mut entry: JobEntry) -> Result<(), LedgerError> {
         entry.status = String::from("open");
-        self.update(|jobs| jobs.push(entry))
+        self.update(|jobs| jobs.push(entry)).await
     }
 
     /// Record a job transaction that was sent but not confirmed (`job_id` 0 until it is).
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn add_pending(&mut self, mut entry: JobEntry) -> Result<(), LedgerError> {
+    pub async fn add_pending(&mut self, mut entry: JobEntry) -> Result<(), LedgerError> {
         entry.status = String::from("pending");
-        self.update(|jobs| jobs.push(entry))
+        self.update(|jobs| jobs.push(entry)).await
     }
 
     /// A pending transaction turned out to have created `job_id`.
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn confirm(&mut self, chain_id: u64, tx: &str, job_id: u64) -> Result<(), LedgerError> {
+    pub async fn confirm(
+        &mut self,
+        chain_id: u64,
+        tx: &str,
+        job_id: u64,
+    ) -> Result<(), LedgerError> {
         self.update(|jobs| {
             if let Some(job) = jobs
                 .iter_mut()
@@ -262,13 +334,14 @@ impl Ledger {
                 job.status = String::from("open");
             }
         })
+        .await
     }
 
     /// A pending transaction reverted: nothing was paid.
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn revert(&mut self, chain_id: u64, tx: &str) -> Result<(), LedgerError> {
+    pub async fn revert(&mut self, chain_id: u64, tx: &str) -> Result<(), LedgerError> {
         self.update(|jobs| {
             if let Some(job) = jobs
                 .iter_mut()
@@ -277,13 +350,14 @@ impl Ledger {
                 job.status = String::from("reverted");
             }
         })
+        .await
     }
 
     /// A prompt of the job finished with this many tokens.
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn add_tokens(
+    pub async fn add_tokens(
         &mut self,
         chain_id: u64,
         job_id: u64,
@@ -295,13 +369,14 @@ impl Ledger {
                 job.tokens_used = job.tokens_used.saturating_add(tokens);
             }
         })
+        .await
     }
 
     /// The job's socket closed (the host settles it on-chain; the chain confirms later).
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn close(&mut self, chain_id: u64, job_id: u64) -> Result<(), LedgerError> {
+    pub async fn close(&mut self, chain_id: u64, job_id: u64) -> Result<(), LedgerError> {
         self.update(|jobs| {
             if let Some(job) = find(jobs, chain_id, job_id)
                 && job.status == "open"
@@ -309,13 +384,14 @@ impl Ledger {
                 job.status = String::from("closed");
             }
         })
+        .await
     }
 
     /// The chain says the job ended; `charged` is what it cost (deposit minus refund), when known.
     ///
     /// # Errors
     /// The file cannot be written.
-    pub fn settle(
+    pub async fn settle(
         &mut self,
         chain_id: u64,
         job_id: u64,
@@ -329,22 +405,57 @@ impl Ledger {
                 }
             }
         })
+        .await
     }
 
     fn error(&self, message: impl std::fmt::Display) -> LedgerError {
         LedgerError {
-            path: self.path.display().to_string(),
+            path: self.describe(),
             message: message.to_string(),
         }
     }
 
-    /// Under the lock: re-read the file (another bridge may have written it), apply `change`,
-    /// write a temporary file beside the ledger and rename it over the ledger.
-    fn update(&mut self, change: impl FnOnce(&mut Vec<JobEntry>)) -> Result<(), LedgerError> {
-        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+    /// Re-read the ledger (another bridge may have written it), apply `change`, write it back:
+    /// the file under its lock (a temporary file renamed over it), the store in one
+    /// transaction holding the wallet's row.
+    async fn update<R>(
+        &mut self,
+        change: impl FnOnce(&mut Vec<JobEntry>) -> R,
+    ) -> Result<R, LedgerError> {
+        match &self.backing {
+            Backing::File(path) => {
+                let path = path.clone();
+                self.update_file(&path, change)
+            }
+            Backing::Store { store, wallet } => {
+                let changed = store
+                    .fabstir_update(wallet, |doc| {
+                        let mut file: File =
+                            serde_json::from_str(doc).map_err(|e| format!("not a ledger ({e})"))?;
+                        let out = change(&mut file.jobs);
+                        let jobs = file.jobs.clone();
+                        let text = serde_json::to_string(&file).map_err(|e| e.to_string())?;
+                        Ok((text, (out, jobs)))
+                    })
+                    .await
+                    .map_err(|e| self.error(e))?;
+                let (out, jobs) = changed.map_err(|e| self.error(e))?;
+                self.jobs = jobs;
+                Ok(out)
+            }
+        }
+    }
+
+    /// [`Ledger::update`] of the file at `path`.
+    fn update_file<R>(
+        &mut self,
+        path: &Path,
+        change: impl FnOnce(&mut Vec<JobEntry>) -> R,
+    ) -> Result<R, LedgerError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
         }
-        let mut lock_path = self.path.clone().into_os_string();
+        let mut lock_path = path.to_path_buf().into_os_string();
         lock_path.push(".lock");
         let lock = std::fs::OpenOptions::new()
             .create(true)
@@ -354,18 +465,113 @@ impl Ledger {
             .map_err(|e| self.error(e))?;
         lock.lock()
             .map_err(|e| self.error(format!("cannot lock: {e}")))?;
-        let mut file = Self::read(&self.path).map_err(|e| self.error(e))?;
-        change(&mut file.jobs);
+        let mut file = Self::read(path).map_err(|e| self.error(e))?;
+        let out = change(&mut file.jobs);
         let jobs = file.jobs.clone();
         let mut text = serde_json::to_string_pretty(&file).map_err(|e| self.error(e))?;
         text.push('\n');
-        let mut tmp = self.path.clone().into_os_string();
+        let mut tmp = path.to_path_buf().into_os_string();
         tmp.push(format!(".{}.tmp", std::process::id()));
         std::fs::write(&tmp, text).map_err(|e| self.error(e))?;
-        std::fs::rename(&tmp, &self.path).map_err(|e| self.error(e))?;
+        std::fs::rename(&tmp, path).map_err(|e| self.error(e))?;
         self.jobs = jobs;
-        Ok(())
+        Ok(out)
     }
+
+    /// Before paying: record a job about to be created (pending, no transaction yet) if what
+    /// this wallet's jobs on the chain cost in `entry`'s token, plus its deposit, stays within
+    /// `max_spend` — checked and recorded in one step, so bridges sharing the ledger (the
+    /// gateway's replicas) never cross the cap together. The reservation's id, or `None` when
+    /// the cap refuses.
+    ///
+    /// # Errors
+    /// The ledger cannot be written.
+    pub async fn reserve(
+        &mut self,
+        entry: JobEntry,
+        max_spend: u128,
+        id: &str,
+    ) -> Result<Option<String>, LedgerError> {
+        let id = id.to_owned();
+        self.update(move |jobs| {
+            let spent = spent_in(jobs, entry.chain_id, &entry.payment);
+            if spent.saturating_add(entry.deposit) > max_spend {
+                return None;
+            }
+            let mut entry = entry;
+            entry.status = String::from("pending");
+            entry.other.insert(
+                String::from(RESERVATION),
+                serde_json::Value::from(id.clone()),
+            );
+            jobs.push(entry);
+            Some(id)
+        })
+        .await
+    }
+
+    /// The reserved job was paid and created (`tx`, `job_id`): it is open.
+    ///
+    /// # Errors
+    /// The ledger cannot be written.
+    pub async fn reservation_paid(
+        &mut self,
+        id: &str,
+        tx: &str,
+        job_id: u64,
+    ) -> Result<(), LedgerError> {
+        self.update(|jobs| {
+            if let Some(job) = reserved(jobs, id) {
+                job.other.remove(RESERVATION);
+                job.tx = tx.to_owned();
+                job.job_id = job_id;
+                job.status = String::from("open");
+            }
+        })
+        .await
+    }
+
+    /// The reserved job's transaction went out but was not confirmed: pending with `tx`, its
+    /// deposit counted until the next start asks the chain.
+    ///
+    /// # Errors
+    /// The ledger cannot be written.
+    pub async fn reservation_sent(&mut self, id: &str, tx: &str) -> Result<(), LedgerError> {
+        self.update(|jobs| {
+            if let Some(job) = reserved(jobs, id) {
+                job.other.remove(RESERVATION);
+                job.tx = tx.to_owned();
+            }
+        })
+        .await
+    }
+
+    /// Nothing was paid for the reserved job (the transaction failed before going out, or
+    /// reverted): it goes.
+    ///
+    /// # Errors
+    /// The ledger cannot be written.
+    pub async fn reservation_dropped(&mut self, id: &str) -> Result<(), LedgerError> {
+        self.update(|jobs| {
+            jobs.retain(|j| j.other.get(RESERVATION).and_then(|v| v.as_str()) != Some(id));
+        })
+        .await
+    }
+}
+
+/// The field that marks a job reserved before paying (removed once it has a transaction).
+const RESERVATION: &str = "reservation";
+
+fn reserved<'a>(jobs: &'a mut [JobEntry], id: &str) -> Option<&'a mut JobEntry> {
+    jobs.iter_mut()
+        .find(|j| j.other.get(RESERVATION).and_then(|v| v.as_str()) == Some(id))
+}
+
+fn spent_in(jobs: &[JobEntry], chain_id: u64, payment: &str) -> u128 {
+    jobs.iter()
+        .filter(|j| j.chain_id == chain_id && j.payment == payment)
+        .map(JobEntry::cost)
+        .fold(0u128, u128::saturating_add)
 }
 
 fn find(jobs: &mut [JobEntry], chain_id: u64, job_id: u64) -> Option<&mut JobEntry> {
@@ -433,8 +639,8 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&path).unwrap(), v99);
     }
 
-    #[test]
-    fn fields_it_does_not_know_are_kept() {
+    #[tokio::test]
+    async fn fields_it_does_not_know_are_kept() {
         let path = temp("unknown");
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         std::fs::write(
@@ -443,7 +649,7 @@ mod tests {
         )
         .unwrap();
         let mut ledger = Ledger::open(&path).unwrap();
-        ledger.add_tokens(1, 2, 5).unwrap();
+        ledger.add_tokens(1, 2, 5).await.unwrap();
         let written: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(written["note"], "kept");
@@ -451,8 +657,8 @@ mod tests {
         assert_eq!(written["jobs"][0]["tokens_used"], 5);
     }
 
-    #[test]
-    fn an_unwritable_location_is_found_before_paying() {
+    #[tokio::test]
+    async fn an_unwritable_location_is_found_before_paying() {
         let path = temp("unwritable");
         // Readable (there is no ledger yet), but its lock cannot be created: a directory is in
         // the way.
@@ -460,14 +666,14 @@ mod tests {
         lock.push(".lock");
         std::fs::create_dir_all(&lock).unwrap();
         let mut ledger = Ledger::open(&path).unwrap();
-        assert!(ledger.check_writable().is_err());
+        assert!(ledger.check_writable().await.is_err());
         std::fs::remove_dir(&lock).unwrap();
-        ledger.check_writable().unwrap();
+        ledger.check_writable().await.unwrap();
         assert!(path.exists(), "the check writes the (empty) ledger");
     }
 
-    #[test]
-    fn survives_a_restart_and_counts_spending() {
+    #[tokio::test]
+    async fn survives_a_restart_and_counts_spending() {
         let path = temp("restart");
         let mut ledger = Ledger::open(&path).unwrap();
         assert!(ledger.jobs().is_empty());
@@ -479,7 +685,7 @@ mod tests {
             payment: String::from("eth"),
             ..JobEntry::default()
         };
-        ledger.add(entry.clone()).unwrap();
+        ledger.add(entry.clone()).await.unwrap();
         ledger
             .add(JobEntry {
                 job_id: 4,
@@ -487,9 +693,10 @@ mod tests {
                 deposit: 1_000_000,
                 ..entry.clone()
             })
+            .await
             .unwrap();
-        ledger.add_tokens(84532, 3, 40).unwrap();
-        ledger.add_tokens(84532, 3, 2).unwrap();
+        ledger.add_tokens(84532, 3, 40).await.unwrap();
+        ledger.add_tokens(84532, 3, 2).await.unwrap();
         drop(ledger);
 
         let mut again = Ledger::open(&path).unwrap();
@@ -506,16 +713,16 @@ mod tests {
         assert_eq!(again.spent(84532, "eth"), 200_000_000_000_000);
         assert_eq!(again.spent(84532, "usdc"), 1_000_000);
         assert_eq!(again.spent(1, "eth"), 0);
-        again.close(84532, 3).unwrap();
+        again.close(84532, 3).await.unwrap();
         assert_eq!(
             again.spent(84532, "eth"),
             200_000_000_000_000,
             "closed: still the deposit"
         );
-        again.settle(84532, 3, None).unwrap();
+        again.settle(84532, 3, None).await.unwrap();
         assert_eq!(again.spent(84532, "eth"), 42 * 5_000_000 / 1000);
         assert_eq!(ids(&again), vec![3, 4]);
-        again.settle(84532, 3, Some(7)).unwrap();
+        again.settle(84532, 3, Some(7)).await.unwrap();
         assert_eq!(again.spent(84532, "eth"), 7);
         assert_eq!(ids(&again), vec![4]);
         let text = std::fs::read_to_string(&path).unwrap();
@@ -527,8 +734,8 @@ mod tests {
         );
     }
 
-    #[test]
-    fn two_writers_keep_each_others_jobs_and_pending_transactions_resolve() {
+    #[tokio::test]
+    async fn two_writers_keep_each_others_jobs_and_pending_transactions_resolve() {
         let path = temp("two");
         let mut a = Ledger::open(&path).unwrap();
         let mut b = Ledger::open(&path).unwrap();
@@ -539,9 +746,9 @@ mod tests {
             payment: String::from("eth"),
             ..JobEntry::default()
         };
-        a.add(entry(1)).unwrap();
-        b.add(entry(2)).unwrap();
-        a.add_tokens(1, 1, 5).unwrap();
+        a.add(entry(1)).await.unwrap();
+        b.add(entry(2)).await.unwrap();
+        a.add_tokens(1, 1, 5).await.unwrap();
         let both = Ledger::open(&path).unwrap();
         assert_eq!(
             both.jobs().iter().map(|j| j.job_id).collect::<Vec<_>>(),
@@ -553,15 +760,17 @@ mod tests {
             tx: String::from("0xabc"),
             ..entry(0)
         })
+        .await
         .unwrap();
         a.add_pending(JobEntry {
             tx: String::from("0xdef"),
             ..entry(0)
         })
+        .await
         .unwrap();
         assert_eq!(a.spent(1, "eth"), 40, "pending deposits count");
-        a.confirm(1, "0xabc", 3).unwrap();
-        a.revert(1, "0xdef").unwrap();
+        a.confirm(1, "0xabc", 3).await.unwrap();
+        a.revert(1, "0xdef").await.unwrap();
         assert_eq!(a.spent(1, "eth"), 30);
         assert_eq!(
             a.to_reconcile(1)
@@ -580,6 +789,67 @@ mod tests {
         let error = Ledger::open(&path).unwrap_err();
         assert!(error.to_string().contains("move it away"), "{error}");
         assert_eq!(std::fs::read_to_string(&path).unwrap(), "{not json");
+    }
+
+    #[tokio::test]
+    async fn replicas_sharing_the_store_never_cross_the_cap_together_and_the_file_is_imported_once()
+    {
+        let path = temp("store");
+        let dir = path.parent().unwrap().to_path_buf();
+        let url = format!("sqlite://{}", dir.join("gateway.db").display());
+        // An earlier run's file ledger: one settled job that cost 30.
+        let mut file = Ledger::open(&path).unwrap();
+        let job = JobEntry {
+            chain_id: 1,
+            job_id: 1,
+            deposit: 50,
+            payment: String::from("eth"),
+            ..JobEntry::default()
+        };
+        file.add(job.clone()).await.unwrap();
+        file.settle(1, 1, Some(30)).await.unwrap();
+        let store =
+            crate::gateway::store::Store::open(&url, std::time::Duration::from_secs(5)).unwrap();
+        store.migrate().await.unwrap();
+        let mut a = Ledger::open_store(store.clone(), "0xwallet", &path)
+            .await
+            .unwrap();
+        assert!(!path.exists(), "the file is renamed once imported");
+        assert_eq!(a.spent(1, "eth"), 30);
+        // A second replica starts later: nothing to import, the store's ledger is read.
+        let mut b = Ledger::open_store(store.clone(), "0xwallet", &path)
+            .await
+            .unwrap();
+        assert_eq!(b.jobs().len(), 1);
+        // Cap 100: 30 spent, deposits of 50 — one fits, not two, whichever replica asks.
+        let next = JobEntry {
+            job_id: 0,
+            ..job.clone()
+        };
+        let (ra, rb) = tokio::join!(
+            a.reserve(next.clone(), 100, "ra"),
+            b.reserve(next.clone(), 100, "rb")
+        );
+        let granted = [ra.unwrap(), rb.unwrap()];
+        assert_eq!(granted.iter().flatten().count(), 1, "{granted:?}");
+        let (winner, id) = if granted[0].is_some() {
+            (&mut a, "ra")
+        } else {
+            (&mut b, "rb")
+        };
+        winner.reservation_paid(id, "0xtx", 2).await.unwrap();
+        assert_eq!(winner.spent(1, "eth"), 80);
+        // The other sees it at its next change; a failed payment gives its reservation back.
+        let mut c = Ledger::open_store(store, "0xwallet", &path).await.unwrap();
+        assert_eq!(c.spent(1, "eth"), 80);
+        assert_eq!(
+            c.reserve(next.clone(), 130, "rc").await.unwrap().as_deref(),
+            Some("rc")
+        );
+        assert_eq!(c.spent(1, "eth"), 130);
+        c.reservation_dropped("rc").await.unwrap();
+        assert_eq!(c.spent(1, "eth"), 80);
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]

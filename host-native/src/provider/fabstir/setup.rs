@@ -135,8 +135,21 @@ async fn chain_jobs(
         .await
         .map_err(|e| e.to_string())?;
     let ledger_path = args.ledger.clone().unwrap_or_else(Ledger::default_path);
-    let mut ledger = Ledger::open(&ledger_path).map_err(|e| e.to_string())?;
-    ledger.check_writable().map_err(|e| {
+    let mut ledger = match &args.ledger_store {
+        // The gateway's store: every replica shares the ledger (the file is imported once).
+        Some(url) => {
+            let store = crate::gateway::store::Store::open(url, std::time::Duration::from_secs(10))
+                .map_err(|e| e.to_string())?;
+            store.migrate().await.map_err(|e| {
+                format!("{e}: the Fabstir ledger lives in the gateway's store, which must be reachable to pay for jobs")
+            })?;
+            Ledger::open_store(store, wallet_address, &ledger_path)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+        None => Ledger::open(&ledger_path).map_err(|e| e.to_string())?,
+    };
+    ledger.check_writable().await.map_err(|e| {
         format!("{e}: the bridge does not pay for jobs it cannot record (choose another file with --ledger)")
     })?;
     reconcile(&chain, &mut ledger).await;
@@ -150,7 +163,7 @@ async fn chain_jobs(
         deposit = %format_units(U256::from(limits.deposit), payment.decimals()),
         max_spend = %format_units(U256::from(limits.max_spend), payment.decimals()),
         spent_before = %format_units(U256::from(limits.already_spent), payment.decimals()),
-        ledger = %ledger_path.display(),
+        ledger = %ledger.describe(),
         "Fabstir chain mode"
     );
     let pinned = args
@@ -166,6 +179,7 @@ async fn chain_jobs(
         selection: selection(args.selection),
         pinned,
         ledger: Arc::new(tokio::sync::Mutex::new(ledger)),
+        max_spend: limits.max_spend,
         failures: std::collections::HashMap::new(),
         latency_ms: std::collections::HashMap::new(),
     }));
@@ -329,12 +343,17 @@ async fn reconcile(chain: &Chain, ledger: &mut Ledger) {
     for entry in ledger.to_reconcile(chain_id) {
         let recorded = if entry.status == "pending" {
             let Ok(tx) = entry.tx.parse::<alloy_primitives::B256>() else {
+                warn!(
+                    created_at = entry.created_at,
+                    host = %entry.host,
+                    "a job reserved by an earlier run has no transaction recorded (it stopped while paying): its deposit stays counted against the cap; remove the entry from the ledger if no job was paid"
+                );
                 continue;
             };
             match chain.job_of_transaction(tx).await {
                 Ok(Some(job)) => {
                     info!(%tx, job_id = job.job_id, "a pending job transaction was mined");
-                    ledger.confirm(chain_id, &entry.tx, job.job_id)
+                    ledger.confirm(chain_id, &entry.tx, job.job_id).await
                 }
                 Ok(None) => {
                     warn!(%tx, "a job transaction of an earlier run is still unknown to the chain; its deposit stays counted");
@@ -342,7 +361,7 @@ async fn reconcile(chain: &Chain, ledger: &mut Ledger) {
                 }
                 Err(e @ super::chain::ChainError::Transaction { .. }) => {
                     info!(%tx, error = %e, "a pending job transaction did not create a job");
-                    ledger.revert(chain_id, &entry.tx)
+                    ledger.revert(chain_id, &entry.tx).await
                 }
                 Err(e) => {
                     warn!(%tx, error = %e, "cannot check a pending job transaction");
@@ -351,11 +370,15 @@ async fn reconcile(chain: &Chain, ledger: &mut Ledger) {
             }
         } else {
             match chain.job(entry.job_id).await {
-                Ok(state) if !state.active => ledger.settle(
-                    chain_id,
-                    entry.job_id,
-                    Some(entry.deposit.saturating_sub(state.refunded)),
-                ),
+                Ok(state) if !state.active => {
+                    ledger
+                        .settle(
+                            chain_id,
+                            entry.job_id,
+                            Some(entry.deposit.saturating_sub(state.refunded)),
+                        )
+                        .await
+                }
                 Ok(_) => {
                     info!(
                         job_id = entry.job_id,
