@@ -484,7 +484,7 @@ async fn two_gateway_replicas_sharing_a_store_never_cross_the_spending_cap_toget
     std::fs::write(
         &config,
         format!(
-            "[store]\nurl = \"sqlite://{}\"\n\n[providers.hosts]\nkind = \"fabstir\"\n\n[router]\ndefault = \"hosts,{MODEL}\"\n",
+            "[store]\nurl = \"sqlite://{}\"\n\n[providers.hosts]\nkind = \"fabstir\"\n\n[providers.hosts.prices]\ntoken_usd = 2000.0\n\n[router]\ndefault = \"hosts,{MODEL}\"\n",
             dir.path().join("gateway.db").display()
         ),
     )
@@ -548,4 +548,22 @@ async fn two_gateway_replicas_sharing_a_store_never_cross_the_spending_cap_toget
         "{error}"
     );
     assert_eq!(world.job_count().await.unwrap(), 1, "{}", ctx());
+    // The ledger: both requests, the paid one at what its tokens cost at the job's price
+    // (5 tokens × 10^15 wei / 1000 = 0.000005 ETH), in USD at token_usd = 2000.
+    // (Each replica writes what it holds when asked: b first, then a's answer holds both.)
+    let flushed = http::send("GET", &format!("{base_b}/v1/usage"), &[], None, T).await;
+    assert_eq!(flushed.unwrap().status, 200);
+    let usage = http::send("GET", &format!("{base_a}/v1/usage"), &[], None, T)
+        .await
+        .unwrap()
+        .json()
+        .unwrap();
+    let row = &usage["rows"][0];
+    assert_eq!(
+        (row["requests"].as_i64(), row["errors"].as_i64()),
+        (Some(2), Some(1)),
+        "{usage}"
+    );
+    let cost = row["cost_usd"].as_f64().unwrap();
+    assert!((cost - 0.01).abs() < 1e-9, "{usage}");
 }

@@ -68,6 +68,12 @@ pub struct Record {
     pub error_kind: Option<String>,
     /// Targets tried.
     pub attempts: i64,
+    /// What a Fabstir request paid, in whole tokens of `paid_unit` (`0.000042`).
+    #[serde(default)]
+    pub paid: Option<String>,
+    /// `ETH` or `USDC`.
+    #[serde(default)]
+    pub paid_unit: Option<String>,
 }
 
 /// Records held in memory while the store is away; older ones stay in the journal files only

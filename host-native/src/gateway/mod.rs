@@ -456,6 +456,7 @@ impl Gateway {
             at_ms: now_ms,
             started: Instant::now(),
             done: AtomicBool::new(false),
+            spend: Arc::new(Spend::default()),
         }))
     }
 
@@ -521,6 +522,61 @@ pub fn presented_key(headers: &HeaderMap) -> Option<&str> {
         .filter(|k| !k.is_empty())
 }
 
+/// What a request paid in a chain token (a Fabstir job's tokens at its price).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Paid {
+    /// In the token's base units (wei, USDC's 6-decimal units).
+    pub amount: u128,
+    /// `ETH` or `USDC`.
+    pub unit: &'static str,
+    /// The token's decimals.
+    pub decimals: u32,
+}
+
+impl Paid {
+    /// The amount in whole tokens, as a decimal string (`0.000042`).
+    #[must_use]
+    pub fn whole(&self) -> String {
+        let scale = 10u128.pow(self.decimals);
+        let (int, frac) = (self.amount / scale, self.amount % scale);
+        let frac = format!("{frac:0width$}", width = self.decimals as usize);
+        let frac = frac.trim_end_matches('0');
+        if frac.is_empty() {
+            int.to_string()
+        } else {
+            format!("{int}.{frac}")
+        }
+    }
+}
+
+/// Where a provider puts what a request paid (a Fabstir job's share), for its record.
+#[derive(Debug, Default)]
+pub struct Spend(Mutex<Option<Paid>>);
+
+impl Spend {
+    /// The request paid `paid` (added to what it paid before: a retried prompt pays twice).
+    pub fn add(&self, paid: Paid) {
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        *slot = Some(match *slot {
+            Some(before) if before.unit == paid.unit => Paid {
+                amount: before.amount.saturating_add(paid.amount),
+                ..paid
+            },
+            _ => paid,
+        });
+    }
+
+    fn get(&self) -> Option<Paid> {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// How a request ended, for its record.
 #[derive(Debug, Clone, Default)]
 pub struct Ending {
@@ -555,6 +611,7 @@ pub struct Admission {
     at_ms: i64,
     started: Instant,
     done: AtomicBool,
+    spend: Arc<Spend>,
 }
 
 impl std::fmt::Debug for Admission {
@@ -567,6 +624,12 @@ impl std::fmt::Debug for Admission {
 }
 
 impl Admission {
+    /// Where a provider puts what the request paid on-chain.
+    #[must_use]
+    pub fn spend(&self) -> Arc<Spend> {
+        Arc::clone(&self.spend)
+    }
+
     /// Whether the key may use `target` (`provider,model`).
     #[must_use]
     pub fn allows(&self, target: &str) -> bool {
@@ -600,7 +663,12 @@ impl Admission {
         }
         let settings = self.gateway.settings();
         let usage = ending.usage.unwrap_or_default();
-        let cost = settings.prices.cost(&ending.target, &usage);
+        let paid = self.spend.get();
+        // A Fabstir request costs what its job charged for it, in USD at the configured rate.
+        let cost = match &paid {
+            Some(paid) => settings.prices.paid_cost(&ending.target, paid),
+            None => settings.prices.cost(&ending.target, &usage),
+        };
         let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
         if let Some(held) = &self.held {
             self.gateway
@@ -641,6 +709,8 @@ impl Admission {
             status: i64::from(ending.status),
             error_kind: ending.error_kind.clone(),
             attempts: ending.attempts as i64,
+            paid: paid.as_ref().map(Paid::whole),
+            paid_unit: paid.map(|p| p.unit.to_owned()),
         });
     }
 }

@@ -28,6 +28,9 @@ pub struct Price {
     pub cache_read: Option<f64>,
     /// Per million input tokens written to a cache.
     pub cache_write: Option<f64>,
+    /// Fabstir jobs paid in ETH: US dollars per ETH (USDC counts 1:1 without it). Without a
+    /// rate an ETH-paid request keeps its cost in ETH only (`paid`), its USD cost 0, unpriced.
+    pub token_usd: Option<f64>,
 }
 
 impl Price {
@@ -41,6 +44,7 @@ impl Price {
             ("output", self.output),
             ("cache_read", self.cache_read),
             ("cache_write", self.cache_write),
+            ("token_usd", self.token_usd),
         ] {
             if let Some(v) = value
                 && !(v.is_finite() && v >= 0.0)
@@ -86,14 +90,28 @@ impl Prices {
             .insert((provider.to_owned(), model.to_owned()), price);
     }
 
+    /// What an on-chain payment cost in US dollars at `target`: USDC 1:1 unless a rate is
+    /// set, another token at the provider's (or model's) `token_usd`; `None` without a rate.
+    #[must_use]
+    pub fn paid_cost(&self, target: &str, paid: &super::Paid) -> Option<f64> {
+        let rate = self
+            .price(target)
+            .and_then(|p| p.token_usd)
+            .or((paid.unit == "USDC").then_some(1.0))?;
+        Some(paid.amount as f64 / 10f64.powi(paid.decimals as i32) * rate)
+    }
+
+    fn price(&self, target: &str) -> Option<&Price> {
+        let (provider, model) = target.split_once(',').unwrap_or((target, ""));
+        self.models
+            .get(&(provider.to_owned(), model.to_owned()))
+            .or_else(|| self.providers.get(provider))
+    }
+
     /// What `usage` cost at `target` (`provider,model`); `None` without a price.
     #[must_use]
     pub fn cost(&self, target: &str, usage: &Usage) -> Option<f64> {
-        let (provider, model) = target.split_once(',').unwrap_or((target, ""));
-        let price = self
-            .models
-            .get(&(provider.to_owned(), model.to_owned()))
-            .or_else(|| self.providers.get(provider))?;
+        let price = self.price(target)?;
         let input = price.input.unwrap_or(0.0);
         let per = |n: u64, p: f64| n as f64 * p / 1_000_000.0;
         Some(

@@ -124,6 +124,12 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
             updated_ms BIGINT NOT NULL
         );",
     ),
+    (
+        3,
+        "what a Fabstir request paid on-chain",
+        "ALTER TABLE bridge_ledger ADD COLUMN paid TEXT;
+        ALTER TABLE bridge_ledger ADD COLUMN paid_unit TEXT;",
+    ),
 ];
 
 /// The columns of `bridge_ledger`, in [`Record`]'s order.
@@ -151,6 +157,8 @@ const LEDGER_COLUMNS: &[&str] = &[
     "status",
     "error_kind",
     "attempts",
+    "paid",
+    "paid_unit",
 ];
 
 /// Records per `INSERT` (SQLite takes 32,766 parameters a statement).
@@ -565,7 +573,9 @@ impl Store {
                     .bind(r.duration_ms)
                     .bind(r.status)
                     .bind(r.error_kind.clone())
-                    .bind(r.attempts);
+                    .bind(r.attempts)
+                    .bind(r.paid.clone())
+                    .bind(r.paid_unit.clone());
             }
             query.execute(&mut *tx).await.map_err(|e| self.fail(e))?;
         }
@@ -1000,7 +1010,7 @@ mod tests {
     async fn grants_never_exceed_the_limit_and_a_dead_replicas_lease_comes_back_by_expiry() {
         let (url, dir) = temp_url("grants");
         let store = Store::open(&url, Duration::from_secs(5)).unwrap();
-        assert_eq!(store.migrate().await.unwrap(), [1, 2]);
+        assert_eq!(store.migrate().await.unwrap(), [1, 2, 3]);
         assert!(
             store.migrate().await.unwrap().is_empty(),
             "migrations run once"
@@ -1068,6 +1078,8 @@ mod tests {
             status: 200,
             error_kind: None,
             attempts: 1,
+            paid: Some(String::from("0.000042")),
+            paid_unit: Some(String::from("ETH")),
         };
         store
             .write("r", std::slice::from_ref(&record), &[])

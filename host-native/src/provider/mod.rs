@@ -57,6 +57,9 @@ pub struct Call {
     /// one is sent without one where the upstream allows that, and with the target's default
     /// where it needs one. An Anthropic client must give it, as the Messages API requires.
     pub max_tokens_optional: bool,
+    /// Where a provider that pays per request (Fabstir) puts what this one paid, for the
+    /// gateway's ledger (`None` without the gateway).
+    pub spend: Option<std::sync::Arc<crate::gateway::Spend>>,
 }
 
 /// What the upstream answered.

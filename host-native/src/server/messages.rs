@@ -64,6 +64,8 @@ pub(super) async fn dispatch(
         }
         response
     };
+    let mut call = call;
+    call.spend = admission.as_ref().map(|a| a.spend());
     let (plan, reason, client_model) = match routes.plan(&call.body) {
         Ok(plan) => plan,
         Err(error) => return refused(error, "", None),

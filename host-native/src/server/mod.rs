@@ -592,6 +592,7 @@ async fn read_call(
             headers,
             query,
             max_tokens_optional: false,
+            spend: None,
         },
         reservation,
     ))

@@ -175,6 +175,7 @@ async fn serve(
         headers: http::HeaderMap::new(),
         query: None,
         max_tokens_optional: true,
+        spend: None,
     };
     messages::dispatch(
         state,

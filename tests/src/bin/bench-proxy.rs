@@ -338,6 +338,8 @@ async fn ledger_rate(url: &str) -> Result<f64> {
             status: 200,
             error_kind: None,
             attempts: 1,
+            paid: None,
+            paid_unit: None,
         })
         .collect();
     let started = Instant::now();

@@ -67,8 +67,9 @@ impl std::fmt::Debug for SessionConfig {
 pub enum Reply {
     /// Decrypted model text.
     Text(String),
-    /// The reply is complete.
-    End(StreamEnd),
+    /// The reply is complete; what its tokens cost at the job's price (chain mode and direct
+    /// mode with a price).
+    End(StreamEnd, Option<crate::gateway::Paid>),
     /// The prompt failed.
     Failed(ApiError),
 }
@@ -183,6 +184,8 @@ struct Running {
     key: Key,
     finish_reason: Option<String>,
     end: Option<StreamEnd>,
+    /// What the host's token count cost at the job's price.
+    paid: Option<crate::gateway::Paid>,
 }
 
 struct Driver {
@@ -339,14 +342,11 @@ impl Driver {
                     let _ = self.send(&frame).await;
                 }
                 Effect::PromptDone { prompt } => {
-                    let end = self
-                        .running
-                        .take()
-                        .filter(|r| r.prompt == prompt)
-                        .and_then(|r| r.end)
-                        .unwrap_or_default();
+                    let running = self.running.take().filter(|r| r.prompt == prompt);
+                    let paid = running.as_ref().and_then(|r| r.paid);
+                    let end = running.and_then(|r| r.end).unwrap_or_default();
                     if let Some(p) = self.prompts.remove(&prompt) {
-                        let _ = p.reply.send(Reply::End(end));
+                        let _ = p.reply.send(Reply::End(end, paid));
                     }
                 }
                 Effect::PromptFailed { prompt, mut error } => {
@@ -520,6 +520,7 @@ impl Driver {
             key,
             finish_reason: None,
             end: None,
+            paid: None,
         });
         self.send(&frame).await
     }
@@ -651,6 +652,12 @@ impl Driver {
                     completion_tokens: end.tokens_used.or(usage.completion_tokens),
                 });
                 let tokens = end.tokens_used.unwrap_or(0);
+                running.paid = self.target.as_ref().map(|t| crate::gateway::Paid {
+                    amount: u128::from(tokens).saturating_mul(u128::from(t.price_per_token))
+                        / super::ledger::PRICE_PRECISION,
+                    unit: self.config.limits.unit,
+                    decimals: self.config.limits.decimals,
+                });
                 if let Some(target) = self.target.clone() {
                     self.jobs.tokens_used(&target, tokens).await;
                 }

@@ -123,6 +123,7 @@ impl Provider for FabstirProvider {
                     handle,
                     pending: Some(first),
                     done: false,
+                    spend: call.spend.clone(),
                 }),
             })
         })
@@ -136,6 +137,8 @@ struct FabstirSource {
     /// The first reply (it resolved `open`).
     pending: Option<Reply>,
     done: bool,
+    /// Where what the prompt paid goes (the gateway's record).
+    spend: Option<std::sync::Arc<crate::gateway::Spend>>,
 }
 
 impl FabstirSource {
@@ -149,9 +152,12 @@ impl FabstirSource {
                     .feed(text.as_bytes())
                     .unwrap_or_else(|e| self.engine_failed(&e));
             }
-            Some(Reply::End(end)) => {
+            Some(Reply::End(end, paid)) => {
                 self.handle.mark_finished();
                 self.done = true;
+                if let (Some(spend), Some(paid)) = (&self.spend, paid) {
+                    spend.add(paid);
+                }
                 debug!(?end, "the Fabstir reply is complete");
                 return match self.reply.finish(&end) {
                     Ok(finished) => finished.body,
