@@ -640,3 +640,27 @@ async fn codex_stops_at_once_on_a_spent_budget_and_shows_why() {
     );
     assert!(took < Duration::from_secs(30), "{took:?}: {shown}");
 }
+
+#[tokio::test]
+async fn a_store_that_cannot_be_reached_is_served_through_when_open_and_refused_when_closed() {
+    let upstream = counting_upstream().await;
+    // Nothing listens there.
+    let port = bridge_tests::bridge::free_port().unwrap();
+    let url = format!("postgres://bridge@127.0.0.1:{port}/bridge");
+    let keys = "[[keys]]\nname = \"alice\"\nkey = \"env:ALICE_KEY\"\nrpm = 100\n";
+    let open = gateway_config(&upstream.base_url(), &url, keys);
+    let s = serve("gw-away-open", &open, None).await;
+    let served = call(&s.bridge.base_url(), "/v1/messages", "alice-secret", &ask()).await;
+    assert_eq!(served.status, 200, "{}", served.text());
+    assert!(served.text().contains("message_stop"));
+    let closed = open.replace("[store]\n", "[store]\non_error = \"closed\"\n");
+    let s = serve("gw-away-closed", &closed, None).await;
+    let refused = call(&s.bridge.base_url(), "/v1/messages", "alice-secret", &ask()).await;
+    assert_eq!(refused.status, 503, "{}", refused.text());
+    assert_eq!(refused.header("retry-after"), Some("5"));
+    assert!(
+        error_message(&refused).contains("store.on_error = \"closed\""),
+        "{}",
+        refused.text()
+    );
+}

@@ -109,6 +109,8 @@ pub struct Ledger {
     wake: Notify,
     dir: PathBuf,
     replica: String,
+    /// The store took the last write (or answered the last probe).
+    healthy: std::sync::atomic::AtomicBool,
 }
 
 impl std::fmt::Debug for Ledger {
@@ -128,12 +130,14 @@ impl Ledger {
         limiter: Arc<Limiter>,
         replica: &str,
         dir: PathBuf,
+        healthy: bool,
     ) -> (Arc<Self>, tokio::task::JoinHandle<()>) {
         let ledger = Arc::new(Self {
             queue: Mutex::new(Queue::default()),
             wake: Notify::new(),
             dir,
             replica: replica.to_owned(),
+            healthy: std::sync::atomic::AtomicBool::new(healthy),
         });
         let (adopted, files) = ledger.adopt();
         if !adopted.is_empty() {
@@ -222,10 +226,21 @@ impl Ledger {
         }
     }
 
+    /// Whether the store took the last write (or answered the last probe while idle).
+    #[must_use]
+    pub fn healthy(&self) -> bool {
+        self.healthy.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Records waiting in memory.
     #[must_use]
     pub fn waiting(&self) -> usize {
         self.lock().records.len()
+    }
+
+    fn set_healthy(&self, healthy: bool) {
+        self.healthy
+            .store(healthy, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// This replica's id.
@@ -307,8 +322,16 @@ impl Ledger {
 async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
     let mut failing_since: Option<std::time::Instant> = None;
     let mut retry: Vec<Record> = Vec::new();
+    let mut probed = std::time::Instant::now();
     loop {
         let _ = tokio::time::timeout(INTERVAL, ledger.wake.notified()).await;
+        // Away and nothing to write: ask it once a second whether it is back.
+        if !ledger.healthy() && probed.elapsed() >= Duration::from_secs(1) {
+            probed = std::time::Instant::now();
+            if store.ping().await.is_ok() {
+                ledger.set_healthy(true);
+            }
+        }
         let (mut batch, generation, flushes, closing) = ledger.take();
         if !retry.is_empty() {
             retry.append(&mut batch);
@@ -320,6 +343,7 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
         } else {
             match store.write(ledger.replica(), &batch, &settlements).await {
                 Ok(()) => {
+                    ledger.set_healthy(true);
                     limiter.settled(&settlements);
                     ledger.written_through(generation);
                     if let Some(since) = failing_since.take() {
@@ -331,6 +355,7 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
                     true
                 }
                 Err(error) => {
+                    ledger.set_healthy(false);
                     if failing_since.is_none() {
                         failing_since = Some(std::time::Instant::now());
                         warn!(%error, "ledger: the store does not take records; they wait (in memory and the journal files)");

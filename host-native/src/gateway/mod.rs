@@ -180,7 +180,7 @@ impl Gateway {
     /// migrations are tried again in the background.
     ///
     /// # Errors
-    /// The store URL is wrong; the store cannot be reached and `on_error = "closed"`.
+    /// The store URL is wrong.
     pub async fn start(settings: Settings, client_key: Option<&str>) -> Result<Arc<Self>, String> {
         let url = match &settings.store_url {
             Some(url) => url.clone(),
@@ -191,14 +191,19 @@ impl Gateway {
             })?,
         };
         let store = Store::open(&url, Duration::from_secs(5)).map_err(|e| e.to_string())?;
-        match store.migrate().await {
-            Ok(applied) if !applied.is_empty() => {
-                info!(store = store.url(), ?applied, "store: migrations applied");
+        let reached = match store.migrate().await {
+            Ok(applied) => {
+                if !applied.is_empty() {
+                    info!(store = store.url(), ?applied, "store: migrations applied");
+                }
+                true
             }
-            Ok(_) => {}
-            Err(error) if settings.closed => return Err(error.to_string()),
             Err(error) => {
-                warn!(%error, "store: cannot be reached at start; serving anyway (store.on_error = \"open\"), records wait");
+                if settings.closed {
+                    tracing::error!(%error, "store: cannot be reached at start; requests are refused (503) until it is (store.on_error = \"closed\")");
+                } else {
+                    warn!(%error, "store: cannot be reached at start; serving anyway (store.on_error = \"open\"), records wait");
+                }
                 let again = store.clone();
                 tokio::spawn(async move {
                     loop {
@@ -209,12 +214,18 @@ impl Gateway {
                         }
                     }
                 });
+                false
             }
-        }
+        };
         let replica = replica_id();
         let limiter = Arc::new(Limiter::new(store.clone(), &replica, settings.closed));
-        let (ledger, _writer) =
-            Ledger::start(store.clone(), Arc::clone(&limiter), &replica, spool_dir());
+        let (ledger, _writer) = Ledger::start(
+            store.clone(),
+            Arc::clone(&limiter),
+            &replica,
+            spool_dir(),
+            reached,
+        );
         tokio::spawn(Arc::clone(&limiter).maintain());
         let gateway = Arc::new(Self {
             ring: RwLock::new(Arc::new(KeyRing::new(config_entries(&settings)))),
@@ -423,6 +434,11 @@ impl Gateway {
         request_id: &str,
         now_ms: i64,
     ) -> Result<Arc<Admission>, GatewayError> {
+        if self.settings().closed && !self.ledger.healthy() {
+            return Err(GatewayError::Limit(LimitRefusal::StoreDown(String::from(
+                "the last write to it failed; requests are served again once it answers",
+            ))));
+        }
         let (targets, held) = match caller {
             Caller::Key(entry) => {
                 let held = if entry.spec.limited() {

@@ -872,6 +872,18 @@ impl Store {
         Ok(Ok(out))
     }
 
+    /// Whether the store answers (`SELECT 1`).
+    ///
+    /// # Errors
+    /// It does not.
+    pub async fn ping(&self) -> Result<(), StoreError> {
+        sqlx::raw_sql("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map(|_| ())
+            .map_err(|e| self.fail(e))
+    }
+
     /// Close the pool.
     pub async fn close(&self) {
         self.pool.close().await;
