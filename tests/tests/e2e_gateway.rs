@@ -419,6 +419,64 @@ async fn the_admin_makes_and_revokes_keys_and_usage_is_per_key() {
         after.text()
     );
 
+    // Keys made, rotated and revoked from the command line, on the running bridge's store.
+    let cli = |args: &[&str]| {
+        let out = std::process::Command::new(binary_path().unwrap())
+            .args(args)
+            .args(["--store", &url])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "{args:?}: {text} {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    };
+    let secret_in = |text: &str| {
+        text.split_whitespace()
+            .find(|w| w.starts_with("cb-"))
+            .unwrap()
+            .to_owned()
+    };
+    let made = secret_in(&cli(&[
+        "keys",
+        "create",
+        "dev",
+        "--rpm",
+        "50",
+        "--budget-usd",
+        "3",
+    ]));
+    // A key made elsewhere is found at once (the store is asked about a key it has not seen).
+    assert_eq!(call(&base, "/v1/messages", &made, &ask()).await.status, 200);
+    let rotated = secret_in(&cli(&["keys", "rotate", "dev"]));
+    assert_eq!(
+        call(&base, "/v1/messages", &rotated, &ask()).await.status,
+        200
+    );
+    let listed = cli(&["keys", "list"]);
+    assert!(
+        listed
+            .lines()
+            .any(|l| l.starts_with("dev ") && l.contains("rpm=50") && l.contains("$3/day")),
+        "{listed}"
+    );
+    assert!(!listed.contains(&rotated), "{listed}");
+    cli(&["keys", "revoke", "dev"]);
+    let mut refused = None;
+    for _ in 0..80 {
+        let r = call(&base, "/v1/messages", &rotated, &ask()).await;
+        if r.status == 401 {
+            refused = Some(r);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let refused = refused.expect("a revoked key is refused within 5 s on every replica");
+    assert!(error_message(&refused).contains("`dev` was revoked"));
+
     // The same ledger from the command line.
     let out = std::process::Command::new(binary_path().unwrap())
         .args(["usage", "--store", &url, "--by", "key"])
