@@ -27,15 +27,19 @@ fn id_of(flag: &str) -> crate::Result<u32> {
         .map_err(|e| err(format!("id {flag} {UNPRIVILEGED}: {e}")))
 }
 
-/// A command run as the unprivileged user when we are root.
-fn unprivileged(program: &Path) -> Command {
-    if is_root() {
+/// A command run as the unprivileged user when we are root, in `dir` (the server's own
+/// directory: the user may not enter the test's working directory, and HAProxy and PostgreSQL
+/// go back to it).
+fn unprivileged(program: &Path, dir: &Path) -> Command {
+    let mut cmd = if is_root() {
         let mut cmd = Command::new("runuser");
         cmd.args(["-u", UNPRIVILEGED, "--"]).arg(program);
         cmd
     } else {
         Command::new(program)
-    }
+    };
+    cmd.current_dir(dir);
+    cmd
 }
 
 /// Give `dir` (and what is in it) to the unprivileged user when we are root.
@@ -104,16 +108,19 @@ impl Postgres {
         hand_over(dir.path())?;
         let data = dir.path().join("data");
         run(
-            unprivileged(&pg_bin("initdb")?).arg("-D").arg(&data).args([
-                "-U",
-                "bridge",
-                "-A",
-                "trust",
-                "-E",
-                "UTF8",
-                "--locale=C",
-                "--no-sync",
-            ]),
+            unprivileged(&pg_bin("initdb")?, dir.path())
+                .arg("-D")
+                .arg(&data)
+                .args([
+                    "-U",
+                    "bridge",
+                    "-A",
+                    "trust",
+                    "-E",
+                    "UTF8",
+                    "--locale=C",
+                    "--no-sync",
+                ]),
             "initdb",
         )?;
         let pg = Self {
@@ -132,7 +139,7 @@ impl Postgres {
             self.dir.path().display()
         );
         run(
-            unprivileged(&self.pg_ctl)
+            unprivileged(&self.pg_ctl, self.dir.path())
                 .arg("-D")
                 .arg(self.dir.path().join("data"))
                 .arg("-l")
@@ -156,7 +163,7 @@ impl Postgres {
     /// `pg_ctl stop -m MODE`.
     pub fn stop(&self, mode: &str) -> crate::Result<()> {
         run(
-            unprivileged(&self.pg_ctl)
+            unprivileged(&self.pg_ctl, self.dir.path())
                 .arg("-D")
                 .arg(self.dir.path().join("data"))
                 .args(["-w", "-m", mode, "stop"]),
@@ -222,7 +229,7 @@ impl Haproxy {
             .find(|p| p.is_file())
             .ok_or_else(|| err("HAProxy is not installed: run scripts/setup-e2e.sh"))?;
         let log = std::fs::File::create(dir.path().join("haproxy.log"))?;
-        let child = unprivileged(&haproxy)
+        let child = unprivileged(&haproxy, dir.path())
             .arg("-db")
             .arg("-f")
             .arg(&file)
