@@ -19,7 +19,7 @@ use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
 use super::limits::Limiter;
-use super::store::{Settlement, Store};
+use super::store::Store;
 
 /// One finished request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -74,6 +74,24 @@ pub struct Record {
     /// `ETH` or `USDC`.
     #[serde(default)]
     pub paid_unit: Option<String>,
+    /// The replica that admitted it (its leases paid for it).
+    #[serde(default)]
+    pub replica: String,
+    /// What it used of its key's quotas, settled when the record is written (once: a record
+    /// written again settles nothing), so a journal replayed after a crash settles too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub settles: Vec<Settle>,
+}
+
+/// One quota a request used: `rpm` 1, `tpm` and `tokens` its tokens, `usd` its cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Settle {
+    /// `rpm`, `tpm`, `usd`, `tokens`.
+    pub metric: String,
+    /// The window's start.
+    pub win: i64,
+    /// How much.
+    pub used: f64,
 }
 
 /// Records held in memory while the store is away; older ones stay in the journal files only
@@ -337,14 +355,13 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
             retry.append(&mut batch);
             batch = std::mem::take(&mut retry);
         }
-        let settlements: Vec<Settlement> = limiter.take_settlements();
-        let ok = if batch.is_empty() && settlements.is_empty() {
+        let ok = if batch.is_empty() {
             true
         } else {
-            match store.write(ledger.replica(), &batch, &settlements).await {
-                Ok(()) => {
+            match store.write(&batch).await {
+                Ok(settled) => {
                     ledger.set_healthy(true);
-                    limiter.settled(&settlements);
+                    limiter.settled(&settled);
                     ledger.written_through(generation);
                     if let Some(since) = failing_since.take() {
                         info!(
@@ -360,7 +377,6 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
                         failing_since = Some(std::time::Instant::now());
                         warn!(%error, "ledger: the store does not take records; they wait (in memory and the journal files)");
                     }
-                    limiter.restore_settlements(settlements);
                     if batch.len() > MEMORY_RECORDS {
                         let extra = batch.len() - MEMORY_RECORDS;
                         batch.drain(..extra);

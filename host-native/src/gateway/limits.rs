@@ -13,13 +13,13 @@
 //!   admitted was covered by a leased unit. Unused leased units can make the deployment admit
 //!   fewer than the limit, by at most one slice per replica (10% of the limit, at least 1),
 //!   until they are given back (2 s idle) or expire (30 s, a replica that died).
-//! - `tpm`, `budget_usd`, `budget_tokens`: a request is admitted while its replica's slice has
-//!   room; its tokens and cost are known when it ends, and settled with the ledger's next write
-//!   (at once: a record wakes the writer). The overshoot is at most what the requests in flight
-//!   on all replicas when the limit is reached use, plus, per replica, one request admitted
-//!   before that replica's last use reached the store (what it spent beyond its slice is not
-//!   seen by the others until then). Measured in the replicas e2e test (3 replicas, 3 clients
-//!   at once, `budget_tokens = 2500`, ~135 tokens a request): 3,238 tokens spent.
+//! - `tpm`, `budget_usd`, `budget_tokens`: a request's tokens and cost are known only when it
+//!   ends, so admitting it reserves the room a request of its key is expected to use (what its
+//!   recent requests used: quick to rise, slow to fall) from its replica's slice, and it is
+//!   refused when the store has no such room left. What it uses is settled with its ledger
+//!   record (the same transaction). The overshoot is what the requests in flight when the limit
+//!   is reached use beyond their reservations, plus what other replicas used beyond theirs and
+//!   have not yet written (the ledger writes at once, so milliseconds' worth).
 //! - The store down with `on_error = "open"`: each replica counts on its own against what the
 //!   store said was left at its last grant (a spent budget stays spent), so N replicas can
 //!   together admit up to N × what was left when the store went away; what they spent is
@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 use tracing::warn;
 
 use super::keys::KeySpec;
+use super::ledger::Settle;
 use super::period::{minute_window, rfc3339};
 use super::store::{Settlement, Store};
 
@@ -146,6 +147,8 @@ struct Bucket {
     local: f64,
     /// Spent here, without a lease (the store was down).
     fallback_used: f64,
+    /// What a request of the key used lately (reserved when the next is admitted).
+    expect: f64,
     /// The quota's settled + leased total at the last grant: with the store away, a replica
     /// admits only while this, plus what it spent alone since, leaves room.
     known_used: f64,
@@ -160,16 +163,22 @@ struct Bucket {
 enum Local {
     /// Taken (or there was room); `refill`: top the slice up.
     Taken { refill: bool },
-    /// No room here.
-    Empty,
+    /// No room here (`refilling`: a top-up is on its way).
+    Empty {
+        /// A top-up is on its way.
+        refilling: bool,
+    },
 }
 
 /// A request's hold on its key's limits, given back by [`Limiter::finish`].
 #[derive(Debug, Clone)]
 pub struct Held {
     key: String,
-    /// `(metric, window)` of what it pays at the end.
-    pays: Vec<(Metric, i64)>,
+    /// `(metric, window, reserved)` of what it pays at the end: room reserved at admission
+    /// for what a request of this key is expected to use.
+    pays: Vec<(Metric, i64, f64)>,
+    /// `(metric, window)` of the unit it took when admitted (`rpm`).
+    requests: Vec<(Metric, i64)>,
     parallel: bool,
 }
 
@@ -180,9 +189,10 @@ pub struct Limiter {
     replica: String,
     closed: bool,
     buckets: Mutex<BTreeMap<(String, Metric), Bucket>>,
-    unsettled: Mutex<BTreeMap<(String, Metric, i64), f64>>,
     /// When "counting alone" was last logged (once every 10 s while the store is away).
     warned_alone: Mutex<Option<Instant>>,
+    /// Woken when a background top-up lands.
+    refilled: tokio::sync::Notify,
 }
 
 impl Limiter {
@@ -194,19 +204,13 @@ impl Limiter {
             replica: replica.to_owned(),
             closed,
             buckets: Mutex::new(BTreeMap::new()),
-            unsettled: Mutex::new(BTreeMap::new()),
             warned_alone: Mutex::new(None),
+            refilled: tokio::sync::Notify::new(),
         }
     }
 
     fn buckets(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, Metric), Bucket>> {
         self.buckets
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    fn unsettled(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, Metric, i64), f64>> {
-        self.unsettled
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
@@ -262,23 +266,34 @@ impl Limiter {
         let mut held = Held {
             key: spec.name.clone(),
             pays: Vec::new(),
+            requests: Vec::new(),
             parallel: false,
         };
         for (metric, limit, win, end) in Self::limits(spec, now_ms) {
-            if let Err(refusal) = self.take(spec, metric, limit, win, end, now_ms).await {
-                self.finish(&held, 0.0, 0.0);
-                return Err(refusal);
-            }
-            if metric == Metric::Parallel {
-                held.parallel = true;
-            } else if !metric.counts_requests() {
-                held.pays.push((metric, win));
+            match self.take(spec, metric, limit, win, end, now_ms).await {
+                Err(refusal) => {
+                    // Give back what it took so far (slots, units, reserved room): the store
+                    // never saw it used, so it stays leased here.
+                    self.give_back(&held);
+                    return Err(refusal);
+                }
+                Ok(reserved) => {
+                    if metric == Metric::Parallel {
+                        held.parallel = true;
+                    } else if metric.counts_requests() {
+                        held.requests.push((metric, win));
+                    } else {
+                        held.pays.push((metric, win, reserved));
+                    }
+                }
             }
         }
         Ok(held)
     }
 
-    /// Take one unit (or check there is room) of one limit.
+    /// Take one unit of one limit (`rpm`, `max_parallel`), or reserve the room a request of
+    /// this key is expected to use (tokens, dollars: what its recent requests used); returns
+    /// what was taken.
     async fn take(
         self: &Arc<Self>,
         spec: &KeySpec,
@@ -287,37 +302,46 @@ impl Limiter {
         win: i64,
         end: Option<i64>,
         now_ms: i64,
-    ) -> Result<(), LimitRefusal> {
+    ) -> Result<f64, LimitRefusal> {
         let key = spec.name.as_str();
         let need = if metric.counts_requests() {
             1.0
         } else {
-            f64::MIN_POSITIVE
+            self.expected(key, metric).max(f64::MIN_POSITIVE)
         };
         // Slice sizes: a tenth of the limit for rates, a twentieth for budgets, one slot.
         let (want, min) = match metric {
             Metric::Parallel => (1.0, 1.0),
             Metric::Rpm => ((limit / 10.0).ceil().max(1.0), 1.0),
-            Metric::Tpm | Metric::Tokens => ((limit / 20.0).ceil().max(1.0), 1.0),
-            Metric::Usd => (limit / 20.0, limit / 1000.0),
+            Metric::Tpm | Metric::Tokens => (
+                (limit / 20.0).ceil().max(1.0).max(2.0 * need),
+                need.max(1.0),
+            ),
+            Metric::Usd => ((limit / 20.0).max(2.0 * need), need.max(limit / 1000.0)),
         };
-        for round in 0..2 {
-            match self.take_local(key, metric, win, need, want) {
+        let mut asked_store = false;
+        loop {
+            // Registered before looking, so a top-up landing meanwhile is not missed.
+            let refilled = self.refilled.notified();
+            tokio::pin!(refilled);
+            refilled.as_mut().enable();
+            let refilling = match self.take_local(key, metric, win, need, want) {
                 Local::Taken { refill } => {
                     if refill {
                         self.refill(key, metric, win, want, min, limit, now_ms);
                     }
-                    if metric == Metric::Rpm {
-                        *self
-                            .unsettled()
-                            .entry((key.to_owned(), metric, win))
-                            .or_default() += 1.0;
-                    }
-                    return Ok(());
+                    return Ok(if need > f64::MIN_POSITIVE { need } else { 0.0 });
                 }
-                Local::Empty if round == 1 => break,
-                Local::Empty => {}
+                Local::Empty { refilling } => refilling,
+            };
+            if asked_store {
+                // The store had no room; a top-up already on its way may still bring some.
+                if refilling && tokio::time::timeout(STORE_WAIT, refilled).await.is_ok() {
+                    continue;
+                }
+                break;
             }
+            asked_store = true;
             // The slice is empty: wait for the store.
             let granted = tokio::time::timeout(
                 STORE_WAIT,
@@ -325,17 +349,16 @@ impl Limiter {
             )
             .await;
             match granted {
-                Ok(Ok((granted, used))) => {
-                    self.add(key, metric, win, granted, used);
-                    if granted <= 0.0 {
-                        break;
-                    }
-                }
+                Ok(Ok((granted, used))) => self.add(key, metric, win, granted, used),
                 Ok(Err(error)) => {
-                    return self.without_store(key, metric, limit, win, &error.to_string());
+                    return self
+                        .without_store(key, metric, limit, win, &error.to_string())
+                        .map(|()| 0.0);
                 }
                 Err(_) => {
-                    return self.without_store(key, metric, limit, win, "no answer within 2 s");
+                    return self
+                        .without_store(key, metric, limit, win, "no answer within 2 s")
+                        .map(|()| 0.0);
                 }
             }
         }
@@ -349,14 +372,20 @@ impl Limiter {
         if bucket.win != win {
             *bucket = Bucket {
                 win,
+                expect: bucket.expect,
                 ..Bucket::default()
             };
         }
         if bucket.local < need {
-            return Local::Empty;
+            return Local::Empty {
+                refilling: bucket.refilling,
+            };
         }
         if metric.counts_requests() {
             bucket.local -= 1.0;
+        } else if need > f64::MIN_POSITIVE {
+            // Reserved: requests at once do not all count on the same room.
+            bucket.local -= need;
         }
         bucket.last_used = Some(Instant::now());
         let refill = bucket.local < want / 2.0 && !bucket.refilling && metric != Metric::Parallel;
@@ -401,8 +430,8 @@ impl Limiter {
     /// The store settled these: what overflowed is the store's to count now.
     pub fn settled(&self, settlements: &[Settlement]) {
         let mut buckets = self.buckets();
-        for s in settlements {
-            let Some(metric) = metric_named(s.metric) else {
+        for s in settlements.iter().filter(|s| s.replica == self.replica) {
+            let Some(metric) = metric_named(&s.metric) else {
                 continue;
             };
             if let Some(bucket) = buckets.get_mut(&(s.key.clone(), metric))
@@ -411,6 +440,36 @@ impl Limiter {
                 bucket.overflow = (bucket.overflow - s.used).max(0.0);
             }
         }
+    }
+
+    /// A request refused by a later limit gives back what it took: its slot, its units and
+    /// the room it reserved.
+    fn give_back(&self, held: &Held) {
+        let mut buckets = self.buckets();
+        let back = held
+            .requests
+            .iter()
+            .map(|(m, w)| (*m, *w, 1.0))
+            .chain(held.pays.iter().copied())
+            .chain(held.parallel.then_some((Metric::Parallel, 0, 1.0)));
+        for (metric, win, amount) in back {
+            if let Some(bucket) = buckets.get_mut(&(held.key.clone(), metric))
+                && bucket.win == win
+            {
+                if metric.counts_requests() && bucket.fallback_used >= 1.0 {
+                    bucket.fallback_used -= 1.0;
+                } else {
+                    bucket.local += amount;
+                }
+            }
+        }
+    }
+
+    /// What a request of `key` is expected to use of `metric` (0 before its first).
+    fn expected(&self, key: &str, metric: Metric) -> f64 {
+        self.buckets()
+            .get(&(key.to_owned(), metric))
+            .map_or(0.0, |b| b.expect)
     }
 
     /// Room the store granted.
@@ -444,16 +503,19 @@ impl Limiter {
             let granted = this
                 .lease(&key, metric, win, (want, min), limit, now_ms)
                 .await;
-            let mut buckets = this.buckets();
-            if let Some(bucket) = buckets.get_mut(&(key, metric)) {
-                bucket.refilling = false;
-                if bucket.win == win
-                    && let Ok((granted, used)) = granted
-                {
-                    bucket.local += granted;
-                    bucket.known_used = used;
+            {
+                let mut buckets = this.buckets();
+                if let Some(bucket) = buckets.get_mut(&(key, metric)) {
+                    bucket.refilling = false;
+                    if bucket.win == win
+                        && let Ok((granted, used)) = granted
+                    {
+                        bucket.local += granted;
+                        bucket.known_used = used;
+                    }
                 }
             }
+            this.refilled.notify_waiters();
         });
     }
 
@@ -488,6 +550,7 @@ impl Limiter {
         if bucket.win != win {
             *bucket = Bucket {
                 win,
+                expect: bucket.expect,
                 ..Bucket::default()
             };
         }
@@ -501,19 +564,13 @@ impl Limiter {
             // Tokens and dollars: room is checked here, the use counted when the request ends.
         } else {
             bucket.fallback_used += 1.0;
-            if metric == Metric::Rpm {
-                drop(buckets);
-                *self
-                    .unsettled()
-                    .entry((key.to_owned(), metric, win))
-                    .or_default() += 1.0;
-            }
         }
         Ok(())
     }
 
-    /// The request is over: it used `tokens` and cost `usd`.
-    pub fn finish(&self, held: &Held, tokens: f64, usd: f64) {
+    /// The request is over: it used `tokens` and cost `usd`. Returns what it used of each
+    /// quota, for its ledger record (the store settles it when the record is written).
+    pub fn finish(&self, held: &Held, tokens: f64, usd: f64) -> Vec<Settle> {
         let mut buckets = self.buckets();
         if held.parallel
             && let Some(bucket) = buckets.get_mut(&(held.key.clone(), Metric::Parallel))
@@ -525,54 +582,49 @@ impl Limiter {
             }
             bucket.last_used = Some(Instant::now());
         }
-        let mut spent = Vec::new();
-        for (metric, win) in &held.pays {
+        let mut settles: Vec<Settle> = held
+            .requests
+            .iter()
+            .map(|(metric, win)| Settle {
+                metric: metric.name().to_owned(),
+                win: *win,
+                used: 1.0,
+            })
+            .collect();
+        for (metric, win, reserved) in &held.pays {
             let used = if *metric == Metric::Usd { usd } else { tokens };
-            if used <= 0.0 {
-                continue;
-            }
             if let Some(bucket) = buckets.get_mut(&(held.key.clone(), *metric))
                 && bucket.win == *win
             {
-                // Beyond its slice, a request's use is this replica's own (counted against the
-                // whole limit if the store stops answering); the store settles all of it.
-                let from_slice = used.min(bucket.local.max(0.0));
-                bucket.local -= from_slice;
-                bucket.overflow += used - from_slice;
+                if used <= *reserved {
+                    bucket.local += reserved - used;
+                } else {
+                    // Beyond what was reserved: from the slice while it lasts, then this
+                    // replica's own (counted against the whole limit if the store stops
+                    // answering); the store settles all of it.
+                    let from_slice = (used - reserved).min(bucket.local.max(0.0));
+                    bucket.local -= from_slice;
+                    bucket.overflow += used - reserved - from_slice;
+                }
+                // Quick to rise, slow to fall: the room the next request reserves.
+                bucket.expect = used.max(bucket.expect * 0.9 + used * 0.1);
             }
-            spent.push((*metric, *win, used));
-        }
-        drop(buckets);
-        let mut unsettled = self.unsettled();
-        for (metric, win, used) in spent {
-            *unsettled
-                .entry((held.key.clone(), metric, win))
-                .or_default() += used;
-        }
-    }
-
-    /// What was spent since the last write, for the ledger's next transaction.
-    pub fn take_settlements(&self) -> Vec<Settlement> {
-        std::mem::take(&mut *self.unsettled())
-            .into_iter()
-            .map(|((key, metric, win), used)| Settlement {
-                key,
-                metric: metric.name(),
-                win,
-                used,
-            })
-            .collect()
-    }
-
-    /// The write failed: keep them for the next.
-    pub fn restore_settlements(&self, settlements: Vec<Settlement>) {
-        let mut unsettled = self.unsettled();
-        for s in settlements {
-            let Some(metric) = metric_named(s.metric) else {
+            if used <= 0.0 {
                 continue;
-            };
-            *unsettled.entry((s.key, metric, s.win)).or_default() += s.used;
+            }
+            settles.push(Settle {
+                metric: metric.name().to_owned(),
+                win: *win,
+                used,
+            });
         }
+        settles
+    }
+
+    /// This replica's id (its leases are under it).
+    #[must_use]
+    pub fn replica(&self) -> &str {
+        &self.replica
     }
 
     /// Background upkeep, every second until the process ends: give back room unused for
@@ -746,24 +798,36 @@ mod tests {
             ..KeySpec::default()
         };
         let now = 1_795_861_815_000; // 10:30:15 UTC: 45 s left in the minute
+        let mut settles = Vec::new();
         for _ in 0..3 {
             let held = limiter.admit(&spec, now).await.unwrap();
-            limiter.finish(&held, 300.0, 0.0);
+            settles.extend(limiter.finish(&held, 300.0, 0.0));
         }
         let refused = limiter.admit(&spec, now).await.unwrap_err();
         assert_eq!(refused.retry_after(), Some(45), "{refused}");
-        // The next minute: room again for requests, but 900 of 1000 tokens are spent, and the
-        // request admitted with the last 100 spends 300: the budget is then over.
+        // The next minute: room again for requests, but 900 of 1000 tokens are spent and a
+        // request of this key uses 300: it is not admitted on the last 100 (the room a request
+        // is expected to use is reserved), so the budget is never crossed.
         let next = now + 60_000;
-        let settled = limiter.take_settlements();
-        limiter.store.write("r1", &[], &settled).await.unwrap();
-        limiter.settled(&settled);
-        let held = limiter.admit(&spec, next).await.unwrap();
-        limiter.finish(&held, 300.0, 0.0);
-        let settled = limiter.take_settlements();
-        limiter.store.write("r1", &[], &settled).await.unwrap();
-        limiter.settled(&settled);
-        let spent = limiter.admit(&spec, next + 1).await.unwrap_err();
+        let settle = |limiter: &Arc<Limiter>, settles: Vec<Settle>| {
+            let settled: Vec<Settlement> = settles
+                .into_iter()
+                .map(|s| Settlement {
+                    replica: String::from("r1"),
+                    key: String::from("k"),
+                    metric: s.metric,
+                    win: s.win,
+                    used: s.used,
+                })
+                .collect();
+            let limiter = Arc::clone(limiter);
+            async move {
+                limiter.store.settle(&settled).await.unwrap();
+                limiter.settled(&settled);
+            }
+        };
+        settle(&limiter, settles).await;
+        let spent = limiter.admit(&spec, next).await.unwrap_err();
         assert!(matches!(spent, LimitRefusal::Budget { .. }), "{spent}");
         assert_eq!(spent.retry_after(), None);
         assert!(

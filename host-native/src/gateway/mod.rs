@@ -686,11 +686,11 @@ impl Admission {
             None => settings.prices.cost(&ending.target, &usage),
         };
         let tokens = usage.input + usage.output + usage.cache_read + usage.cache_write;
-        if let Some(held) = &self.held {
+        let settles = self.held.as_ref().map_or_else(Vec::new, |held| {
             self.gateway
                 .limiter
-                .finish(held, tokens as f64, cost.unwrap_or(0.0));
-        }
+                .finish(held, tokens as f64, cost.unwrap_or(0.0))
+        });
         let upstream_model = ending
             .target
             .split_once(',')
@@ -727,6 +727,8 @@ impl Admission {
             attempts: ending.attempts as i64,
             paid: paid.as_ref().map(Paid::whole),
             paid_unit: paid.map(|p| p.unit.to_owned()),
+            replica: self.gateway.replica.clone(),
+            settles,
         });
     }
 }

@@ -184,10 +184,12 @@ pub struct Status {
 /// A consumption to move from a replica's lease into a quota's settled count.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settlement {
+    /// The replica whose lease it came from.
+    pub replica: String,
     /// The key.
     pub key: String,
     /// `rpm`, `tpm`, `usd`, `tokens`.
-    pub metric: &'static str,
+    pub metric: String,
     /// The window's start.
     pub win: i64,
     /// How much was used.
@@ -518,19 +520,16 @@ impl Store {
 
     // ---- ledger ----
 
-    /// Write `records` (a record already there is skipped: ids are unique) and move
-    /// `settlements` from this replica's leases into the quotas' settled counts, in one
-    /// transaction.
+    /// Write `records` (a record already there is skipped: ids are unique) and settle what
+    /// each written one used in its key's quotas (moved from the lease of the replica that
+    /// admitted it), in one transaction. A record written again (a journal replayed after a
+    /// crash) settles nothing again. Returns the settlements made.
     ///
     /// # Errors
     /// The store failed (nothing was written).
-    pub async fn write(
-        &self,
-        replica: &str,
-        records: &[Record],
-        settlements: &[Settlement],
-    ) -> Result<(), StoreError> {
+    pub async fn write(&self, records: &[Record]) -> Result<Vec<Settlement>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        let mut inserted = std::collections::BTreeSet::new();
         for chunk in records.chunks(ROWS_PER_INSERT) {
             let mut sql = format!(
                 "INSERT INTO bridge_ledger ({}) VALUES ",
@@ -547,7 +546,7 @@ impl Store {
                 }
                 sql.push(')');
             }
-            sql.push_str(" ON CONFLICT (id) DO NOTHING");
+            sql.push_str(" ON CONFLICT (id) DO NOTHING RETURNING id");
             let mut query = sqlx::query(AssertSqlSafe(sql));
             for r in chunk {
                 query = query
@@ -577,19 +576,61 @@ impl Store {
                     .bind(r.paid.clone())
                     .bind(r.paid_unit.clone());
             }
-            query.execute(&mut *tx).await.map_err(|e| self.fail(e))?;
+            let written = query.fetch_all(&mut *tx).await.map_err(|e| self.fail(e))?;
+            for row in written {
+                let id: String = row.try_get(0).map_err(|e| self.fail(e))?;
+                inserted.insert(id);
+            }
         }
-        for s in settlements {
-            ensure_quota(&mut tx, &s.key, s.metric, s.win)
-                .await
-                .map_err(|e| self.fail(e))?;
-            // What this replica still holds of its lease shrinks by what it used; if the lease
-            // was swept (expired), the quota's leased total no longer counts it.
-            draw(&mut tx, replica, &s.key, s.metric, s.win, s.used, s.used)
-                .await
-                .map_err(|e| self.fail(e))?;
+        // What the written records used, summed per quota and lease.
+        let mut sums: std::collections::BTreeMap<(&str, &str, &str, i64), f64> =
+            std::collections::BTreeMap::new();
+        for r in records.iter().filter(|r| inserted.contains(&r.id)) {
+            for s in &r.settles {
+                *sums
+                    .entry((r.replica.as_str(), r.key.as_str(), s.metric.as_str(), s.win))
+                    .or_default() += s.used;
+            }
         }
+        let settled: Vec<Settlement> = sums
+            .into_iter()
+            .map(|((replica, key, metric, win), used)| Settlement {
+                replica: replica.to_owned(),
+                key: key.to_owned(),
+                metric: metric.to_owned(),
+                win,
+                used,
+            })
+            .collect();
+        self.settle_in(&mut tx, &settled).await?;
+        tx.commit().await.map_err(|e| self.fail(e))?;
+        Ok(settled)
+    }
+
+    /// Move `settlements` from their replicas' leases into the quotas' settled counts.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn settle(&self, settlements: &[Settlement]) -> Result<(), StoreError> {
+        let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        self.settle_in(&mut tx, settlements).await?;
         tx.commit().await.map_err(|e| self.fail(e))
+    }
+
+    async fn settle_in(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        settlements: &[Settlement],
+    ) -> Result<(), StoreError> {
+        for s in settlements {
+            ensure_quota(tx, &s.key, &s.metric, s.win)
+                .await
+                .map_err(|e| self.fail(e))?;
+            draw(tx, &s.replica, &s.key, &s.metric, s.win, s.used, s.used)
+                .await
+                .map_err(|e| self.fail(e))?;
+        }
+        Ok(())
     }
 
     /// Ledger rows grouped as `query` says.
@@ -893,7 +934,7 @@ impl Store {
 async fn ensure_quota(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     key: &str,
-    metric: &'static str,
+    metric: &str,
     win: i64,
 ) -> Result<(), sqlx::Error> {
     sqlx::query(
@@ -914,7 +955,7 @@ async fn draw(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     replica: &str,
     key: &str,
-    metric: &'static str,
+    metric: &str,
     win: i64,
     amount: f64,
     settle: f64,
@@ -1044,12 +1085,13 @@ mod tests {
         assert_eq!(grant("b", 1.0, 9_000).await, (0.0, 10.0));
         // b used 3 of its 5 and settles them with its records; its lease shrinks by as much.
         let used = Settlement {
+            replica: "b".into(),
             key: "k".into(),
-            metric: "rpm",
+            metric: "rpm".into(),
             win: 60_000,
             used: 3.0,
         };
-        store.write("b", &[], &[used]).await.unwrap();
+        store.settle(&[used]).await.unwrap();
         assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (3.0, 7.0));
         // a stops renewing (it died): its 5 come back at expiry; b's stay.
         assert_eq!(store.sweep(5_000, 0).await.unwrap(), 1);
@@ -1092,18 +1134,23 @@ mod tests {
             attempts: 1,
             paid: Some(String::from("0.000042")),
             paid_unit: Some(String::from("ETH")),
+            replica: String::from("r"),
+            settles: vec![super::super::ledger::Settle {
+                metric: String::from("tokens"),
+                win: 0,
+                used: 115.0,
+            }],
         };
-        store
-            .write("r", std::slice::from_ref(&record), &[])
-            .await
-            .unwrap();
-        store
-            .write("r", std::slice::from_ref(&record), &[])
-            .await
-            .unwrap();
+        store.write(std::slice::from_ref(&record)).await.unwrap();
+        store.write(std::slice::from_ref(&record)).await.unwrap();
         let query =
             super::super::usage::UsageQuery::parse("group_by=key,day,session", record.at_ms)
                 .unwrap();
+        // Written twice, settled once.
+        assert_eq!(
+            store.quota("alice", "tokens", 0).await.unwrap(),
+            (115.0, 0.0)
+        );
         let rows = store.usage(&query).await.unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(

@@ -250,7 +250,9 @@ impl Relay {
     ) {
         let _open = OpenStream::open();
         let mut tally = Tally::default();
-        self.stream_source(source, &mut out, &mut tally).await;
+        let mut outcome = outcome;
+        self.stream_source(source, &mut out, &mut tally, &mut outcome)
+            .await;
         // The front translator failed: the stream ended with an error the tally could not read
         // (an OpenAI client's error is a `data:` object, not an `error` event).
         if let Some(kind) = out.failure {
@@ -266,6 +268,7 @@ impl Relay {
         mut source: Box<dyn EventSource>,
         out: &mut Outbound,
         tally: &mut Tally,
+        outcome: &mut Option<Outcome>,
     ) {
         let started = Instant::now();
         let mut last_output = Instant::now();
@@ -323,6 +326,16 @@ impl Relay {
             };
             last_sent = Instant::now();
             if out.finished {
+                // The last event is queued: the request ends (its line, its ledger record) at
+                // once — before the upstream is drained, and in practice before the client reads
+                // the end — so an answer a client has in full is on record even if the process
+                // is killed the moment after.
+                if let Some(outcome) = outcome.take() {
+                    if let Some(kind) = out.failure {
+                        tally.fail(kind.as_str());
+                    }
+                    outcome.finish(200, tally);
+                }
                 // The answer is complete: nothing, not a ping, follows the last event. What the
                 // upstream still sends (usually its end, at once) is read for a moment, so its
                 // connection can serve the next request; one that holds its connection open is

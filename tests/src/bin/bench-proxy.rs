@@ -340,11 +340,13 @@ async fn ledger_rate(url: &str) -> Result<f64> {
             attempts: 1,
             paid: None,
             paid_unit: None,
+            replica: String::from("bench"),
+            settles: Vec::new(),
         })
         .collect();
     let started = Instant::now();
     for batch in records.chunks(5_000) {
-        store.write("bench", batch, &[]).await?;
+        store.write(batch).await?;
     }
     let rate = records.len() as f64 / started.elapsed().as_secs_f64();
     store.close().await;
