@@ -159,6 +159,29 @@ struct Bucket {
     refilling: bool,
 }
 
+impl Bucket {
+    /// Move to window `win` (a new minute or period starts empty; what a request of the key
+    /// is expected to use carries over).
+    fn enter(&mut self, win: i64) {
+        if self.win != win {
+            *self = Self {
+                win,
+                expect: self.expect,
+                ..Self::default()
+            };
+        }
+    }
+
+    /// A unit (a slot, a request) comes back: to what was counted alone first, else the slice.
+    fn return_unit(&mut self, amount: f64) {
+        if self.fallback_used >= 1.0 {
+            self.fallback_used -= 1.0;
+        } else {
+            self.local += amount;
+        }
+    }
+}
+
 /// What a replica's own slice said.
 enum Local {
     /// Taken (or there was room); `refill`: top the slice up.
@@ -369,13 +392,7 @@ impl Limiter {
     fn take_local(&self, key: &str, metric: Metric, win: i64, need: f64, want: f64) -> Local {
         let mut buckets = self.buckets();
         let bucket = buckets.entry((key.to_owned(), metric)).or_default();
-        if bucket.win != win {
-            *bucket = Bucket {
-                win,
-                expect: bucket.expect,
-                ..Bucket::default()
-            };
-        }
+        bucket.enter(win);
         if bucket.local < need {
             return Local::Empty {
                 refilling: bucket.refilling,
@@ -456,8 +473,8 @@ impl Limiter {
             if let Some(bucket) = buckets.get_mut(&(held.key.clone(), metric))
                 && bucket.win == win
             {
-                if metric.counts_requests() && bucket.fallback_used >= 1.0 {
-                    bucket.fallback_used -= 1.0;
+                if metric.counts_requests() {
+                    bucket.return_unit(amount);
                 } else {
                     bucket.local += amount;
                 }
@@ -547,22 +564,15 @@ impl Limiter {
         drop(warned);
         let mut buckets = self.buckets();
         let bucket = buckets.entry((key.to_owned(), metric)).or_default();
-        if bucket.win != win {
-            *bucket = Bucket {
-                win,
-                expect: bucket.expect,
-                ..Bucket::default()
-            };
-        }
+        bucket.enter(win);
         if bucket.known_used + bucket.fallback_used + bucket.overflow >= limit {
             return Err(LimitRefusal::StoreDown(format!(
                 "{error}; and this replica alone has used the key's whole {}",
                 metric.setting()
             )));
         }
-        if !metric.counts_requests() {
-            // Tokens and dollars: room is checked here, the use counted when the request ends.
-        } else {
+        // Tokens and dollars: room is checked here, the use counted when the request ends.
+        if metric.counts_requests() {
             bucket.fallback_used += 1.0;
         }
         Ok(())
@@ -575,11 +585,7 @@ impl Limiter {
         if held.parallel
             && let Some(bucket) = buckets.get_mut(&(held.key.clone(), Metric::Parallel))
         {
-            if bucket.fallback_used >= 1.0 {
-                bucket.fallback_used -= 1.0;
-            } else {
-                bucket.local += 1.0;
-            }
+            bucket.return_unit(1.0);
             bucket.last_used = Some(Instant::now());
         }
         let mut settles: Vec<Settle> = held
@@ -657,15 +663,12 @@ impl Limiter {
                     .filter(|(_, _, _, back)| *back > 0.0)
                     .collect()
             };
+            // A release that fails is kept until the lease expires; the room returns then.
             for (key, metric, win, back) in idle {
-                if self
+                let _ = self
                     .store
                     .release(&self.replica, &key, metric.name(), win, back)
-                    .await
-                    .is_err()
-                {
-                    // Kept until the lease expires; the room returns then.
-                }
+                    .await;
             }
             if n.is_multiple_of(5) {
                 let _ = self.store.renew(&self.replica, now + LEASE_TTL_MS).await;
