@@ -97,8 +97,12 @@ pub struct Settle {
 /// Records held in memory while the store is away; older ones stay in the journal files only
 /// (written at the next start).
 pub const MEMORY_RECORDS: usize = 200_000;
-/// How often the writer writes when records wait.
+/// How often the writer looks when nothing wakes it (the store's health, a retry).
 const INTERVAL: Duration = Duration::from_millis(100);
+/// The least time between two writes, unless a flush or the shutdown asks: records that end
+/// meanwhile go in the same batch. A busy bridge writes a few transactions a second (and opens
+/// a few journal files) instead of one a request.
+const BATCH_GAP: Duration = Duration::from_millis(50);
 
 #[derive(Default)]
 struct Queue {
@@ -183,7 +187,8 @@ impl Ledger {
             .join(format!("journal-{}-{generation:08}.jsonl", self.replica))
     }
 
-    /// Add a record: appended to the journal, written to the store within [`INTERVAL`].
+    /// Add a record: appended to the journal, written to the store within [`BATCH_GAP`] (and
+    /// the time the last write took).
     pub fn record(&self, record: Record) {
         let line = serde_json::to_string(&record).map(|mut l| {
             l.push('\n');
@@ -267,6 +272,12 @@ impl Ledger {
         &self.replica
     }
 
+    /// Whether a flush or the shutdown waits for the next write.
+    fn urgent(&self) -> bool {
+        let queue = self.lock();
+        queue.closing || !queue.flushes.is_empty()
+    }
+
     /// Take everything queued and start a new journal generation; returns the batch and the
     /// generation it closed.
     fn take(&self) -> (Vec<Record>, u64, Vec<oneshot::Sender<bool>>, bool) {
@@ -341,8 +352,12 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
     let mut failing_since: Option<std::time::Instant> = None;
     let mut retry: Vec<Record> = Vec::new();
     let mut probed = std::time::Instant::now();
+    let mut wrote = tokio::time::Instant::now();
     loop {
         let _ = tokio::time::timeout(INTERVAL, ledger.wake.notified()).await;
+        if !ledger.urgent() {
+            tokio::time::sleep_until(wrote + BATCH_GAP).await;
+        }
         // Away and nothing to write: ask it once a second whether it is back.
         if !ledger.healthy() && probed.elapsed() >= Duration::from_secs(1) {
             probed = std::time::Instant::now();
@@ -358,6 +373,7 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
         let ok = if batch.is_empty() {
             true
         } else {
+            wrote = tokio::time::Instant::now();
             match store.write(&batch).await {
                 Ok(settled) => {
                     ledger.set_healthy(true);

@@ -1006,9 +1006,12 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         let gateway = match engine.split_once('+') {
             Some((_, store)) => {
                 let url = match (store, &postgres) {
-                    ("sqlite", _) => {
-                        format!("sqlite://{}", configs.path().join("gateway.db").display())
-                    }
+                    // In a directory of its own, as the default (the XDG state directory, not
+                    // the config's): the config watcher sees every write in the config's.
+                    ("sqlite", _) => format!(
+                        "sqlite://{}",
+                        configs.path().join("state/gateway.db").display()
+                    ),
                     ("postgres", Some(pg)) => pg.url(),
                     _ => {
                         return Err(err(format!(
@@ -1248,6 +1251,87 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             );
         }
     }
+    // The same, measured the way the targets read (small streams): in alternating
+    // rounds (plain first, then the gateway first, …) so that drift in the machine's speed
+    // over the run falls on both, each target's result the median of its rounds.
+    let rounds: usize = env_or("BENCH_PROXY_GATEWAY_ROUNDS", 5);
+    let mut paired = serde_json::Map::new();
+    let small_stream_body = bodies
+        .first()
+        .map(|b| b.2.clone())
+        .ok_or_else(|| err("no bodies"))?;
+    for b in bridges.iter().filter(|b| b.engine.contains('+')) {
+        let (plain_name, _) = b.engine.split_once('+').unwrap_or((&b.engine, ""));
+        let Some(plain) = bridges.iter().find(|p| p.engine == plain_name) else {
+            continue;
+        };
+        for &conc in &concurrency {
+            let sc = Scenario {
+                streaming: true,
+                size: "small",
+                concurrency: conc,
+                requests: small_requests.max(2 * conc),
+            };
+            let mut deltas = Vec::new();
+            let mut ratios = Vec::new();
+            let mut cpu = Vec::new();
+            for round in 0..rounds.max(1) {
+                let mut pair = [plain, b];
+                if round % 2 == 1 {
+                    pair.reverse();
+                }
+                let mut results = Vec::new();
+                for bridge in pair {
+                    let r = run(
+                        &sc,
+                        &bridge_target(bridge),
+                        &small_stream_body,
+                        true,
+                        Some(bridge.child.id()),
+                        tck,
+                    )
+                    .await?;
+                    results.push((bridge.engine.clone(), r));
+                }
+                let of = |name: &str, field: &str| {
+                    results
+                        .iter()
+                        .find(|(e, _)| e == name)
+                        .and_then(|(_, r)| r[field].as_f64())
+                        .unwrap_or(f64::NAN)
+                };
+                deltas.push(of(&b.engine, "ttft_p50_ms") - of(plain_name, "ttft_p50_ms"));
+                ratios.push(of(&b.engine, "per_s") / of(plain_name, "per_s"));
+                cpu.push(
+                    of(&b.engine, "bridge_cpu_s_per_1000")
+                        - of(plain_name, "bridge_cpu_s_per_1000"),
+                );
+            }
+            let median = |v: &mut Vec<f64>| {
+                v.sort_by(f64::total_cmp);
+                percentile(v, 0.5)
+            };
+            let (delta, ratio, extra_cpu) =
+                (median(&mut deltas), median(&mut ratios), median(&mut cpu));
+            println!(
+                "  gateway {} stream small c={conc}, median of {rounds} alternating rounds: TTFT p50 {delta:+.3} ms, {ratio:.2}x the streams/s of {plain_name}, {:+.1} ms CPU per 1000 requests (rounds: {})",
+                b.engine,
+                extra_cpu * 1000.0,
+                ratios
+                    .iter()
+                    .map(|r| format!("{r:.2}"))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            );
+            paired.insert(
+                format!("{} stream small c={conc}", b.engine),
+                json!({"rounds": rounds, "ttft_p50_delta_ms": delta, "per_s_ratio": ratio,
+                       "bridge_cpu_ms_per_1000_delta": extra_cpu * 1000.0,
+                       "per_s_ratios": ratios, "ttft_p50_deltas_ms": deltas}),
+            );
+        }
+    }
+
     let mut ledger = serde_json::Map::new();
     let sqlite_url = format!(
         "sqlite://{}",
@@ -1267,6 +1351,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     let result = json!({
         "date": date,
         "gateway": gateway,
+        "gateway_paired": paired,
         "ledger": ledger,
         "machine": {"cpu": model, "cores": cores, "pinned": pinned},
         "config": {
