@@ -163,13 +163,7 @@ pub fn hash_secret(secret: &str) -> String {
 /// A new secret: `cb-` and 40 base62 characters (238 bits).
 #[must_use]
 pub fn new_secret() -> String {
-    let mut out = String::from("cb-");
-    while out.len() < 43 {
-        let id = crate::ids::request_id();
-        out.push_str(&id["req_".len()..]);
-    }
-    out.truncate(43);
-    out
+    format!("cb-{}", crate::ids::random_base62(40))
 }
 
 /// Where a key was made.

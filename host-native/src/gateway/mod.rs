@@ -162,8 +162,11 @@ fn replica_id() -> String {
         })
         .filter(|h| !h.is_empty())
         .unwrap_or_else(|| String::from("host"));
-    let random = crate::ids::request_id();
-    format!("{host}-{}-{}", std::process::id(), &random[4..10])
+    format!(
+        "{host}-{}-{}",
+        std::process::id(),
+        crate::ids::random_base62(6)
+    )
 }
 
 /// Where the ledger's journal files live: `$XDG_STATE_HOME/claude-bridge/spool` (or

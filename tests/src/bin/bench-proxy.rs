@@ -41,7 +41,9 @@
 //! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
 //! (per 300 KB scenario, 500), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
-//! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_IDLE_WAIT` (seconds, 36). Writes `tests/bench/results/proxy-<UTC time>.json`.
+//! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
+//! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+store` engine against its plain
+//! one, small streams, each result the median of its rounds). Writes `tests/bench/results/proxy-<UTC time>.json`.
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
 
