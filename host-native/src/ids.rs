@@ -22,10 +22,7 @@ pub fn seed() -> u64 {
 /// written a record.
 #[must_use]
 pub fn request_id() -> String {
-    let millis = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    request_id_at(millis, &random_base62(16))
+    request_id_at(unix_millis(), &random_base62(16))
 }
 
 /// The id [`request_id`] makes at `millis` with `random` after the time.
@@ -55,6 +52,14 @@ pub fn random_base62(n: usize) -> String {
         }
     }
     out
+}
+
+/// Now, in Unix milliseconds (0 for a clock before 1970).
+#[must_use]
+pub fn unix_millis() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
 }
 
 /// Now, in Unix seconds (0 for a clock before 1970).

@@ -152,14 +152,7 @@ pub fn target_allowed(patterns: &[String], target: &str) -> bool {
 /// Lowercase hex SHA-256 of a secret (what the store and `sha256:` keys hold).
 #[must_use]
 pub fn hash_secret(secret: &str) -> String {
-    let digest = Sha256::digest(secret.as_bytes());
-    const HEX: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(64);
-    for byte in digest {
-        out.push(char::from(HEX[usize::from(byte >> 4)]));
-        out.push(char::from(HEX[usize::from(byte & 0xf)]));
-    }
-    out
+    bridge_core::hex::encode(&Sha256::digest(secret.as_bytes()))
 }
 
 /// A new secret: `cb-` and 40 base62 characters (238 bits).

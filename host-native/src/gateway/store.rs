@@ -548,7 +548,8 @@ impl Store {
     /// admitted it), in one transaction. A record written again (a journal replayed after a
     /// crash) settles nothing again. Returns the settlements made.
     ///
-    /// A batch is first written as if every id were new (almost always so: ids are random),
+    /// A batch is first written as if every id were new (almost always so: a request's id is
+    /// made for it),
     /// without asking which rows went in — sqlx hands each row a statement returns over a
     /// channel of its own, one message and wake-up a row. When a statement reports fewer rows
     /// than it had (an id was there already), that transaction is rolled back and the batch
@@ -571,6 +572,7 @@ impl Store {
         returning: bool,
     ) -> Result<Option<Vec<Settlement>>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
+        // The ids that went in, when asked (`returning`); without, every one did.
         let mut inserted = std::collections::BTreeSet::new();
         for chunk in insert_chunks(records) {
             let mut sql = format!(
@@ -636,13 +638,15 @@ impl Store {
                     tx.rollback().await.map_err(|e| self.fail(e))?;
                     return Ok(None);
                 }
-                inserted.extend(chunk.iter().map(|r| r.id.clone()));
             }
         }
         // What the written records used, summed per quota and lease.
         let mut sums: std::collections::BTreeMap<(&str, &str, &str, i64), f64> =
             std::collections::BTreeMap::new();
-        for r in records.iter().filter(|r| inserted.contains(&r.id)) {
+        for r in records
+            .iter()
+            .filter(|r| !returning || inserted.contains(&r.id))
+        {
             for s in &r.settles {
                 *sums
                     .entry((r.replica.as_str(), r.key.as_str(), s.metric.as_str(), s.win))
@@ -1098,9 +1102,7 @@ fn usage_row(
 /// Now, in Unix milliseconds.
 #[must_use]
 pub fn now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as i64)
+    i64::try_from(crate::ids::unix_millis()).unwrap_or(i64::MAX)
 }
 
 #[cfg(test)]

@@ -246,21 +246,13 @@ impl Relay {
         self,
         source: Box<dyn EventSource>,
         mut out: Outbound,
-        outcome: Option<Outcome>,
+        mut outcome: Option<Outcome>,
     ) {
         let _open = OpenStream::open();
         let mut tally = Tally::default();
-        let mut outcome = outcome;
         self.stream_source(source, &mut out, &mut tally, &mut outcome)
             .await;
-        // The front translator failed: the stream ended with an error the tally could not read
-        // (an OpenAI client's error is a `data:` object, not an `error` event).
-        if let Some(kind) = out.failure {
-            tally.fail(kind.as_str());
-        }
-        if let Some(outcome) = outcome {
-            outcome.finish(200, &tally);
-        }
+        end_request(&mut outcome, &out, &mut tally);
     }
 
     async fn stream_source(
@@ -330,12 +322,7 @@ impl Relay {
                 // once — before the upstream is drained, and in practice before the client reads
                 // the end — so an answer a client has in full is on record even if the process
                 // is killed the moment after.
-                if let Some(outcome) = outcome.take() {
-                    if let Some(kind) = out.failure {
-                        tally.fail(kind.as_str());
-                    }
-                    outcome.finish(200, tally);
-                }
+                end_request(outcome, out, tally);
                 // The answer is complete: nothing, not a ping, follows the last event. What the
                 // upstream still sends (usually its end, at once) is read for a moment, so its
                 // connection can serve the next request; one that holds its connection open is
@@ -388,6 +375,18 @@ impl Relay {
 
 /// Longest the rest of a finished answer's upstream is read.
 const DRAIN: Duration = Duration::from_secs(1);
+
+/// The request ends (its line, its ledger record), once: a stream the front translator failed
+/// ended with an error the tally could not read (an OpenAI client's error is a `data:` object,
+/// not an `error` event), so that is counted first.
+fn end_request(outcome: &mut Option<Outcome>, out: &Outbound, tally: &mut Tally) {
+    if let Some(outcome) = outcome.take() {
+        if let Some(kind) = out.failure {
+            tally.fail(kind.as_str());
+        }
+        outcome.finish(200, tally);
+    }
+}
 
 /// Read a finished answer's upstream to its end (its output is not sent: the client's answer
 /// ended), for at most [`DRAIN`].
