@@ -9,7 +9,6 @@
 //! the same state directory. A record carries the request's id, and the store skips an id it
 //! has, so a record written twice counts once.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -18,6 +17,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
+use super::journal::{self, Journal};
 use super::limits::Limiter;
 use super::store::Store;
 
@@ -110,7 +110,7 @@ struct Queue {
     flushes: Vec<oneshot::Sender<bool>>,
     closing: bool,
     /// The journal file records are appended to now, and its generation.
-    journal: Option<std::fs::File>,
+    journal: Option<Journal>,
     generation: u64,
     /// Records dropped from memory (the store was away too long); the journal files keep them.
     dropped: usize,
@@ -169,7 +169,7 @@ impl Ledger {
             ledger.record(record);
         }
         // In our own journal now: the files taken over can go.
-        for file in files {
+        for (file, _lock) in files {
             let _ = std::fs::remove_file(file);
         }
         let task = tokio::spawn(writer(Arc::clone(&ledger), store, limiter));
@@ -198,17 +198,14 @@ impl Ledger {
         if queue.journal.is_none() {
             let path = self.journal_path(queue.generation);
             queue.journal = std::fs::create_dir_all(&self.dir)
-                .and_then(|()| {
-                    std::fs::OpenOptions::new()
-                        .create(true)
-                        .append(true)
-                        .open(&path)
-                })
+                .and_then(|()| Journal::create(&path))
                 .map_err(|error| warn!(%error, path = %path.display(), "ledger: no journal file; records live in memory only until written"))
                 .ok();
         }
-        if let (Some(file), Ok(line)) = (queue.journal.as_mut(), line) {
-            let _ = file.write_all(line.as_bytes());
+        if let (Some(journal), Ok(line)) = (queue.journal.as_mut(), line)
+            && let Err(error) = journal.append(line.as_bytes())
+        {
+            warn!(%error, "ledger: a record is not in the journal (in memory only until written)");
         }
         if queue.records.len() >= MEMORY_RECORDS {
             queue.records.remove(0);
@@ -284,15 +281,20 @@ impl Ledger {
         let mut queue = self.lock();
         let batch = std::mem::take(&mut queue.records);
         let closed = queue.generation;
-        if queue.journal.take().is_some() {
+        let journal = queue.journal.take();
+        if journal.is_some() {
             queue.generation += 1;
         }
-        (
+        let taken = (
             batch,
             closed,
             std::mem::take(&mut queue.flushes),
             queue.closing,
-        )
+        );
+        drop(queue);
+        // Closed (cut to its lines) outside the lock.
+        drop(journal);
+        taken
     }
 
     /// Journal generations up to `generation` are in the store: delete their files.
@@ -315,9 +317,10 @@ impl Ledger {
         }
     }
 
-    /// Take over the journal (and spool) files other processes left in the directory: renamed
-    /// to a name of ours first, so two starting processes never take the same one.
-    fn adopt(&self) -> (Vec<Record>, Vec<PathBuf>) {
+    /// Take over the journal files other processes left in the directory (those of a live
+    /// process are locked, and stay its own): renamed to a name of ours and kept locked until
+    /// their records are in our own journal, so two starting processes never take the same one.
+    fn adopt(&self) -> (Vec<Record>, Vec<(PathBuf, std::fs::File)>) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return (Vec::new(), Vec::new());
         };
@@ -329,19 +332,22 @@ impl Ledger {
                 .file_name()
                 .and_then(|n| n.to_str())
                 .unwrap_or_default();
-            let ours = name.starts_with(&format!("journal-{}-", self.replica));
-            if !name.ends_with(".jsonl") || ours {
+            if !Journal::is_journal(name) {
                 continue;
             }
-            let claimed = path.with_extension(format!("taken-{}", self.replica));
-            if std::fs::rename(&path, &claimed).is_ok() {
-                records.extend(
-                    std::fs::read_to_string(&claimed)
-                        .unwrap_or_default()
-                        .lines()
-                        .filter_map(|line| serde_json::from_str::<Record>(line).ok()),
-                );
-                files.push(claimed);
+            let claimed = Journal::claimed_path(&path, &self.replica);
+            match Journal::claim(&path, &claimed) {
+                Ok(Some((text, lock))) => {
+                    records.extend(
+                        journal::lines(&text)
+                            .filter_map(|line| serde_json::from_str::<Record>(line).ok()),
+                    );
+                    files.push((claimed, lock));
+                }
+                Ok(None) => {}
+                Err(error) => {
+                    warn!(%error, path = %path.display(), "ledger: a journal file another process left cannot be taken over");
+                }
             }
         }
         (records, files)

@@ -11,6 +11,7 @@
 //! back what the request held and pay what it used).
 
 pub mod admin;
+pub mod journal;
 pub mod keys;
 pub mod ledger;
 pub mod limits;
