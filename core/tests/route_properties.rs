@@ -2,11 +2,14 @@
 //! 1. totality: every request gets a primary target, taken from the configuration;
 //! 2. the primary follows the order rules → long_context → background → think → default, with
 //!    the first matching rule winning and unset steps skipped;
-//! 3. fallbacks are the configured ones in their order, never the primary, never repeated;
+//! 3. fallbacks are the configured ones in their order, never a member of the chosen pool, never
+//!    repeated; the route's pool is the configured pool's members, each once;
 //! 4. the glob matcher agrees with a plain recursive definition of `*` and `?`;
 //! 5. skimming a body for routing reads what the full parse reads (but the token estimate).
 
-use bridge_core::route::{Features, Reason, RouterConfig, Rule, Target, glob_match, route};
+use bridge_core::route::{
+    Features, MemberLoad, Pool, Reason, RouterConfig, Rule, Target, glob_match, route, route_with,
+};
 use proptest::prelude::*;
 
 /// Few providers and models, so targets collide often (dedup is exercised).
@@ -38,15 +41,28 @@ fn pattern() -> impl Strategy<Value = String> {
     .prop_map(|parts| parts.concat())
 }
 
+/// One to three distinct targets.
+fn pool() -> impl Strategy<Value = Pool> {
+    prop::collection::vec(target(), 1..4).prop_map(|mut members| {
+        let mut seen = Vec::new();
+        members.retain(|t| {
+            let new = !seen.contains(t);
+            seen.push(t.clone());
+            new
+        });
+        Pool::new(members).unwrap_or_else(|e| unreachable!("one to three distinct: {e}"))
+    })
+}
+
 fn config() -> impl Strategy<Value = RouterConfig> {
     (
-        target(),
-        prop::option::of(target()),
-        prop::option::of(target()),
-        prop::option::of(target()),
+        pool(),
+        prop::option::of(pool()),
+        prop::option::of(pool()),
+        prop::option::of(pool()),
         0u32..200,
         prop::collection::vec(target(), 0..5),
-        prop::collection::vec((pattern(), target()), 0..4),
+        prop::collection::vec((pattern(), pool()), 0..4),
     )
         .prop_map(
             |(default, background, think, long_context, threshold, fallback, rules)| RouterConfig {
@@ -84,7 +100,7 @@ fn features() -> impl Strategy<Value = Features> {
 }
 
 /// The step of the order that applies, as the design states it (rules handled separately).
-fn expected_step(config: &RouterConfig, f: &Features) -> (Target, Reason) {
+fn expected_step(config: &RouterConfig, f: &Features) -> (Pool, Reason) {
     let thinking = f.thinking.as_deref() == Some("enabled")
         || matches!(f.effort.as_deref(), Some("high" | "max"));
     let steps = [
@@ -122,22 +138,41 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
 
     #[test]
-    fn the_primary_is_configured_and_follows_the_order(config in config(), f in features()) {
-        let chosen = route(&config, &f);
+    fn the_pool_is_configured_and_follows_the_order(
+        config in config(),
+        f in features(),
+        loads in prop::collection::vec((1u32..4, 0u32..5, any::<bool>(), any::<bool>()), 3),
+        session in prop::option::of("[a-z]{1,8}"),
+        salt in any::<u64>(),
+    ) {
+        let load = |t: &Target| {
+            let i = usize::from(t.provider.as_bytes()[0] - b'a') % 3;
+            let (weight, outstanding, available, has_room) = loads[i];
+            MemberLoad { weight, outstanding, available, has_room }
+        };
+        let chosen = route_with(&config, &f, load, session.as_deref(), salt);
         let first_rule = config.rules.iter().position(|r| glob_match(&r.model, &f.model));
-        match first_rule {
-            Some(index) => {
-                prop_assert_eq!(&chosen.primary, &config.rules[index].to);
-                prop_assert_eq!(
-                    chosen.reason,
-                    Reason::Rule { index, pattern: config.rules[index].model.clone() }
-                );
-            }
-            None => {
-                let (target, reason) = expected_step(&config, &f);
-                prop_assert_eq!(chosen.primary, target);
-                prop_assert_eq!(chosen.reason, reason);
-            }
+        let (pool, reason) = match first_rule {
+            Some(index) => (
+                config.rules[index].to.clone(),
+                Reason::Rule { index, pattern: config.rules[index].model.clone() },
+            ),
+            None => expected_step(&config, &f),
+        };
+        prop_assert_eq!(chosen.reason, reason);
+        // Every member once, in some order, the primary first.
+        let mut got = chosen.pool.clone();
+        let mut want = pool.members().to_vec();
+        got.sort();
+        want.sort();
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(Some(&chosen.primary), chosen.pool.first());
+        // With a session and no load, the same member whatever the salt.
+        if let Some(session) = &session {
+            let idle = |_: &Target| MemberLoad::idle(1);
+            let a = route_with(&config, &f, idle, Some(session), salt);
+            let b = route_with(&config, &f, idle, Some(session), salt.wrapping_add(1));
+            prop_assert_eq!(a.primary, b.primary);
         }
     }
 
@@ -152,10 +187,10 @@ proptest! {
         for (i, target) in chosen.fallbacks.iter().enumerate() {
             prop_assert!(!chosen.fallbacks[..i].contains(target), "repeated {}", target);
         }
-        // Exactly the configured fallbacks that are not the primary, first occurrences, in order.
+        // Exactly the configured fallbacks not in the pool, first occurrences, in order.
         let mut expected: Vec<Target> = Vec::new();
         for target in &config.fallback {
-            if *target != chosen.primary && !expected.contains(target) {
+            if !chosen.pool.contains(target) && !expected.contains(target) {
                 expected.push(target.clone());
             }
         }
@@ -170,11 +205,11 @@ proptest! {
     ) {
         // Put a catch-all after the rules: it wins only when no earlier rule matches.
         let mut with_catch_all = config.clone();
-        with_catch_all.rules.push(Rule { model: "*".into(), to: extra.clone() });
+        with_catch_all.rules.push(Rule { model: "*".into(), to: extra.clone().into() });
         let chosen = route(&with_catch_all, &f);
         let earlier = config.rules.iter().position(|r| glob_match(&r.model, &f.model));
         let index = earlier.unwrap_or(config.rules.len());
-        prop_assert_eq!(&chosen.primary, &with_catch_all.rules[index].to);
+        prop_assert!(with_catch_all.rules[index].to.members().contains(&chosen.primary));
         prop_assert_eq!(chosen.reason.to_string(), format!("rule {} ({})", index + 1, with_catch_all.rules[index].model));
     }
 

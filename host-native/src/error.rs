@@ -178,6 +178,20 @@ pub enum BridgeError {
         /// Failures in a row.
         failures: u32,
     },
+    /// The target's upstream stayed at its own limits (`max_parallel`, `rpm`, `tpm`, a 429's
+    /// `retry-after`) for the provider's whole `queue_timeout`, and no other target was left.
+    #[error(
+        "{target} is at its own limit ({why}) and stayed there for its queue_timeout; try again in {} s",
+        retry_after.as_secs().max(1)
+    )]
+    UpstreamBusy {
+        /// `provider,model`.
+        target: String,
+        /// Which limit.
+        why: String,
+        /// When it may have room.
+        retry_after: std::time::Duration,
+    },
     /// The bridge could not build or send the upstream request.
     #[error("internal error: {0}")]
     Internal(String),
@@ -213,6 +227,7 @@ impl BridgeError {
                 ErrorKind::Api
             }
             Self::UpstreamTimeout { .. } => ErrorKind::Timeout,
+            Self::UpstreamBusy { .. } => ErrorKind::RateLimit,
         }
     }
 
@@ -282,7 +297,8 @@ impl BridgeError {
             | Self::Host { .. }
             | Self::UpstreamConnect { .. }
             | Self::UpstreamTimeout { .. }
-            | Self::UpstreamDown { .. } => Fault::Upstream,
+            | Self::UpstreamDown { .. }
+            | Self::UpstreamBusy { .. } => Fault::Upstream,
         }
     }
 
@@ -309,7 +325,9 @@ impl BridgeError {
     #[must_use]
     pub fn retryable(&self) -> bool {
         match self {
-            Self::UpstreamConnect { .. } | Self::UpstreamTimeout { .. } => true,
+            Self::UpstreamConnect { .. }
+            | Self::UpstreamTimeout { .. }
+            | Self::UpstreamBusy { .. } => true,
             Self::UpstreamStatus { status, .. } => {
                 matches!(status, 401 | 403 | 404 | 408 | 429) || *status >= 500
             }

@@ -351,22 +351,28 @@ export interface StreamEnd {
 /** Where a request goes: "provider,model", or "provider" alone to forward the client's model. */
 export type Target = string;
 
+/**
+ * A route value: one target, or a list of equivalent targets (a pool) of which one serves each
+ * request — by session (a conversation stays on one member), else by load.
+ */
+export type Pool = Target | Target[];
+
 /** `[[router.rules]]`: a glob (`*`, `?`) on the client's model name, and where matches go. */
 export interface RouterRule {
   model: string;
-  to: Target;
+  to: Pool;
 }
 
 /** The `[router]` table of claude-bridge.toml; only `default` is required. */
 export interface RouterConfig {
   /** Where a request goes when nothing else applies. */
-  default: Target;
+  default: Pool;
   /** Requests whose model name contains "haiku". */
-  background?: Target | null;
+  background?: Pool | null;
   /** Requests with `thinking.type` "enabled", or `output_config.effort` "high" / "max". */
-  think?: Target | null;
+  think?: Pool | null;
   /** Requests whose estimated input tokens exceed `long_context_threshold`. */
-  long_context?: Target | null;
+  long_context?: Pool | null;
   /** Default 60000. */
   long_context_threshold?: number;
   /** Tried in order when a target fails before the client got a byte. */
@@ -377,9 +383,14 @@ export interface RouterConfig {
 
 /** What `route` decides for one request. */
 export interface Route {
+  /** The first target to try (`pool[0]`). */
   primary: Target;
-  /** The configured fallbacks in order, without the primary and without repeats. */
+  /** The chosen pool's members in the order to try them (idle members of weight 1: a preview). */
+  pool: Target[];
+  /** The configured fallbacks in order, without the pool's members and without repeats. */
   fallbacks: Target[];
-  /** What chose the primary: "rule 1 (claude-opus-*)", "long_context", "background", "think" or "default". */
+  /** What chose the pool: "rule 1 (claude-opus-*)", "long_context", "background", "think" or "default". */
   reason: string;
+  /** Why the pool's first member: "only" (one member), "affinity", "load" or "none_available". */
+  pick: "only" | "affinity" | "load" | "none_available";
 }

@@ -200,15 +200,24 @@ test("route picks a target in the design's order and keeps the fallbacks in thei
   const ask = (extra) => JSON.stringify({ ...REQUEST, ...extra });
   assert.deepEqual(core.route(config, ask({ model: "claude-opus-4-1", thinking: { type: "enabled", budget_tokens: 2048 } })), {
     primary: "openai,gpt-5",
+    pool: ["openai,gpt-5"],
     fallbacks: ["openai,gpt-4.1-mini", "local,qwen3-coder"],
     reason: "rule 1 (claude-opus-*)",
+    pick: "only",
   });
   assert.deepEqual(core.route(config, ask({ model: "claude-haiku-4-5" })).reason, "background");
   const think = core.route(JSON.stringify(config), new TextEncoder().encode(ask({ output_config: { effort: "max" } })));
   assert.equal(think.primary, "openai,o4-mini");
   assert.equal(think.reason, "think");
   const plain = core.route(config, ask({ thinking: { type: "adaptive" } }));
-  assert.deepEqual(plain, { primary: "local,qwen3-coder", fallbacks: ["openai,gpt-4.1-mini"], reason: "default" });
+  assert.deepEqual(plain, { primary: "local,qwen3-coder", pool: ["local,qwen3-coder"], fallbacks: ["openai,gpt-4.1-mini"], reason: "default", pick: "only" });
+  // A pool: every member, one first; its members are not fallbacks again.
+  const pooled = core.route({ ...config, default: ["gpu1,qwen3-coder", "gpu2,qwen3-coder"], fallback: ["gpu2,qwen3-coder", "cloud,gpt-5"] }, ask({}));
+  assert.deepEqual([...pooled.pool].sort(), ["gpu1,qwen3-coder", "gpu2,qwen3-coder"]);
+  assert.equal(pooled.primary, pooled.pool[0]);
+  assert.deepEqual(pooled.fallbacks, ["cloud,gpt-5"]);
+  assert.equal(pooled.pick, "load");
+  assert.throws(() => core.route({ default: [] }, ask({})), { name: "BridgeCoreError", message: /an empty list/ });
 
   assert.throws(() => core.route({ default: "local," }, ask({})), { name: "BridgeCoreError", kind: "api_error", message: /router config: .*names no model/ });
   assert.throws(() => core.route({ default: "a", thinking: "b" }, ask({})), { name: "BridgeCoreError", message: /unknown field `thinking`/ });

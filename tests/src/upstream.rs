@@ -458,6 +458,9 @@ struct State {
     connections: AtomicUsize,
     /// TLS handshakes that failed (TLS mode only).
     tls_failures: AtomicUsize,
+    /// The connections' tasks, ended with the upstream (a dropped upstream is gone, as a
+    /// killed server is: its keep-alive connections close too).
+    conns: Mutex<Vec<tokio::task::AbortHandle>>,
 }
 
 /// The running scripted upstream. Stops accepting when dropped.
@@ -481,6 +484,16 @@ impl std::fmt::Debug for Upstream {
 impl Drop for Upstream {
     fn drop(&mut self) {
         self.task.abort();
+        let conns = std::mem::take(
+            &mut *self
+                .state
+                .conns
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
+        for conn in conns {
+            conn.abort();
+        }
     }
 }
 
@@ -535,6 +548,7 @@ impl Upstream {
             completed: AtomicUsize::new(0),
             connections: AtomicUsize::new(0),
             tls_failures: AtomicUsize::new(0),
+            conns: Mutex::new(Vec::new()),
         });
         let accept_state = Arc::clone(&state);
         let task = tokio::spawn(async move {
@@ -545,7 +559,8 @@ impl Upstream {
                 let conn = accept_state.connections.fetch_add(1, Ordering::SeqCst);
                 let conn_state = Arc::clone(&accept_state);
                 let acceptor = acceptor.clone();
-                tokio::spawn(async move {
+                let conns = Arc::clone(&accept_state);
+                let handle = tokio::spawn(async move {
                     match acceptor {
                         None => serve_connection(conn_state, conn, stream).await,
                         Some(acceptor) => match acceptor.accept(stream).await {
@@ -556,6 +571,9 @@ impl Upstream {
                         },
                     }
                 });
+                let mut held = conns.conns.lock().unwrap_or_else(PoisonError::into_inner);
+                held.retain(|h| !h.is_finished());
+                held.push(handle.abort_handle());
             }
         });
         Ok(Self {

@@ -16,6 +16,7 @@ mod e2e_first_run;
 mod e2e_gateway;
 mod e2e_harness;
 mod e2e_host;
+mod e2e_pools;
 mod e2e_providers;
 mod e2e_sdks;
 mod e2e_streaming;

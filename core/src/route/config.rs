@@ -4,28 +4,30 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::pool::Pool;
 use super::target::Target;
 
 /// `long_context_threshold` when the table does not set it (estimated input tokens).
 pub const DEFAULT_LONG_CONTEXT_THRESHOLD: u32 = 60_000;
 
 /// The router's configuration, in the shape of the `[router]` table (DESIGN §5); targets are
-/// written as strings (`"provider,model"` or `"provider"`).
+/// written as strings (`"provider,model"` or `"provider"`), and every route value may be a list
+/// of equivalent targets (a [`Pool`]).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RouterConfig {
     /// Where a request goes when nothing else matches (required: every request has a target).
-    pub default: Target,
+    pub default: Pool,
     /// Requests whose client model name contains `haiku` (Claude Code's background calls).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub background: Option<Target>,
+    pub background: Option<Pool>,
     /// Requests that ask for thinking: `thinking.type` `enabled`, or `output_config.effort`
     /// `high` / `max`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub think: Option<Target>,
+    pub think: Option<Pool>,
     /// Requests whose estimated input tokens exceed `long_context_threshold`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub long_context: Option<Target>,
+    pub long_context: Option<Pool>,
     /// The `long_context` threshold in estimated input tokens.
     #[serde(default = "default_threshold")]
     pub long_context_threshold: u32,
@@ -48,7 +50,7 @@ pub struct Rule {
     /// `*` and `?` glob on the client's model name (see [`super::glob_match`]).
     pub model: String,
     /// Where matching requests go.
-    pub to: Target,
+    pub to: Pool,
 }
 
 /// A key of the `[router]` table, to say which one is wrong.
@@ -98,9 +100,9 @@ impl RouterConfig {
     /// Every request to `default`, nothing else configured (the flags-only setup is
     /// `RouterConfig::new(Target::provider("default"))`).
     #[must_use]
-    pub fn new(default: Target) -> Self {
+    pub fn new(default: impl Into<Pool>) -> Self {
         Self {
-            default,
+            default: default.into(),
             background: None,
             think: None,
             long_context: None,
@@ -118,7 +120,8 @@ impl RouterConfig {
         serde_json::from_str(json).map_err(|e| e.to_string())
     }
 
-    /// Every target with the key it is written under, in the order the router considers them.
+    /// Every target with the key it is written under, in the order the router considers them
+    /// (a pool's members in the order written).
     pub fn targets(&self) -> impl Iterator<Item = (RouterKey, &Target)> {
         let rules = self
             .rules
@@ -132,13 +135,16 @@ impl RouterConfig {
             (RouterKey::Default, Some(&self.default)),
         ]
         .into_iter()
-        .filter_map(|(key, target)| target.map(|t| (key, t)));
+        .filter_map(|(key, pool)| pool.map(|p| (key, p)));
+        let pools = rules
+            .chain(named)
+            .flat_map(|(key, pool)| pool.members().iter().map(move |t| (key, t)));
         let fallback = self
             .fallback
             .iter()
             .enumerate()
             .map(|(i, target)| (RouterKey::Fallback(i), target));
-        rules.chain(named).chain(fallback)
+        pools.chain(fallback)
     }
 
     /// Check the configuration against the providers there are: every target names one of
@@ -201,6 +207,28 @@ mod tests {
         let config = RouterConfig::from_json(FULL).unwrap();
         assert_eq!(config.default.to_string(), "local,qwen3-coder");
         assert_eq!(config.think.as_ref().unwrap().to_string(), "openai,o4-mini");
+        let pooled = RouterConfig::from_json(
+            r#"{"default":["a,m","b,m"],"rules":[{"model":"x","to":["c","d"]}]}"#,
+        )
+        .unwrap();
+        assert_eq!(pooled.default.members().len(), 2);
+        let keys: Vec<(String, String)> = pooled
+            .targets()
+            .map(|(k, t)| (k.to_string(), t.to_string()))
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                ("rules[0].to".into(), "c".into()),
+                ("rules[0].to".into(), "d".into()),
+                ("default".into(), "a,m".into()),
+                ("default".into(), "b,m".into())
+            ]
+        );
+        assert!(
+            RouterConfig::from_json(r#"{"default":[]}"#)
+                .is_err_and(|e| e.contains("an empty list"))
+        );
         assert_eq!(config.rules[0].model, "claude-opus-*");
         assert_eq!(config.rules[0].to.to_string(), "openai,gpt-5");
         assert_eq!(config.fallback.len(), 1);
@@ -257,7 +285,7 @@ mod tests {
         );
         config.rules.push(Rule {
             model: String::new(),
-            to: Target::provider("a"),
+            to: Target::provider("a").into(),
         });
         assert_eq!(
             config.validate(&["a", "b"]).map_err(|e| e.key),

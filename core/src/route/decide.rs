@@ -7,19 +7,24 @@ use serde::{Serialize, Serializer};
 use super::config::RouterConfig;
 use super::features::Features;
 use super::glob::glob_match;
+use super::pool::{MemberLoad, Pick, Pool, order_members};
 use super::target::Target;
 
-/// Where one request goes: the primary target, then the fallbacks in order (none equal to the
-/// primary or to each other).
+/// Where one request goes: the chosen pool's members in the order to try them (the first is
+/// the primary), then the fallbacks in order (none in the pool, none twice).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Route {
-    /// The first target to try.
+    /// The first target to try (`pool[0]`).
     pub primary: Target,
-    /// Tried in order when the one before failed before the client got a byte.
+    /// The chosen pool's members, in the order to try them (one, for a single target).
+    pub pool: Vec<Target>,
+    /// Tried in order when the pool's members failed before the client got a byte.
     pub fallbacks: Vec<Target>,
-    /// Which part of the configuration chose the primary (for logs).
+    /// Which part of the configuration chose the pool (for logs).
     #[serde(serialize_with = "as_display")]
     pub reason: Reason,
+    /// Why the pool's first member (for logs).
+    pub pick: Pick,
 }
 
 /// Which part of the configuration chose a route's primary target.
@@ -63,7 +68,7 @@ fn as_display<S: Serializer>(value: &impl fmt::Display, serializer: S) -> Result
 impl Route {
     /// Every target in the order to try them (never empty).
     pub fn targets(&self) -> impl Iterator<Item = &Target> {
-        std::iter::once(&self.primary).chain(&self.fallbacks)
+        self.pool.iter().chain(&self.fallbacks)
     }
 }
 
@@ -71,23 +76,43 @@ impl Route {
 /// `long_context` when the estimated input tokens exceed the threshold; else `background` for a
 /// `haiku` model; else `think` when thinking is asked for; else `default`. Steps whose target is
 /// not configured are skipped. The fallbacks follow, in order, without repeats.
+///
+/// A pool's members are ordered as for idle members of weight 1 with no session: a preview.
+/// The host passes what it knows with [`route_with`].
 #[must_use]
 pub fn route(config: &RouterConfig, features: &Features) -> Route {
-    let (primary, reason) = choose(config, features);
+    route_with(config, features, |_| MemberLoad::idle(1), None, 0)
+}
+
+/// [`route`], with each member's load, the request's session (Claude Code's session id, a
+/// Codex `prompt_cache_key`, an AG-UI thread) and a random `salt` to choose within a pool
+/// ([`order_members`]).
+#[must_use]
+pub fn route_with(
+    config: &RouterConfig,
+    features: &Features,
+    load: impl Fn(&Target) -> MemberLoad,
+    session: Option<&str>,
+    salt: u64,
+) -> Route {
+    let (pool, reason) = choose(config, features);
+    let (members, pick) = order_members(pool.members(), load, session, salt);
     let mut fallbacks: Vec<Target> = Vec::new();
     for target in &config.fallback {
-        if target != primary && !fallbacks.contains(target) {
+        if !members.contains(target) && !fallbacks.contains(target) {
             fallbacks.push(target.clone());
         }
     }
     Route {
-        primary: primary.clone(),
+        primary: members.first().unwrap_or(pool.first()).clone(),
+        pool: members,
         fallbacks,
         reason,
+        pick,
     }
 }
 
-fn choose<'a>(config: &'a RouterConfig, features: &Features) -> (&'a Target, Reason) {
+fn choose<'a>(config: &'a RouterConfig, features: &Features) -> (&'a Pool, Reason) {
     if let Some((index, rule)) = config
         .rules
         .iter()
@@ -136,10 +161,10 @@ mod tests {
 
     fn config() -> RouterConfig {
         RouterConfig {
-            default: t("local,qwen3-coder"),
-            background: Some(t("local,small")),
-            think: Some(t("openai,o4-mini")),
-            long_context: Some(t("openai,gpt-4.1")),
+            default: t("local,qwen3-coder").into(),
+            background: Some(t("local,small").into()),
+            think: Some(t("openai,o4-mini").into()),
+            long_context: Some(t("openai,gpt-4.1").into()),
             long_context_threshold: 1000,
             fallback: vec![
                 t("openai,gpt-4.1-mini"),
@@ -149,11 +174,11 @@ mod tests {
             rules: vec![
                 Rule {
                     model: "claude-opus-*".into(),
-                    to: t("openai,gpt-5"),
+                    to: t("openai,gpt-5").into(),
                 },
                 Rule {
                     model: "claude-*".into(),
-                    to: t("anthropic"),
+                    to: t("anthropic").into(),
                 },
             ],
         }
@@ -226,7 +251,7 @@ mod tests {
     #[test]
     fn unset_steps_are_skipped() {
         let mut c = RouterConfig::new(t("default"));
-        c.think = Some(t("deep,r1"));
+        c.think = Some(t("deep,r1").into());
         let f = request("claude-haiku-4-5", u32::MAX, Some("enabled"));
         assert_eq!(
             primary_and_reason(&c, &f),
@@ -259,11 +284,34 @@ mod tests {
     }
 
     #[test]
+    fn a_pool_is_ordered_by_load_and_its_members_are_not_fallbacks_again() {
+        let mut c = config();
+        c.default = Pool::new(vec![t("a,m"), t("b,m")]).unwrap();
+        c.fallback = vec![t("b,m"), t("z,m")];
+        let busy_a = |x: &Target| MemberLoad {
+            outstanding: if x.provider == "a" { 4 } else { 0 },
+            ..MemberLoad::idle(1)
+        };
+        let r = route_with(&c, &request("gpt", 1, None), busy_a, None, 3);
+        let all: Vec<String> = r.targets().map(ToString::to_string).collect();
+        assert_eq!(all, ["b,m", "a,m", "z,m"]);
+        assert_eq!((r.primary, r.pick), (t("b,m"), Pick::Load));
+        let r = route_with(
+            &c,
+            &request("gpt", 1, None),
+            |_| MemberLoad::idle(1),
+            Some("s1"),
+            3,
+        );
+        assert_eq!(r.pick, Pick::Affinity);
+    }
+
+    #[test]
     fn serializes_targets_and_reason_as_strings() {
         let r = route(&config(), &request("claude-opus-4", 1, None));
         assert_eq!(
             serde_json::to_string(&r).unwrap(),
-            r#"{"primary":"openai,gpt-5","fallbacks":["openai,gpt-4.1-mini","local,qwen3-coder"],"reason":"rule 1 (claude-opus-*)"}"#
+            r#"{"primary":"openai,gpt-5","pool":["openai,gpt-5"],"fallbacks":["openai,gpt-4.1-mini","local,qwen3-coder"],"reason":"rule 1 (claude-opus-*)","pick":"only"}"#
         );
     }
 }

@@ -13,6 +13,8 @@
 //! - [`config`]: the `[router]` table and its validation against the providers there are.
 //! - [`mod@features`]: what the router reads in a request.
 //! - [`glob`]: `*` / `?` patterns on model names.
+//! - [`pool`]: several equivalent targets under one route value, and which member serves
+//!   (session affinity, load).
 //! - [`decide`]: the decision ([`route`]).
 //!
 //! ```
@@ -41,12 +43,14 @@ pub mod config;
 pub mod decide;
 pub mod features;
 pub mod glob;
+pub mod pool;
 pub mod target;
 
 pub use config::{DEFAULT_LONG_CONTEXT_THRESHOLD, InvalidRouter, RouterConfig, RouterKey, Rule};
-pub use decide::{Reason, Route, route};
+pub use decide::{Reason, Route, route, route_with};
 pub use features::{
     Features, features, features_for, features_from_bytes, skim_features, skim_model,
 };
 pub use glob::glob_match;
+pub use pool::{MemberLoad, Pick, Pool, order_members};
 pub use target::{Target, TargetError};

@@ -92,6 +92,18 @@ pub struct ProviderRaw {
     pub first_byte_timeout: Option<u64>,
     /// Times a failed request is sent to this provider again before the next target.
     pub retries: Option<u32>,
+    /// Its share in the pools it is in (default 1).
+    pub weight: Option<u32>,
+    /// Requests in flight on it at most.
+    pub max_parallel: Option<u32>,
+    /// Requests a minute to it at most.
+    pub rpm: Option<u32>,
+    /// Tokens (input + output) a minute to it at most.
+    pub tpm: Option<u64>,
+    /// Seconds a request waits for room on it before going elsewhere (default 10).
+    pub queue_timeout: Option<u64>,
+    /// Seconds between active health probes (none by default).
+    pub health_check: Option<u64>,
     /// `--idle-timeout` (seconds).
     pub idle_timeout: Option<u64>,
     /// `--base-url`.

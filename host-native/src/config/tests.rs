@@ -442,7 +442,7 @@ default = "chat,qwen/qwen3-coder:free"
     );
     assert_eq!(fab.ledger, Some(PathBuf::from("/var/lib/ledger.json")));
     assert_eq!(
-        config.router.default.model.as_deref(),
+        config.router.default.first().model.as_deref(),
         Some("qwen/qwen3-coder:free")
     );
 }
@@ -600,4 +600,51 @@ fn the_search_table_is_checked_and_its_key_resolved() {
         "{LOCAL}[search]\nkind = \"searxng\"\nurl = \"http://x\"\n"
     ));
     assert!(e.message.contains("unknown field `url`"), "{e}");
+}
+
+#[test]
+fn a_route_value_may_be_a_pool_and_providers_carry_their_own_limits() {
+    let text = format!(
+        "{LOCAL}weight = 3\nmax_parallel = 4\nrpm = 600\ntpm = 100000\nqueue_timeout = 5\nhealth_check = 15\n\n\
+         [providers.gpu2]\nkind = \"openai\"\nbase_url = \"http://127.0.0.1:8001/v1\"\n\n\
+         [router]\ndefault = [\"local,qwen3-coder\", \"gpu2,qwen3-coder\"]\n"
+    );
+    let config = parse(&text).unwrap();
+    let members: Vec<String> = config
+        .router
+        .default
+        .members()
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+    assert_eq!(members, ["local,qwen3-coder", "gpu2,qwen3-coder"]);
+    let local = &config.providers["local"];
+    assert_eq!(
+        local.limits,
+        crate::server::upstreams::UpstreamLimits {
+            weight: 3,
+            max_parallel: Some(4),
+            rpm: Some(600),
+            tpm: Some(100_000),
+            queue_timeout: std::time::Duration::from_secs(5),
+        }
+    );
+    assert_eq!(local.health_check, Some(std::time::Duration::from_secs(15)));
+    assert_eq!(
+        config.providers["gpu2"].limits,
+        crate::server::upstreams::UpstreamLimits::default()
+    );
+    let e = err(&format!("{LOCAL}max_parallel = 0\n"));
+    assert_eq!(
+        e.key.as_deref(),
+        Some("providers.local.max_parallel"),
+        "{e}"
+    );
+    assert!(e.message.contains("at least 1"), "{e}");
+    let e = err(&format!("{LOCAL}[router]\ndefault = []\n"));
+    assert!(e.message.contains("an empty list"), "{e}");
+    let e = err(&format!(
+        "{LOCAL}[router]\ndefault = [\"local,a\", \"nope,a\"]\n"
+    ));
+    assert!(e.message.contains("unknown provider `nope`"), "{e}");
 }

@@ -62,6 +62,12 @@ pub struct Provider {
     /// `retries`: how many times a failing request is sent to this provider again (with
     /// backoff, honouring `retry-after`) before the next target is tried.
     pub retries: u32,
+    /// `weight`, `max_parallel`, `rpm`, `tpm`, `queue_timeout`: its share in pools and its own
+    /// limits (see [`crate::server::upstreams`]).
+    pub limits: crate::server::upstreams::UpstreamLimits,
+    /// `health_check`: probe it this often, so a dead pool member is skipped before a client's
+    /// request finds out.
+    pub health_check: Option<std::time::Duration>,
     /// `[providers.NAME.defaults]`: Messages API fields filled in when a request lacks them
     /// (see [`bridge_core::anthropic::defaults`]).
     pub defaults: serde_json::Map<String, serde_json::Value>,

@@ -31,6 +31,12 @@ const COMMON: &[&str] = &[
     "first_byte_timeout",
     "idle_timeout",
     "retries",
+    "weight",
+    "max_parallel",
+    "rpm",
+    "tpm",
+    "queue_timeout",
+    "health_check",
     "defaults",
     "prices",
     "model_prices",
@@ -538,17 +544,54 @@ fn provider(
             ProviderKind::Fabstir(Box::new(settings))
         }
     };
+    let limits = upstream_limits(doc, name, &raw)?;
     Ok(Provider {
         kind,
         models,
         ca_cert: raw.ca_cert.map(|p| dir.join(p)),
         retries: raw.retries.unwrap_or(0),
+        limits,
+        health_check: raw.health_check.map(std::time::Duration::from_secs),
         defaults,
         timeouts: Timeouts {
             connect: raw.connect_timeout,
             first_byte: raw.first_byte_timeout,
             idle: raw.idle_timeout,
         },
+    })
+}
+
+/// `weight`, `max_parallel`, `rpm`, `tpm`, `queue_timeout`, `health_check`: each at least 1.
+fn upstream_limits(
+    doc: &Document<'_>,
+    name: &str,
+    raw: &super::file::ProviderRaw,
+) -> Result<crate::server::upstreams::UpstreamLimits, ConfigError> {
+    let counts = [
+        ("weight", raw.weight.map(u64::from)),
+        ("max_parallel", raw.max_parallel.map(u64::from)),
+        ("rpm", raw.rpm.map(u64::from)),
+        ("tpm", raw.tpm),
+        ("queue_timeout", raw.queue_timeout),
+        ("health_check", raw.health_check),
+    ];
+    for (key, value) in counts {
+        if value == Some(0) {
+            return Err(doc.error_at_key(
+                &key_path(name, key),
+                &format!("`{key}` must be at least 1 (leave it out for no limit)"),
+            ));
+        }
+    }
+    Ok(crate::server::upstreams::UpstreamLimits {
+        weight: raw.weight.unwrap_or(1),
+        max_parallel: raw.max_parallel,
+        rpm: raw.rpm,
+        tpm: raw.tpm,
+        queue_timeout: raw.queue_timeout.map_or(
+            crate::server::upstreams::DEFAULT_QUEUE_TIMEOUT,
+            std::time::Duration::from_secs,
+        ),
     })
 }
 

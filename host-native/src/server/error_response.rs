@@ -76,6 +76,9 @@ pub fn error_response_in(
     };
     let retry_after = match &error {
         BridgeError::UpstreamStatus { retry_after, .. } => retry_after.clone(),
+        BridgeError::UpstreamBusy { retry_after, .. } => {
+            HeaderValue::from_str(&retry_after.as_secs().max(1).to_string()).ok()
+        }
         BridgeError::Engine(crate::engine::EngineError::Busy(_))
         | BridgeError::AtCapacity { .. } => Some(HeaderValue::from_static("1")),
         BridgeError::Gateway(crate::gateway::GatewayError::Limit(limit)) => limit

@@ -34,7 +34,42 @@ pub(super) async fn create(
     request_id: &str,
     admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    dispatch(state, call, request_id, &ClientShape::Anthropic, admission).await
+    dispatch(
+        state,
+        call,
+        request_id,
+        &ClientShape::Anthropic,
+        admission,
+        None,
+    )
+    .await
+}
+
+/// The conversation a Messages request belongs to, for pool affinity: Claude Code's
+/// `x-claude-code-session-id`, else the body's `metadata.user_id` (Claude Code's holds its
+/// session id too; another client's names its user).
+fn session_of(call: &Call) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Body {
+        metadata: Option<Metadata>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Metadata {
+        user_id: Option<String>,
+    }
+    if let Some(id) = call
+        .headers
+        .get("x-claude-code-session-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+    {
+        return Some(id.to_owned());
+    }
+    serde_json::from_slice::<Body>(&call.body)
+        .ok()?
+        .metadata?
+        .user_id
+        .filter(|u| !u.is_empty())
 }
 
 /// Route an Anthropic request (a front's, or an OpenAI client's converted) and answer it in the
@@ -45,6 +80,7 @@ pub(super) async fn dispatch(
     request_id: &str,
     shape: &ClientShape,
     admission: Option<Arc<Admission>>,
+    session: Option<String>,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
     let routes = state.routes();
@@ -66,17 +102,37 @@ pub(super) async fn dispatch(
     };
     let mut call = call;
     call.spend = admission.as_ref().map(|a| a.spend());
-    let (plan, reason, client_model) = match routes.plan(&call.body) {
+    // A conversation stays on one pool member (its prompt cache); asked only with pools.
+    let session = if routes.has_pools() {
+        session.or_else(|| session_of(&call))
+    } else {
+        None
+    };
+    let planned = match routes.plan(&call.body, session.as_deref(), crate::ids::seed()) {
         Ok(plan) => plan,
         Err(error) => return refused(error, "", None),
     };
+    let client_model = planned.client_model.clone();
+    let reason = planned.reason.clone();
+    let tokens = if planned.input_tokens > 0 {
+        u64::from(planned.input_tokens)
+    } else {
+        // Not estimated by the router: about four bytes a token.
+        call.body.len() as u64 / 4
+    };
+    let plan: Vec<(&TargetEntry, &'static str)> = planned
+        .entries
+        .iter()
+        .enumerate()
+        .map(|(i, entry)| (*entry, planned.why(i)))
+        .collect();
     // Only the targets the key may use.
     let plan = match &admission {
         Some(admission) => {
-            let first = plan.first().map(|t| t.label(&client_model));
+            let first = plan.first().map(|(t, _)| t.label(&client_model));
             let allowed: Vec<_> = plan
                 .into_iter()
-                .filter(|t| admission.allows(&t.label(&client_model)))
+                .filter(|(t, _)| admission.allows(&t.label(&client_model)))
                 .collect();
             if allowed.is_empty() {
                 let target = first.unwrap_or_default();
@@ -89,7 +145,10 @@ pub(super) async fn dispatch(
     };
     let now = Instant::now();
     // Skip targets whose circuit is open, unless none would be left.
-    let live: Vec<_> = plan.iter().filter(|t| !t.circuit.is_open(now)).collect();
+    let live: Vec<_> = plan
+        .iter()
+        .filter(|(t, _)| !t.circuit.is_open(now))
+        .collect();
     let all_open = live.is_empty();
     let tries = if all_open {
         plan.iter().collect()
@@ -97,20 +156,43 @@ pub(super) async fn dispatch(
         live
     };
     let mut last: Option<(BridgeError, String)> = None;
-    let outcome = |label: &str, attempts: usize| Outcome {
+    let outcome = |label: &str, attempts: usize, pick: &'static str| Outcome {
         client_model: client_model.clone(),
         target: label.to_owned(),
         route: reason.to_string(),
+        pick,
         attempts,
         started,
         admission: admission.clone(),
+        slot: None,
     };
-    for (attempt, entry) in tries.iter().enumerate() {
+    for (attempt, (entry, why)) in tries.iter().enumerate() {
         let label = entry.label(&client_model);
+        let handed_over = attempt + 1 < tries.len();
+        // The upstream's own limits: wait for room (queue_timeout), else the next member.
+        let slot = match entry.upstream.acquire(tokens).await {
+            Ok(slot) => slot,
+            Err(busy) => {
+                Metrics::global().upstream_error(&label, "busy", handed_over);
+                if handed_over {
+                    warn!(target = %label, why = %busy.why, "target at its own limits; trying the next");
+                }
+                let error = BridgeError::UpstreamBusy {
+                    target: label.clone(),
+                    why: busy.why,
+                    retry_after: busy.retry_after,
+                };
+                last = Some((error, label));
+                continue;
+            }
+        };
         match open_with_retries(entry, &call, &label).await {
             Ok(answer) => {
                 entry.circuit.success();
-                let outcome = outcome(&label, attempt + 1);
+                let outcome = Outcome {
+                    slot: Some(Arc::new(slot)),
+                    ..outcome(&label, attempt + 1, why)
+                };
                 let relay = super::relay::Relay {
                     idle_timeout: entry.idle_timeout.unwrap_or(state.relay.idle_timeout),
                     ..state.relay
@@ -121,7 +203,9 @@ pub(super) async fn dispatch(
             }
             Err(error) if error.retryable() => {
                 entry.circuit.failure(Instant::now(), &error.to_string());
-                let handed_over = attempt + 1 < tries.len();
+                if let Some(wait) = told_to_wait(&error) {
+                    entry.upstream.told_to_wait(Instant::now() + wait);
+                }
                 Metrics::global().upstream_error(&label, error.kind().as_str(), handed_over);
                 if handed_over {
                     warn!(target = %label, %error, "target failed before answering; trying the next");
@@ -131,7 +215,7 @@ pub(super) async fn dispatch(
             Err(error) => {
                 let kind = error.kind();
                 let response = failed(error, Some(&label));
-                ended(&outcome(&label, attempt + 1), kind, &response);
+                ended(&outcome(&label, attempt + 1, why), kind, &response);
                 return response;
             }
         }
@@ -139,13 +223,14 @@ pub(super) async fn dispatch(
     match last {
         Some((error, label)) => {
             let error = if all_open {
-                stays_down(error, tries.last().map_or(0, |t| t.circuit.failures()))
+                stays_down(error, tries.last().map_or(0, |(t, _)| t.circuit.failures()))
             } else {
                 error
             };
             let kind = error.kind();
             let response = failed(error, Some(&label));
-            ended(&outcome(&label, tries.len()), kind, &response);
+            let why = tries.last().map_or("only", |(_, why)| why);
+            ended(&outcome(&label, tries.len(), why), kind, &response);
             response
         }
         None => failed(
@@ -232,6 +317,24 @@ fn with_max_tokens(
     defaults.insert(String::from("max_tokens"), max_tokens.into());
     defaults
 }
+
+/// How long an upstream that answered 429 (too many requests) or 529 (overloaded) asked to be
+/// left alone: its `retry-after`, else a second.
+fn told_to_wait(error: &BridgeError) -> Option<Duration> {
+    match error {
+        BridgeError::UpstreamStatus {
+            status: 429 | 529, ..
+        } => Some(
+            retry_after(error)
+                .unwrap_or(Duration::from_secs(1))
+                .min(MAX_TOLD_TO_WAIT),
+        ),
+        _ => None,
+    }
+}
+
+/// The longest an upstream's `retry-after` keeps it out of its pools.
+const MAX_TOLD_TO_WAIT: Duration = Duration::from_secs(300);
 
 /// An upstream's `retry-after` in seconds, if it gave one.
 fn retry_after(error: &BridgeError) -> Option<Duration> {

@@ -17,6 +17,7 @@ pub mod relay;
 pub mod responses_store;
 pub mod routes;
 pub mod shape;
+pub mod upstreams;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -509,10 +510,19 @@ async fn serve_endpoint(
 /// `GET /metrics`: Prometheus text format.
 fn metrics(state: &AppState) -> Response<ResponseBody> {
     let now = Instant::now();
-    let circuits: Vec<(String, bool)> = state
+    let circuits: Vec<observe::TargetGauges> = state
         .routes()
         .entries()
-        .map(|e| (e.target.to_string(), e.circuit.is_open(now)))
+        .map(|e| {
+            let (in_flight, queued) = e.upstream.counts();
+            observe::TargetGauges {
+                target: e.target.to_string(),
+                circuit_open: e.circuit.is_open(now),
+                in_flight,
+                queued,
+                latency_ewma_ms: e.upstream.latency_ewma_ms(),
+            }
+        })
         .collect();
     let (kept_bytes, kept) = state.responses.usage();
     observe::Metrics::global().responses_kept(kept_bytes, kept);
@@ -536,6 +546,8 @@ fn health(state: &AppState) -> serde_json::Value {
             let mut report = entry.circuit.report(now);
             report["kind"] = serde_json::Value::from(entry.kind);
             report["upstream"] = serde_json::Value::from(entry.provider.endpoint());
+            report["provider"] = serde_json::Value::from(entry.upstream.name());
+            report["load"] = entry.upstream.report(now);
             (entry.target.to_string(), report)
         })
         .collect();

@@ -226,24 +226,62 @@ impl Metrics {
 
     /// The Prometheus text exposition, with each target's circuit state (1 = open) appended.
     #[must_use]
-    pub fn render(&self, circuits: &[(String, bool)]) -> String {
+    pub fn render(&self, targets: &[TargetGauges]) -> String {
         let mut out = String::new();
         let _ = encode(&mut out, &self.registry);
         // `# EOF` must stay last.
         let body = out.trim_end().trim_end_matches("# EOF").to_owned();
         let mut text = body;
-        text.push_str("# HELP claude_bridge_circuit_open Whether a target is being skipped after failing in a row (1) or not (0).\n");
-        text.push_str("# TYPE claude_bridge_circuit_open gauge\n");
-        for (target, open) in circuits {
-            let target = target.replace('\\', "\\\\").replace('"', "\\\"");
-            text.push_str(&format!(
-                "claude_bridge_circuit_open{{target=\"{target}\"}} {}\n",
-                u8::from(*open)
-            ));
+        type Gauge = (&'static str, &'static str, fn(&TargetGauges) -> Option<f64>);
+        let gauges: [Gauge; 4] = [
+            (
+                "claude_bridge_circuit_open",
+                "Whether a target is being skipped after failing in a row (1) or not (0).",
+                |g| Some(f64::from(u8::from(g.circuit_open))),
+            ),
+            (
+                "claude_bridge_target_in_flight",
+                "Requests in flight on a target's upstream (a provider's targets share it).",
+                |g| Some(f64::from(g.in_flight)),
+            ),
+            (
+                "claude_bridge_target_queued",
+                "Requests waiting for room on a target's upstream (max_parallel, rpm, tpm).",
+                |g| Some(f64::from(g.queued)),
+            ),
+            (
+                "claude_bridge_target_latency_ewma_seconds",
+                "Time to the first byte from a target's upstream, exponentially weighted.",
+                |g| g.latency_ewma_ms.map(|ms| ms / 1000.0),
+            ),
+        ];
+        for (name, help, value) in gauges {
+            text.push_str(&format!("# HELP {name} {help}\n# TYPE {name} gauge\n"));
+            for gauge in targets {
+                if let Some(v) = value(gauge) {
+                    let target = gauge.target.replace('\\', "\\\\").replace('"', "\\\"");
+                    text.push_str(&format!("{name}{{target=\"{target}\"}} {v}\n"));
+                }
+            }
         }
         text.push_str("# EOF\n");
         text
     }
+}
+
+/// One target's gauges for `/metrics`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TargetGauges {
+    /// `provider,model`.
+    pub target: String,
+    /// Its circuit is open.
+    pub circuit_open: bool,
+    /// In flight on its upstream.
+    pub in_flight: u32,
+    /// Waiting for room on its upstream.
+    pub queued: u32,
+    /// Its upstream's time to first byte, weighted (ms).
+    pub latency_ewma_ms: Option<f64>,
 }
 
 /// What [`Tally::saw`] found in a piece of SSE.
@@ -382,12 +420,17 @@ pub struct Outcome {
     pub target: String,
     /// Which route chose the first target.
     pub route: String,
+    /// Why the target that answered was tried: `only`, `affinity`, `load`, `pool` (another
+    /// member after the first failed), `fallback`.
+    pub pick: &'static str,
     /// Targets tried (1 without fallbacks).
     pub attempts: usize,
     /// When the request arrived.
     pub started: Instant,
     /// The gateway's hold on the request (its key's limits, its ledger record).
     pub admission: Option<std::sync::Arc<crate::gateway::Admission>>,
+    /// Its place on the upstream (`max_parallel`), held until the answer ends.
+    pub slot: Option<std::sync::Arc<super::upstreams::Slot>>,
 }
 
 impl Outcome {
@@ -404,6 +447,7 @@ impl Outcome {
             model = %self.client_model,
             target = %self.target,
             route = %self.route,
+            pick = %self.pick,
             attempts = self.attempts,
             status = %outcome,
             ttft_ms = ttft.map(|t| t.as_millis() as u64),
@@ -413,6 +457,10 @@ impl Outcome {
             stop = %tally.stop_reason.as_deref().unwrap_or("-"),
             "request done"
         );
+        if let Some(slot) = &self.slot {
+            slot.upstream()
+                .ended(ttft, tally.output_tokens.unwrap_or_default());
+        }
         if let Some(admission) = &self.admission {
             admission.finish(&crate::gateway::Ending {
                 route: self.route.clone(),
@@ -496,9 +544,22 @@ mod tests {
     }
 
     #[test]
-    fn the_exposition_ends_with_eof_and_lists_circuits() {
+    fn the_exposition_ends_with_eof_and_lists_circuits_and_loads() {
         Metrics::global().upstream_error("a,b", "api_error", true);
-        let text = Metrics::global().render(&[("a,b".into(), true)]);
+        let text = Metrics::global().render(&[TargetGauges {
+            target: "a,b".into(),
+            circuit_open: true,
+            in_flight: 3,
+            queued: 2,
+            latency_ewma_ms: Some(250.0),
+        }]);
+        for line in [
+            "claude_bridge_target_in_flight{target=\"a,b\"} 3",
+            "claude_bridge_target_queued{target=\"a,b\"} 2",
+            "claude_bridge_target_latency_ewma_seconds{target=\"a,b\"} 0.25",
+        ] {
+            assert!(text.contains(line), "{line} in {text}");
+        }
         assert!(
             text.contains("claude_bridge_fallbacks_total{from=\"a,b\"} 1"),
             "{text}"

@@ -95,6 +95,7 @@ async fn serve(
         Front::Chat => None,
     };
     let body = pending.as_ref().map_or(&call.body, |p| &p.body);
+    let session = openai_session(&call.headers, body);
     let converted = match state.engine.prepare(front.dialect(), body, "{}") {
         Ok(converted) => converted,
         Err(EngineError::Request { kind, message }) => {
@@ -183,8 +184,31 @@ async fn serve(
         request_id,
         &ClientShape::OpenAi(Box::new(client)),
         admission,
+        session,
     )
     .await
+}
+
+/// The conversation an OpenAI request belongs to, for pool affinity: the Codex CLI's
+/// `session_id` header, else the body's `prompt_cache_key` (what OpenAI keys its own prompt
+/// cache on), else its `user`.
+fn openai_session(headers: &http::HeaderMap, body: &[u8]) -> Option<String> {
+    #[derive(Deserialize)]
+    struct Keys {
+        prompt_cache_key: Option<String>,
+        user: Option<String>,
+    }
+    if let Some(id) = headers
+        .get("session_id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| !v.is_empty())
+    {
+        return Some(id.to_owned());
+    }
+    let keys = serde_json::from_slice::<Keys>(body).ok()?;
+    keys.prompt_cache_key
+        .filter(|k| !k.is_empty())
+        .or(keys.user.filter(|u| !u.is_empty()))
 }
 
 /// `GET` / `DELETE /v1/responses/{id}`: a kept response, or OpenAI's 404.

@@ -24,13 +24,15 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use bridge_core::route::{Reason, RouterConfig, Target};
+use bridge_core::route::{Pick, Reason, RouterConfig, Target};
 
 use crate::cli::{Provider as ProviderChoice, ServeArgs};
 use crate::config::{Config, ProviderKind};
 use crate::engine::Engine;
 use crate::error::BridgeError;
 use crate::provider::Provider;
+
+use super::upstreams::{Upstream, UpstreamLimits};
 
 /// The provider name flags describe (DESIGN §5: a one-provider config named `default`).
 pub const FLAGS_PROVIDER: &str = "default";
@@ -43,6 +45,8 @@ pub struct TargetEntry {
     pub kind: &'static str,
     /// The provider, built with the target's model.
     pub provider: Arc<dyn Provider>,
+    /// The provider's own limits and load (shared by every target on it).
+    pub upstream: Arc<Upstream>,
     /// Consecutive failures and the cool-down.
     pub circuit: Circuit,
     /// Times a failed request is sent again to this target before the next one.
@@ -150,6 +154,42 @@ impl Circuit {
     }
 }
 
+/// One request's targets in the order to try them, and why.
+#[derive(Debug)]
+pub struct Plan<'a> {
+    /// The chosen pool's members (ordered by [`bridge_core::route::order_members`]), then the
+    /// fallbacks.
+    pub entries: Vec<&'a TargetEntry>,
+    /// How many of `entries` are the pool's.
+    pub pool_len: usize,
+    /// Which part of the configuration chose the pool.
+    pub reason: Reason,
+    /// Why the pool's first member.
+    pub pick: Pick,
+    /// The client's model name.
+    pub client_model: String,
+    /// The request's input tokens as far as the router estimated them (0: not estimated).
+    pub input_tokens: u32,
+}
+
+impl Plan<'_> {
+    /// Why the `index`th entry was tried: the pool's pick for the first, `pool` for the other
+    /// members, `fallback` after them.
+    #[must_use]
+    pub fn why(&self, index: usize) -> &'static str {
+        match index {
+            0 => match self.pick {
+                Pick::Only => "only",
+                Pick::Affinity => "affinity",
+                Pick::Load => "load",
+                Pick::NoneAvailable => "none_available",
+            },
+            i if i < self.pool_len => "pool",
+            _ => "fallback",
+        }
+    }
+}
+
 /// Every target of the running configuration.
 pub struct Routes {
     router: RouterConfig,
@@ -187,6 +227,7 @@ impl Routes {
                 target: target.clone(),
                 kind: provider.kind(),
                 provider,
+                upstream: Arc::new(Upstream::new(FLAGS_PROVIDER, UpstreamLimits::default())),
                 circuit: Circuit::default(),
                 retries: 0,
                 idle_timeout: None,
@@ -219,6 +260,7 @@ impl Routes {
         engine: &Arc<dyn Engine>,
     ) -> Result<Self, String> {
         let mut targets = BTreeMap::new();
+        let mut upstreams: BTreeMap<&str, Arc<Upstream>> = BTreeMap::new();
         let runners = crate::run::server_tool_runners(args)?;
         for (_, target) in config.router.targets() {
             let key = target.to_string();
@@ -244,12 +286,16 @@ impl Routes {
             let built = crate::run::build_provider(&provider_args, engine, &runners)
                 .await
                 .map_err(|e| format!("provider {}: {e}", target.provider))?;
+            let upstream = upstreams
+                .entry(target.provider.as_str())
+                .or_insert_with(|| Arc::new(Upstream::new(&target.provider, provider.limits)));
             targets.insert(
                 key,
                 TargetEntry {
                     target: target.clone(),
                     kind: built.kind(),
                     provider: built,
+                    upstream: Arc::clone(upstream),
                     circuit: Circuit::default(),
                     retries: provider.retries,
                     idle_timeout: provider.timeouts.idle.map(Duration::from_secs),
@@ -270,32 +316,66 @@ impl Routes {
         })
     }
 
-    /// The targets to try for a request, in order, and why the first was chosen.
+    /// The targets to try for a request, in order, and why the first was chosen. `session` keeps
+    /// a conversation on one pool member (prompt caches); `salt` (random) spreads ties.
     ///
     /// # Errors
     /// The body is not a Messages request (the client's fault), as far as routing reads it: a
     /// router that reads only the model name stops at the `model` key, and a body that is bad
     /// after it is refused by the provider's parse (same status and message; the answer then
     /// names the target, and the request is logged and counted for it).
-    pub fn plan(&self, body: &[u8]) -> Result<(Vec<&TargetEntry>, Reason, String), BridgeError> {
+    pub fn plan(
+        &self,
+        body: &[u8],
+        session: Option<&str>,
+        salt: u64,
+    ) -> Result<Plan<'_>, BridgeError> {
         let features = bridge_core::route::features_for(&self.router, body).map_err(|e| {
             BridgeError::Engine(crate::engine::EngineError::Request {
                 kind: e.kind(),
                 message: e.to_string(),
             })
         })?;
-        let route = bridge_core::route::route(&self.router, &features);
-        let entries = route
+        let now = Instant::now();
+        let load = |t: &Target| match self.targets.get(&t.to_string()) {
+            Some(entry) => entry.upstream.load(now, entry.circuit.is_open(now)),
+            None => bridge_core::route::MemberLoad::idle(1),
+        };
+        let route = bridge_core::route::route_with(&self.router, &features, load, session, salt);
+        let entries: Vec<&TargetEntry> = route
             .targets()
             .filter_map(|t| self.targets.get(&t.to_string()))
             .collect();
-        Ok((entries, route.reason, features.model))
+        Ok(Plan {
+            pool_len: route.pool.len().min(entries.len()),
+            entries,
+            reason: route.reason,
+            pick: route.pick,
+            client_model: features.model,
+            input_tokens: features.input_tokens,
+        })
+    }
+
+    /// Whether a route value names more than one target (then a request's session is read).
+    #[must_use]
+    pub fn has_pools(&self) -> bool {
+        let pools = [
+            Some(&self.router.default),
+            self.router.background.as_ref(),
+            self.router.think.as_ref(),
+            self.router.long_context.as_ref(),
+        ];
+        pools
+            .into_iter()
+            .flatten()
+            .chain(self.router.rules.iter().map(|r| &r.to))
+            .any(|pool| pool.members().len() > 1)
     }
 
     /// The default target's entry (count_tokens, `/health`'s summary).
     #[must_use]
     pub fn primary(&self) -> Option<&TargetEntry> {
-        self.targets.get(&self.router.default.to_string())
+        self.targets.get(&self.router.default.first().to_string())
     }
 
     /// Every target.

@@ -1,0 +1,333 @@
+//! Router pools end to end: the real bridge binary in front of three scripted Chat upstreams of
+//! different speeds, one pool of them. Measured from the upstreams' own logs: how the load
+//! spreads, that a session's turns all reach one member, that a dead member moves only its own
+//! sessions, that a member answering 429 with `retry-after` gets nothing until then, and that a
+//! `max_parallel = 2` member never sees a third request at once.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use bridge_tests::bridge::{Bridge, BridgeOptions};
+use bridge_tests::http::{self, HttpResponse};
+use bridge_tests::upstream::{RecordedRequest, ScriptedResponse, Upstream};
+use serde_json::{Value, json};
+
+const T: Duration = Duration::from_secs(30);
+
+/// A Chat upstream named `name` that answers every model request with its name after `delay`,
+/// and 429s (with `retry-after`) while `refusing` says so.
+async fn member(name: &'static str, delay: Duration, refusing: Arc<AtomicUsize>) -> Upstream {
+    Upstream::start(move |req: &RecordedRequest| {
+        if req.path.ends_with("/models") {
+            return ScriptedResponse::json(&json!({"object": "list", "data": []}));
+        }
+        if refusing.load(Ordering::SeqCst) > 0 {
+            refusing.fetch_sub(1, Ordering::SeqCst);
+            return ScriptedResponse::openai_error(429, "slow down", "rate_limit_exceeded", None)
+                .with_header("retry-after", "2");
+        }
+        bridge_tests::chunks::text_stream(&[name]).delayed(delay)
+    })
+    .await
+    .unwrap()
+}
+
+struct Pool {
+    bridge: Bridge,
+    members: BTreeMap<&'static str, Upstream>,
+    refusing: BTreeMap<&'static str, Arc<AtomicUsize>>,
+    _dir: bridge_tests::tempdir::TempDir,
+}
+
+/// Three members (`fast` 5 ms, `mid` 60 ms, `slow` 250 ms) in one default pool; `extra` goes in
+/// each provider's table (limits).
+async fn pool(name: &str, extra: &dyn Fn(&str) -> String) -> Pool {
+    let mut members = BTreeMap::new();
+    let mut refusing = BTreeMap::new();
+    for (member_name, ms) in [("fast", 5), ("mid", 60), ("slow", 250)] {
+        let refuse = Arc::new(AtomicUsize::new(0));
+        members.insert(
+            member_name,
+            member(member_name, Duration::from_millis(ms), Arc::clone(&refuse)).await,
+        );
+        refusing.insert(member_name, refuse);
+    }
+    let mut toml = String::from("[router]\ndefault = [\"fast,m\", \"mid,m\", \"slow,m\"]\n");
+    for (member_name, upstream) in &members {
+        toml.push_str(&format!(
+            "\n[providers.{member_name}]\nkind = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-{member_name}\"\n{}\n",
+            upstream.base_url(),
+            extra(member_name)
+        ));
+    }
+    let dir = bridge_tests::tempdir::TempDir::new(name).unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, toml).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", name, options)
+        .await
+        .unwrap();
+    Pool {
+        bridge,
+        members,
+        refusing,
+        _dir: dir,
+    }
+}
+
+/// One Claude Code-shaped turn: `session` in its header, `marker` in its text.
+async fn turn(bridge: &Bridge, session: Option<&str>, marker: &str) -> (u16, String, String) {
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": false,
+                      "messages": [{"role": "user", "content": format!("Say hi. {marker}")}]});
+    let mut headers = vec![("content-type", "application/json")];
+    if let Some(session) = session {
+        headers.push(("x-claude-code-session-id", session));
+    }
+    let r: HttpResponse = http::send(
+        "POST",
+        &format!("{}/v1/messages", bridge.base_url()),
+        &headers,
+        Some(body.to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap();
+    let text = r.json().map_or_else(
+        |_| r.text(),
+        |v: Value| {
+            v["content"][0]["text"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        },
+    );
+    let target = r
+        .header("x-claude-bridge-target")
+        .unwrap_or_default()
+        .to_owned();
+    (r.status, text, target)
+}
+
+/// `/health`.
+async fn health(bridge: &Bridge) -> Value {
+    let url = format!("{}/health", bridge.base_url());
+    http::send("GET", &url, &[], None, T)
+        .await
+        .unwrap()
+        .json()
+        .unwrap()
+}
+
+/// A request with no session, `text` its prompt: the status.
+async fn ask(base: &str, text: &str) -> u16 {
+    let body = json!({"model": "claude-sonnet-4-5", "max_tokens": 64, "stream": false,
+        "messages": [{"role": "user", "content": text}]});
+    http::send(
+        "POST",
+        &format!("{base}/v1/messages"),
+        &[("content-type", "application/json")],
+        Some(body.to_string().into_bytes()),
+        T,
+    )
+    .await
+    .unwrap()
+    .status
+}
+
+/// Which member saw the request whose text holds `marker`.
+fn served_by(pool: &Pool, marker: &str) -> Vec<&'static str> {
+    pool.members
+        .iter()
+        .filter(|(_, up)| {
+            up.model_requests()
+                .iter()
+                .any(|r| r.all_text().contains(marker))
+        })
+        .map(|(name, _)| *name)
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_pool_spreads_by_load_keeps_sessions_and_moves_only_a_dead_members_sessions() {
+    let mut pool = pool("pool-spread", &|_| String::new()).await;
+
+    // No session: eight clients, each sending its next request when its last is answered; the
+    // least loaded member first — the faster a member, the sooner it is free, the more it serves.
+    let started = Instant::now();
+    let mut tasks = tokio::task::JoinSet::new();
+    let base = pool.bridge.base_url();
+    for client in 0..8 {
+        let base = base.clone();
+        tasks.spawn(async move {
+            for i in 0..12 {
+                assert_eq!(ask(&base, &format!("load {client}-{i}")).await, 200);
+            }
+        });
+    }
+    while let Some(done) = tasks.join_next().await {
+        done.unwrap();
+    }
+    let shares: BTreeMap<&str, usize> = pool
+        .members
+        .iter()
+        .map(|(name, up)| (*name, up.model_requests().len()))
+        .collect();
+    println!(
+        "96 requests from 8 clients back to back, least outstanding: {shares:?} in {:?}",
+        started.elapsed()
+    );
+    assert_eq!(shares.values().sum::<usize>(), 96, "{shares:?}");
+    assert!(
+        shares["fast"] > shares["mid"] && shares["mid"] >= shares["slow"],
+        "the faster a member, the more it serves: {shares:?}"
+    );
+
+    // Sessions: every turn of one reaches one member, and sessions spread over all three.
+    let sessions: Vec<String> = (0..12).map(|i| format!("session-{i:02}")).collect();
+    let mut home = BTreeMap::new();
+    for round in 0..3 {
+        for session in &sessions {
+            let marker = format!("{session}/turn-{round}");
+            let (status, text, target) = turn(&pool.bridge, Some(session), &marker).await;
+            assert_eq!(status, 200, "{text}");
+            let by = served_by(&pool, &marker);
+            assert_eq!(by.len(), 1, "{marker}: {by:?}");
+            assert_eq!(
+                target,
+                format!("{},m", by[0]),
+                "the header names the member"
+            );
+            let first = *home.entry(session.clone()).or_insert(by[0]);
+            assert_eq!(first, by[0], "{session} moved from {first} to {}", by[0]);
+        }
+    }
+    let homes: std::collections::BTreeSet<&str> = home.values().copied().collect();
+    assert!(homes.len() >= 2, "twelve sessions on one member: {home:?}");
+    let log = pool.bridge.log();
+    assert!(
+        log.lines()
+            .any(|l| l.contains("request done") && l.contains("pick=affinity")),
+        "the request line says why its member was chosen"
+    );
+
+    // A member dies: its sessions move, every other session stays where it was.
+    let dead = home
+        .values()
+        .copied()
+        .find(|m| *m != "fast")
+        .unwrap_or("slow");
+    drop(pool.members.remove(dead));
+    for round in 3..6 {
+        for session in &sessions {
+            let marker = format!("{session}/turn-{round}");
+            let (status, text, _) = turn(&pool.bridge, Some(session), &marker).await;
+            assert_eq!(status, 200, "{marker}: {text}");
+            let by = served_by(&pool, &marker);
+            assert_eq!(by.len(), 1, "{marker}: {by:?}");
+            if home[session] != dead {
+                assert_eq!(
+                    by[0], home[session],
+                    "{session} moved though its member lives"
+                );
+            }
+        }
+    }
+    let health = health(&pool.bridge).await;
+    assert_eq!(
+        health["targets"][format!("{dead},m")]["circuit"],
+        "open",
+        "{health}"
+    );
+    assert_eq!(
+        health["targets"]["fast,m"]["load"]["in_flight"], 0,
+        "{health}"
+    );
+    assert!(
+        health["targets"]["fast,m"]["load"]["latency_ewma_ms"].is_number(),
+        "{health}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_429_keeps_its_member_out_until_retry_after_and_max_parallel_holds() {
+    let pool = pool("pool-limits", &|name| {
+        if name == "slow" {
+            String::from("max_parallel = 2\nqueue_timeout = 20\nweight = 10")
+        } else {
+            String::new()
+        }
+    })
+    .await;
+
+    // `slow` (weight 10: idle, it is chosen first) answers 429 with retry-after: 2 once; the
+    // request goes to another member, and `slow` gets nothing for two seconds.
+    pool.refusing["slow"].store(1, Ordering::SeqCst);
+    let refused_at = Instant::now();
+    let mut during = 0;
+    let mut seen_back = None;
+    for i in 0..40 {
+        let marker = format!("after-429-{i}");
+        let (status, text, _) = turn(&pool.bridge, None, &marker).await;
+        assert_eq!(status, 200, "{text}");
+        let by = served_by(&pool, &marker);
+        if i > 0 && by == ["slow"] {
+            seen_back.get_or_insert(refused_at.elapsed());
+            break;
+        }
+        during += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let back = seen_back.expect("slow came back after its retry-after");
+    assert!(
+        back >= Duration::from_secs(2),
+        "slow got a request {back:?} after a retry-after of 2 s"
+    );
+    assert!(during >= 5, "requests went elsewhere meanwhile: {during}");
+    let slow_requests = pool.members["slow"].model_requests().len();
+    assert_eq!(slow_requests, 2, "the 429, then the one after the wait");
+
+    // `slow` (weight 10, so it is chosen first while it has room) holds at most two at once;
+    // twelve sent at once all get answers.
+    let slow = &pool.members["slow"];
+    let before = slow.model_requests().len();
+    let done_before = slow.completed_streams() + slow.cancelled_streams();
+    let mut tasks = tokio::task::JoinSet::new();
+    for i in 0..12 {
+        let base = pool.bridge.base_url();
+        tasks.spawn(async move { ask(&base, &format!("parallel {i}")).await });
+    }
+    let mut most = 0;
+    while !tasks.is_empty() {
+        // In flight at the upstream: arrived and not yet answered to the end (read in that
+        // order, so a count is never too high).
+        let arrived = slow.model_requests().len() - before;
+        let done = slow.completed_streams() + slow.cancelled_streams();
+        most = most.max(arrived.saturating_sub(done - done_before));
+        if let Ok(Some(status)) =
+            tokio::time::timeout(Duration::from_millis(5), tasks.join_next()).await
+        {
+            assert_eq!(status.unwrap(), 200);
+        }
+    }
+    let served = slow.model_requests().len() - before;
+    println!("max_parallel = 2 member: served {served} of 12, at most {most} at once");
+    assert!(served >= 2, "the weighted member served: {served}");
+    assert!(
+        most <= 2,
+        "a third request reached the max_parallel = 2 member: {most}"
+    );
+    let health = health(&pool.bridge).await;
+    assert_eq!(
+        health["targets"]["slow,m"]["load"]["max_parallel"], 2,
+        "{health}"
+    );
+}
