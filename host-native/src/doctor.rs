@@ -271,48 +271,17 @@ async fn probe(
             "base_url has no /v1: OpenAI-compatible servers (Ollama, vLLM, llama.cpp, OpenAI) serve /v1/chat/completions",
         ));
     }
-    let url = match crate::provider::upstream::join_url(&row.base_url, path) {
-        Ok(url) => url,
-        Err(e) => {
-            row.status = String::from("FAIL");
-            row.problem = true;
-            row.notes.push(e);
-            return;
-        }
-    };
-    let mut request = http.get(&url);
-    if let Some(key) = key {
-        request = if anthropic {
-            request
-                .header("x-api-key", key)
-                .header("anthropic-version", "2023-06-01")
-        } else {
-            request.bearer_auth(key)
+    let body =
+        match crate::provider::probe::get_models(http, &row.base_url, path, key, anthropic).await {
+            Ok(body) => body,
+            Err(e) => {
+                row.status = String::from("FAIL");
+                row.problem = true;
+                row.notes
+                    .push(crate::redact::redact(&e.to_string()).into_owned());
+                return;
+            }
         };
-    }
-    let response = match request.send().await {
-        Ok(response) => response,
-        Err(e) => {
-            row.status = String::from("FAIL");
-            row.problem = true;
-            let why = crate::error::with_causes(&e);
-            row.notes
-                .push(crate::redact::redact(&format!("cannot reach {url}: {why}")).into_owned());
-            return;
-        }
-    };
-    let status = response.status();
-    let body = response.text().await.unwrap_or_default();
-    if !status.is_success() {
-        row.status = String::from("FAIL");
-        row.problem = true;
-        let said = crate::provider::upstream::upstream_error_message(body.as_bytes());
-        row.notes.push(
-            crate::redact::redact(&format!("GET {path} answered {}: {said}", status.as_u16()))
-                .into_owned(),
-        );
-        return;
-    }
     row.status = String::from("ok");
     let listed: Vec<String> = serde_json::from_str::<Value>(&body)
         .ok()

@@ -331,3 +331,84 @@ async fn a_429_keeps_its_member_out_until_retry_after_and_max_parallel_holds() {
         "{health}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_health_probe_takes_its_member_out_before_a_client_pays_and_a_passing_one_brings_it_back()
+ {
+    let down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let probed = Upstream::start({
+        let down = Arc::clone(&down);
+        move |req: &RecordedRequest| {
+            if req.path.ends_with("/models") && down.load(Ordering::SeqCst) {
+                return ScriptedResponse::openai_error(503, "warming up", "server_error", None);
+            }
+            if req.path.ends_with("/models") {
+                return ScriptedResponse::json(&json!({"object": "list", "data": []}));
+            }
+            bridge_tests::chunks::text_stream(&["probed"])
+        }
+    })
+    .await
+    .unwrap();
+    let other = member("other", Duration::from_millis(5), Arc::default()).await;
+    let toml = format!(
+        "[router]\ndefault = [\"probed,m\", \"other,m\"]\n\n\
+         [providers.probed]\nkind = \"openai\"\nbase_url = \"{}\"\nweight = 10\nhealth_check = 1\n\n\
+         [providers.other]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+        probed.base_url(),
+        other.base_url()
+    );
+    let dir = bridge_tests::tempdir::TempDir::new("pool-probe").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, toml).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", "pool-probe", options)
+        .await
+        .unwrap();
+    let probes = |up: &Upstream| {
+        up.requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/models"))
+            .count()
+    };
+    assert!(
+        probed.wait_until(|up| probes(up) >= 1, T).await,
+        "no probe came"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    // Probe failing: every request goes to the other member; the probed one sees none.
+    for i in 0..5 {
+        assert_eq!(
+            ask(&bridge.base_url(), &format!("while down {i}")).await,
+            200
+        );
+    }
+    assert_eq!(probed.model_requests().len(), 0, "{}", probed.dump());
+    let report = health(&bridge).await;
+    assert!(
+        report["targets"]["probed,m"]["load"]["probe"]
+            .as_str()
+            .is_some_and(|p| p.contains("503")),
+        "{report}"
+    );
+    // The probe passes again: the heavier member serves again, no client request lost.
+    down.store(false, Ordering::SeqCst);
+    let seen = probes(&probed);
+    assert!(
+        probed.wait_until(|up| probes(up) >= seen + 2, T).await,
+        "no probe after the fix"
+    );
+    for i in 0..3 {
+        assert_eq!(ask(&bridge.base_url(), &format!("back {i}")).await, 200);
+    }
+    assert_eq!(probed.model_requests().len(), 3, "{}", probed.dump());
+    assert_eq!(
+        health(&bridge).await["targets"]["probed,m"]["load"]["probe"],
+        "ok"
+    );
+}

@@ -25,6 +25,7 @@ pub mod fabstir;
 pub mod fetch;
 pub mod openai;
 pub mod pdf_text;
+pub mod probe;
 pub mod search;
 pub mod server_tools;
 pub mod tokenizer;

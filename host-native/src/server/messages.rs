@@ -147,7 +147,7 @@ pub(super) async fn dispatch(
     // Skip targets whose circuit is open, unless none would be left.
     let live: Vec<_> = plan
         .iter()
-        .filter(|(t, _)| !t.circuit.is_open(now))
+        .filter(|(t, _)| !t.circuit.is_open(now) && !t.upstream.probe_failing())
         .collect();
     let all_open = live.is_empty();
     let tries = if all_open {

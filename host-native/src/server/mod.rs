@@ -9,6 +9,7 @@
 pub mod body;
 pub mod conn;
 mod error_response;
+pub mod health_checks;
 pub(crate) mod messages;
 mod models;
 pub mod observe;

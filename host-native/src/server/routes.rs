@@ -198,6 +198,8 @@ pub struct Routes {
     models: Vec<(String, String)>,
     /// The config file, when there is one.
     pub file: Option<std::path::PathBuf>,
+    /// The providers' health probes (`health_check`), ended with these routes.
+    _probes: super::health_checks::Probes,
 }
 
 impl std::fmt::Debug for Routes {
@@ -246,6 +248,7 @@ impl Routes {
                 .map(|m| (m.clone(), FLAGS_PROVIDER.to_owned()))
                 .collect(),
             file: None,
+            _probes: super::health_checks::Probes::default(),
         })
     }
 
@@ -308,11 +311,13 @@ impl Routes {
             .iter()
             .flat_map(|(name, p)| p.models.iter().map(|m| (m.clone(), name.clone())))
             .collect();
+        let probes = super::health_checks::start(config, &upstreams)?;
         Ok(Self {
             router: config.router.clone(),
             targets,
             models,
             file: Some(config.file.clone()),
+            _probes: probes,
         })
     }
 

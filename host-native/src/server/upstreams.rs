@@ -79,6 +79,8 @@ struct State {
     waited: u64,
     /// Requests that gave up waiting (queue_timeout).
     turned_away: u64,
+    /// The last health probe (`health_check`): `None` before the first or without probes.
+    probe: Option<Result<(), String>>,
 }
 
 /// Why a request could not get a slot in time.
@@ -160,10 +162,11 @@ impl Upstream {
         let state = self.lock();
         let told_to_wait = state.wait_until.is_some_and(|until| now < until);
         let window_full = self.window_wait(&state, now, 0).is_some();
+        let probe_failing = matches!(state.probe, Some(Err(_)));
         MemberLoad {
             weight: self.limits.weight.max(1),
             outstanding: in_flight + queued,
-            available: !circuit_open && !told_to_wait,
+            available: !circuit_open && !told_to_wait && !probe_failing,
             has_room: !window_full && self.limits.max_parallel.is_none_or(|n| in_flight < n),
         }
     }
@@ -274,6 +277,21 @@ impl Upstream {
         Busy { why, retry_after }
     }
 
+    /// A health probe's result; true when it changed whether the upstream is up.
+    pub fn probed(&self, result: Result<(), String>) -> bool {
+        let mut state = self.lock();
+        let was_up = !matches!(state.probe, Some(Err(_)));
+        let up = result.is_ok();
+        state.probe = Some(result);
+        was_up != up
+    }
+
+    /// Whether the last health probe failed (the upstream is skipped until one succeeds).
+    #[must_use]
+    pub fn probe_failing(&self) -> bool {
+        matches!(self.lock().probe, Some(Err(_)))
+    }
+
     /// The upstream answered 429 (or 529) saying when to come back: nothing is sent to it
     /// before then.
     pub fn told_to_wait(&self, until: Instant) {
@@ -332,6 +350,11 @@ impl Upstream {
                 "resets_in_s": (left * 10.0).round() / 10.0,
             })),
             "told_to_wait_s": state.wait_until.filter(|u| now < *u).map(|u| u.duration_since(now).as_secs_f64()),
+            "probe": match &state.probe {
+                None => serde_json::Value::Null,
+                Some(Ok(())) => serde_json::Value::from("ok"),
+                Some(Err(why)) => serde_json::Value::from(why.as_str()),
+            },
             "sent": state.sent,
             "waited": state.waited,
             "turned_away": state.turned_away,
