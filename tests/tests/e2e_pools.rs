@@ -36,6 +36,23 @@ async fn member(name: &'static str, delay: Duration, refusing: Arc<AtomicUsize>)
     .unwrap()
 }
 
+/// A bridge serving the config `toml` (in a directory that lives as long as the bridge should).
+async fn serve(name: &str, toml: &str) -> (Bridge, bridge_tests::tempdir::TempDir) {
+    let dir = bridge_tests::tempdir::TempDir::new(name).unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, toml).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", name, options)
+        .await
+        .unwrap();
+    (bridge, dir)
+}
+
 struct Pool {
     bridge: Bridge,
     members: BTreeMap<&'static str, Upstream>,
@@ -64,18 +81,7 @@ async fn pool(name: &str, extra: &dyn Fn(&str) -> String) -> Pool {
             extra(member_name)
         ));
     }
-    let dir = bridge_tests::tempdir::TempDir::new(name).unwrap();
-    let file = dir.path().join("claude-bridge.toml");
-    std::fs::write(&file, toml).unwrap();
-    let options = BridgeOptions {
-        model: None,
-        api_key: None,
-        ..BridgeOptions::default()
-    }
-    .args(&["--config", file.to_str().unwrap()]);
-    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", name, options)
-        .await
-        .unwrap();
+    let (bridge, dir) = serve(name, &toml).await;
     Pool {
         bridge,
         members,
@@ -358,18 +364,7 @@ async fn a_failing_health_probe_takes_its_member_out_before_a_client_pays_and_a_
         probed.base_url(),
         other.base_url()
     );
-    let dir = bridge_tests::tempdir::TempDir::new("pool-probe").unwrap();
-    let file = dir.path().join("claude-bridge.toml");
-    std::fs::write(&file, toml).unwrap();
-    let options = BridgeOptions {
-        model: None,
-        api_key: None,
-        ..BridgeOptions::default()
-    }
-    .args(&["--config", file.to_str().unwrap()]);
-    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", "pool-probe", options)
-        .await
-        .unwrap();
+    let (bridge, _dir) = serve("pool-probe", &toml).await;
     let probes = |up: &Upstream| {
         up.requests()
             .iter()
