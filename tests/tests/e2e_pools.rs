@@ -407,3 +407,69 @@ async fn a_failing_health_probe_takes_its_member_out_before_a_client_pays_and_a_
         "ok"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_turn_of_a_real_claude_code_session_reaches_one_member() {
+    // Both members play the same model: a Bash call first, then the last word.
+    let play = |req: &RecordedRequest| {
+        if req.is_background() {
+            return bridge_tests::upstream::background_response();
+        }
+        if req.has_tool_result() {
+            return bridge_tests::chunks::text_stream(&["All done."]);
+        }
+        let args =
+            json!({"command": "touch pooled.txt", "description": "Create a file"}).to_string();
+        bridge_tests::chunks::tool_call_stream("call_1", "Bash", &[&args])
+    };
+    let a = Upstream::start(play).await.unwrap();
+    let b = Upstream::start(play).await.unwrap();
+    let toml = format!(
+        "[router]\ndefault = [\"a,m\", \"b,m\"]\n\n\
+         [providers.a]\nkind = \"openai\"\nbase_url = \"{}\"\n\n\
+         [providers.b]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+        a.base_url(),
+        b.base_url()
+    );
+    let (bridge, _dir) = serve("pool-claude-code", &toml).await;
+    let run = bridge_tests::clients::run_claude_code_with(
+        &bridge.base_url(),
+        "Create pooled.txt.",
+        &["--allowedTools", "Bash"],
+        &[],
+        Duration::from_secs(90),
+    )
+    .await
+    .unwrap();
+    let ctx = || {
+        format!(
+            "{}\n--- a:\n{}\n--- b:\n{}\n--- bridge:\n{}",
+            run.describe(),
+            a.dump(),
+            b.dump(),
+            bridge.log()
+        )
+    };
+    assert_eq!(run.output.code, Some(0), "{}", ctx());
+    assert!(run.cwd.path().join("pooled.txt").is_file(), "{}", ctx());
+    let turns = |up: &Upstream| {
+        up.requests()
+            .iter()
+            .filter(|r| r.path.ends_with("/chat/completions"))
+            .count()
+    };
+    let (on_a, on_b) = (turns(&a), turns(&b));
+    println!("a real Claude Code session: {on_a} requests on a, {on_b} on b");
+    assert!(
+        (on_a >= 2 && on_b == 0) || (on_b >= 2 && on_a == 0),
+        "every turn of one session on one member: a {on_a}, b {on_b}\n{}",
+        ctx()
+    );
+    // And because of the session Claude Code named, not by chance.
+    let log = bridge.log();
+    let affine = log
+        .lines()
+        .filter(|l| l.contains("request done") && l.contains("pick=affinity"))
+        .count();
+    assert_eq!(affine, on_a + on_b, "{}", ctx());
+}
