@@ -43,8 +43,8 @@ struct Row {
 /// # Errors
 /// Never for a check that fails (that is in the report); only when the checks cannot run.
 pub async fn run(args: &ServeArgs) -> Result<(String, bool), String> {
-    crate::run::register_secrets(args);
-    let config = match crate::run::load_config(args) {
+    crate::redact::register_secrets(args);
+    let config = match crate::config::load_config(args) {
         Ok(config) => config,
         Err(problem) => {
             return Ok((format!("config: {problem}\n"), false));
@@ -86,7 +86,7 @@ pub async fn check_at_start(
     args: &ServeArgs,
     state: &crate::server::AppState,
 ) -> Vec<StartProblem> {
-    let config = crate::run::load_config(args).ok().flatten();
+    let config = crate::config::load_config(args).ok().flatten();
     let rows = match check(args, config.as_ref()).await {
         Ok((_, rows)) => rows,
         Err(why) => {

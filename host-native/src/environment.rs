@@ -169,6 +169,18 @@ fn with_defaults_from(command: clap::Command, layers: &Layers) -> clap::Command 
     command.mut_subcommands(|sub| with_defaults_from(sub, layers))
 }
 
+/// The bridge's own state directory: `$XDG_STATE_HOME/claude-bridge`, else
+/// `~/.local/state/claude-bridge`; `None` when neither is known.
+#[must_use]
+pub fn state_dir() -> Option<std::path::PathBuf> {
+    let from_env = |name: &str| non_empty(name).map(std::path::PathBuf::from);
+    Some(
+        from_env("XDG_STATE_HOME")
+            .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
+            .join("claude-bridge"),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -90,7 +90,7 @@ fn bridge_key(args: &ServeArgs) -> &str {
 /// Whether a provider the arguments (or their config file's routes) use is an Anthropic
 /// pass-through without a key of its own, which forwards the client's credentials.
 fn forwards_client_credentials(args: &ServeArgs) -> Result<bool, String> {
-    Ok(match run::load_config(args)? {
+    Ok(match crate::config::load_config(args)? {
         // Only providers a route or fallback names: an unused table forwards nothing.
         Some(config) => config.router.targets().any(|(_, target)| {
             config.providers.get(&target.provider).is_some_and(|p| {
@@ -115,7 +115,10 @@ pub async fn codex(
     codex_bin: &str,
     codex_args: &[String],
 ) -> Result<u8, String> {
-    let home = crate::codex_home::CodexHome::open(run::state_dir().as_deref(), crate::ids::seed())?;
+    let home = crate::codex_home::CodexHome::open(
+        crate::environment::state_dir().as_deref(),
+        crate::ids::seed(),
+    )?;
     let cannot_run = format!(
         "cannot run {codex_bin:?} (install the Codex CLI, npm install -g @openai/codex, or pass \
          --codex-bin)"

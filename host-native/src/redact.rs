@@ -159,6 +159,28 @@ impl Drop for RedactingLine {
     }
 }
 
+/// Register every secret the arguments carry with [`crate::redact`]: the upstream and client
+/// keys, the userinfo of `--base-url`, a Fabstir wallet key given in the environment.
+pub fn register_secrets(args: &crate::cli::ServeArgs) {
+    for key in [&args.api_key, &args.client_key, &args.search_api_key]
+        .into_iter()
+        .flatten()
+    {
+        register(key);
+    }
+    if let (_, Some((user, password))) = split_userinfo(args.base_url()) {
+        register(&password);
+        register(&percent_decode(&password));
+        if password.is_empty() {
+            register(&user);
+        }
+    }
+    if let Some(key) = crate::environment::var("CLAUDE_BRIDGE_PRIVATE_KEY") {
+        register(&key);
+        register(key.trim_start_matches("0x"));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

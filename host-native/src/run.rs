@@ -6,9 +6,8 @@ use std::time::Duration;
 use tokio::net::TcpListener;
 use tracing::info;
 
-use crate::cli::{EngineChoice, LogFormat, Provider, ServeArgs};
-use crate::engine::{self, Dialect, Engine};
-use crate::provider::upstream::Upstream;
+use crate::cli::{EngineChoice, LogFormat, ServeArgs};
+use crate::engine::{self, Engine};
 use crate::server::{self, AppState};
 
 /// Set up logging: to stderr, or appended to `--log-file`. Secrets never reach it: the configured
@@ -26,7 +25,7 @@ pub fn init_tracing(args: &ServeArgs) -> Result<(), String> {
 /// # Errors
 /// The log file cannot be created.
 pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Result<(), String> {
-    register_secrets(args);
+    crate::redact::register_secrets(args);
     let filter = crate::environment::non_empty("RUST_LOG")
         .ok_or(())
         .and_then(|f| tracing_subscriber::EnvFilter::try_new(f).map_err(|_| ()))
@@ -68,19 +67,7 @@ pub fn init_tracing_to(args: &ServeArgs, file: Option<&std::path::Path>) -> Resu
 /// neither directory is known (then stderr).
 #[must_use]
 pub fn launcher_log_file(tool: &str, now_unix_secs: u64, pid: u32) -> Option<std::path::PathBuf> {
-    Some(state_dir()?.join(format!("{tool}-{now_unix_secs}-{pid}.log")))
-}
-
-/// The bridge's own state directory: `$XDG_STATE_HOME/claude-bridge`, else
-/// `~/.local/state/claude-bridge`; `None` when neither is known.
-#[must_use]
-pub fn state_dir() -> Option<std::path::PathBuf> {
-    let from_env = |name: &str| crate::environment::non_empty(name).map(std::path::PathBuf::from);
-    Some(
-        from_env("XDG_STATE_HOME")
-            .or_else(|| from_env("HOME").map(|home| home.join(".local").join("state")))?
-            .join("claude-bridge"),
-    )
+    Some(crate::environment::state_dir()?.join(format!("{tool}-{now_unix_secs}-{pid}.log")))
 }
 
 /// Launcher log files kept per tool: older ones are removed when a launcher starts.
@@ -116,29 +103,6 @@ pub fn prune_launcher_logs(
         .count()
 }
 
-/// Register every secret the arguments carry with [`crate::redact`]: the upstream and client
-/// keys, the userinfo of `--base-url`, a Fabstir wallet key given in the environment.
-pub fn register_secrets(args: &ServeArgs) {
-    use crate::redact::register;
-    for key in [&args.api_key, &args.client_key, &args.search_api_key]
-        .into_iter()
-        .flatten()
-    {
-        register(key);
-    }
-    if let (_, Some((user, password))) = crate::redact::split_userinfo(args.base_url()) {
-        register(&password);
-        register(&crate::redact::percent_decode(&password));
-        if password.is_empty() {
-            register(&user);
-        }
-    }
-    if let Some(key) = crate::environment::var("CLAUDE_BRIDGE_PRIVATE_KEY") {
-        register(&key);
-        register(key.trim_start_matches("0x"));
-    }
-}
-
 /// The engine the arguments ask for.
 ///
 /// # Errors
@@ -153,130 +117,13 @@ pub fn build_engine(args: &ServeArgs) -> Result<Arc<dyn Engine>, String> {
     }
 }
 
-/// The provider the arguments describe; all but the Anthropic pass-through run server tools
-/// (web search and fetch through `runners`).
-///
-/// # Errors
-/// Bad upstream configuration.
-pub async fn build_provider(
-    args: &ServeArgs,
-    engine: &Arc<dyn Engine>,
-    runners: &Arc<crate::provider::server_tools::Runners>,
-) -> Result<Arc<dyn crate::provider::Provider>, String> {
-    let upstream = |endpoint: &str, bearer: bool| {
-        let mut upstream = Upstream::new(
-            args.base_url(),
-            endpoint,
-            args.api_key.as_deref().filter(|_| bearer),
-            args.ca_cert.as_deref(),
-            Duration::from_secs(args.connect_timeout),
-            Duration::from_secs(args.first_byte_timeout),
-        )?;
-        for (name, value) in &args.upstream_headers {
-            let name = http::HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| format!("{name:?} is not a header name"))?;
-            upstream = upstream.with_header(name, value)?;
-        }
-        Ok::<_, String>(upstream)
-    };
-    let tokenizer = args
-        .tokenizer
-        .as_deref()
-        .filter(|t| !t.is_empty())
-        .map(crate::provider::tokenizer::TokenizerSpec::parse)
-        .transpose()?;
-    if args.provider == Provider::Openai {
-        // The serving line that follows names the upstream (without its userinfo).
-        info!(
-            documents = ?args.documents_mode(),
-            configured = args.documents.is_some(),
-            "what a PDF document becomes upstream (--documents)"
-        );
-    }
-    if matches!(args.provider, Provider::Openai | Provider::Responses) {
-        info!(
-            web_search = ?args.web_search_mode(),
-            configured = args.web_search.is_some(),
-            "who runs a request's web search (--web-search)"
-        );
-    }
-    let inner: Arc<dyn crate::provider::Provider> = match args.provider {
-        Provider::Openai => Arc::new(
-            crate::provider::openai::OpenAi::new(
-                Arc::clone(engine),
-                upstream("chat/completions", true)?,
-                Dialect::OpenaiChat,
-                serde_json::to_value(args.convert_options()).map_err(|e| e.to_string())?,
-            )
-            .with_tokenizer(tokenizer),
-        ),
-        Provider::Responses => Arc::new(
-            crate::provider::openai::OpenAi::new(
-                Arc::clone(engine),
-                upstream("responses", true)?,
-                Dialect::OpenaiResponses,
-                serde_json::to_value(args.responses_options()).map_err(|e| e.to_string())?,
-            )
-            .with_tokenizer(tokenizer),
-        ),
-        Provider::Anthropic => Arc::new(crate::provider::anthropic::AnthropicPassThrough::new(
-            Arc::clone(engine),
-            upstream("v1/messages", false)?,
-            args.api_key.as_deref(),
-            args.model.clone(),
-        )?),
-        Provider::Fabstir => {
-            Arc::new(crate::provider::fabstir::setup::backend(args, engine).await?)
-        }
-    };
-    // The Messages API runs server tools itself; for the others the bridge does.
-    if args.provider == Provider::Anthropic {
-        return Ok(inner);
-    }
-    // OpenAI's and OpenRouter's own web search, where they run it.
-    let upstream_searches = matches!(args.provider, Provider::Openai | Provider::Responses)
-        && args.web_search_mode() == crate::cli::WebSearchChoice::Upstream;
-    Ok(Arc::new(crate::provider::server_tools::ServerTools::new(
-        inner,
-        Arc::clone(runners),
-        upstream_searches,
-    )))
-}
-
-/// What runs server tools — the web search backend of `--search` (or `[search]`) and the web
-/// fetcher — built once and shared by every provider the bridge runs server tools for.
-///
-/// # Errors
-/// The search backend's address or key is missing or wrong, or an HTTP client cannot be built.
-pub fn server_tool_runners(
-    args: &ServeArgs,
-) -> Result<Arc<crate::provider::server_tools::Runners>, String> {
-    let search = args
-        .search
-        .map(|kind| {
-            crate::provider::search::SearchBackend::new(
-                kind,
-                args.search_url.as_deref(),
-                args.search_api_key.as_deref(),
-                args.ca_cert.as_deref(),
-            )
-        })
-        .transpose()?;
-    let fetch =
-        crate::provider::fetch::WebFetcher::new(args.fetch_allow_private, args.ca_cert.as_deref())?;
-    Ok(Arc::new(crate::provider::server_tools::Runners {
-        search,
-        fetch,
-    }))
-}
-
 /// The shared state of a server.
 ///
 /// # Errors
 /// Bad upstream configuration or engine set-up failure.
 pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
-    let config = load_config(args)?;
+    let config = crate::config::load_config(args)?;
     let routes = match &config {
         Some(config) => server::routes::Routes::from_config(config, args, &engine).await?,
         None => server::routes::Routes::from_args(args, &engine).await?,
@@ -405,43 +252,6 @@ async fn hangups_without_a_file(mut hup: Hangups) {
     }
 }
 
-/// The config file the arguments and environment name or the default places hold, read and
-/// checked; its secrets are registered for redaction.
-///
-/// # Errors
-/// The file does not parse or validate (the message names file, line and key).
-pub fn load_config(args: &ServeArgs) -> Result<Option<crate::config::Config>, String> {
-    let env = crate::config::Env::process().map_err(|e| e.to_string())?;
-    let Some(located) = crate::config::find(args.config.as_deref(), &env) else {
-        return Ok(None);
-    };
-    let config = crate::config::Config::load(&located.path, &env).map_err(|e| e.to_string())?;
-    register_config_secrets(&config);
-    Ok(Some(config))
-}
-
-fn register_config_secrets(config: &crate::config::Config) {
-    use secrecy::ExposeSecret;
-    let search_key = config.search.as_ref().and_then(|s| s.api_key.as_ref());
-    for key in config.client_key.iter().chain(search_key) {
-        crate::redact::register(key.expose_secret());
-    }
-    for provider in config.providers.values() {
-        let upstream = match &provider.kind {
-            crate::config::ProviderKind::Openai { upstream, .. }
-            | crate::config::ProviderKind::Responses { upstream, .. }
-            | crate::config::ProviderKind::Anthropic { upstream } => upstream,
-            crate::config::ProviderKind::Fabstir(_) => continue,
-        };
-        if let Some(key) = &upstream.api_key {
-            crate::redact::register(key.expose_secret());
-        }
-        for value in upstream.headers.values() {
-            crate::redact::register(value.expose_secret());
-        }
-    }
-}
-
 /// The arguments with the config file's `listen`, `client_key`, `[search]` and `[fetch]` where the flags
 /// left them at their defaults (flags and environment win).
 ///
@@ -450,7 +260,7 @@ fn register_config_secrets(config: &crate::config::Config) {
 pub fn with_config_defaults(args: &ServeArgs) -> Result<ServeArgs, String> {
     use secrecy::ExposeSecret;
     let mut out = args.clone();
-    if let Some(config) = load_config(args)? {
+    if let Some(config) = crate::config::load_config(args)? {
         if let Some(listen) = config.listen
             && args.listen == crate::cli::DEFAULT_LISTEN
         {
@@ -497,7 +307,7 @@ async fn reload_on_change(
         };
         let mut reload_args = args.clone();
         reload_args.config = Some(file.clone());
-        let reloaded = match load_config(&reload_args) {
+        let reloaded = match crate::config::load_config(&reload_args) {
             Ok(Some(config)) => {
                 if let Some(gateway) = &state.gateway {
                     gateway.reconfigure(config.gateway.clone()).await;

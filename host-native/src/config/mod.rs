@@ -42,8 +42,8 @@ use std::path::Path;
 pub use error::{ConfigError, Position};
 pub use locate::{Env, Located, Origin, find};
 pub use types::{
-    ChatSettings, Config, FabstirSettings, HttpUpstream, Provider, ProviderKind, ResponsesSettings,
-    Timeouts,
+    ChatSettings, Config, DEFAULT_QUEUE_TIMEOUT, FabstirSettings, HttpUpstream, Provider,
+    ProviderKind, ResponsesSettings, Timeouts, UpstreamLimits,
 };
 
 use document::Document;
@@ -85,3 +85,40 @@ impl Config {
 
 #[cfg(test)]
 mod tests;
+
+/// The config file the arguments and environment name or the default places hold, read and
+/// checked; its secrets are registered for redaction.
+///
+/// # Errors
+/// The file does not parse or validate (the message names file, line and key).
+pub fn load_config(args: &crate::cli::ServeArgs) -> Result<Option<Config>, String> {
+    let env = Env::process().map_err(|e| e.to_string())?;
+    let Some(located) = find(args.config.as_deref(), &env) else {
+        return Ok(None);
+    };
+    let config = Config::load(&located.path, &env).map_err(|e| e.to_string())?;
+    register_config_secrets(&config);
+    Ok(Some(config))
+}
+
+fn register_config_secrets(config: &Config) {
+    use secrecy::ExposeSecret;
+    let search_key = config.search.as_ref().and_then(|s| s.api_key.as_ref());
+    for key in config.client_key.iter().chain(search_key) {
+        crate::redact::register(key.expose_secret());
+    }
+    for provider in config.providers.values() {
+        let upstream = match &provider.kind {
+            ProviderKind::Openai { upstream, .. }
+            | ProviderKind::Responses { upstream, .. }
+            | ProviderKind::Anthropic { upstream } => upstream,
+            ProviderKind::Fabstir(_) => continue,
+        };
+        if let Some(key) = &upstream.api_key {
+            crate::redact::register(key.expose_secret());
+        }
+        for value in upstream.headers.values() {
+            crate::redact::register(value.expose_secret());
+        }
+    }
+}

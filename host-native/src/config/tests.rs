@@ -621,7 +621,7 @@ fn a_route_value_may_be_a_pool_and_providers_carry_their_own_limits() {
     let local = &config.providers["local"];
     assert_eq!(
         local.limits,
-        crate::server::upstreams::UpstreamLimits {
+        crate::config::UpstreamLimits {
             weight: 3,
             max_parallel: Some(4),
             rpm: Some(600),
@@ -632,7 +632,7 @@ fn a_route_value_may_be_a_pool_and_providers_carry_their_own_limits() {
     assert_eq!(local.health_check, Some(std::time::Duration::from_secs(15)));
     assert_eq!(
         config.providers["gpu2"].limits,
-        crate::server::upstreams::UpstreamLimits::default()
+        crate::config::UpstreamLimits::default()
     );
     let e = err(&format!("{LOCAL}max_parallel = 0\n"));
     assert_eq!(

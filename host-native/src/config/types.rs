@@ -63,8 +63,8 @@ pub struct Provider {
     /// backoff, honouring `retry-after`) before the next target is tried.
     pub retries: u32,
     /// `weight`, `max_parallel`, `rpm`, `tpm`, `queue_timeout`: its share in pools and its own
-    /// limits (see [`crate::server::upstreams`]).
-    pub limits: crate::server::upstreams::UpstreamLimits,
+    /// limits (enforced by `crate::server::upstreams`).
+    pub limits: UpstreamLimits,
     /// `health_check`: probe it this often, so a dead pool member is skipped before a client's
     /// request finds out.
     pub health_check: Option<std::time::Duration>,
@@ -199,4 +199,33 @@ pub struct FabstirSettings {
     pub usdc: Option<String>,
     pub tool_format: Option<ToolFormatChoice>,
     pub max_tokens_cap: Option<u64>,
+}
+
+/// `queue_timeout` when the provider's table sets none (seconds).
+pub const DEFAULT_QUEUE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// A provider's own limits (all optional but the weight).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UpstreamLimits {
+    /// Its share in its pools (at least 1).
+    pub weight: u32,
+    /// Requests in flight at most.
+    pub max_parallel: Option<u32>,
+    /// Requests a minute at most.
+    pub rpm: Option<u32>,
+    /// Tokens (input + output) a minute at most.
+    pub tpm: Option<u64>,
+    /// How long a request waits for room before it goes elsewhere.
+    pub queue_timeout: std::time::Duration,
+}
+
+impl Default for UpstreamLimits {
+    fn default() -> Self {
+        Self {
+            weight: 1,
+            max_parallel: None,
+            rpm: None,
+            tpm: None,
+            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
+        }
+    }
 }

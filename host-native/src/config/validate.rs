@@ -566,7 +566,7 @@ fn upstream_limits(
     doc: &Document<'_>,
     name: &str,
     raw: &super::file::ProviderRaw,
-) -> Result<crate::server::upstreams::UpstreamLimits, ConfigError> {
+) -> Result<crate::config::UpstreamLimits, ConfigError> {
     let counts = [
         ("weight", raw.weight.map(u64::from)),
         ("max_parallel", raw.max_parallel.map(u64::from)),
@@ -583,13 +583,13 @@ fn upstream_limits(
             ));
         }
     }
-    Ok(crate::server::upstreams::UpstreamLimits {
+    Ok(crate::config::UpstreamLimits {
         weight: raw.weight.unwrap_or(1),
         max_parallel: raw.max_parallel,
         rpm: raw.rpm,
         tpm: raw.tpm,
         queue_timeout: raw.queue_timeout.map_or(
-            crate::server::upstreams::DEFAULT_QUEUE_TIMEOUT,
+            crate::config::DEFAULT_QUEUE_TIMEOUT,
             std::time::Duration::from_secs,
         ),
     })

@@ -173,7 +173,7 @@ fn replica_id() -> String {
 /// Where the ledger's journal files live: `$XDG_STATE_HOME/claude-bridge/spool` (or
 /// `~/.local/state/…`).
 fn spool_dir() -> std::path::PathBuf {
-    crate::run::state_dir()
+    crate::environment::state_dir()
         .map(|d| d.join("spool"))
         .unwrap_or_else(|| std::env::temp_dir().join("claude-bridge-spool"))
 }

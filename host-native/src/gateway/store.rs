@@ -286,7 +286,8 @@ fn insert_sql(dialect: Dialect, rows: usize, returning: bool) -> String {
 /// `~/.local/state/…`).
 #[must_use]
 pub fn default_url() -> Option<String> {
-    crate::run::state_dir().map(|dir| format!("sqlite://{}", dir.join("gateway.db").display()))
+    crate::environment::state_dir()
+        .map(|dir| format!("sqlite://{}", dir.join("gateway.db").display()))
 }
 
 /// `url` without a password (`postgres://user:secret@host` → `postgres://user:***@host`).

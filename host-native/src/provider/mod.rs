@@ -21,6 +21,7 @@
 //! ```
 
 pub mod anthropic;
+pub mod build;
 pub mod fabstir;
 pub mod fetch;
 pub mod openai;

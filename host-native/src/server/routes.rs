@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 
 use bridge_core::route::{Pick, Reason, RouterConfig, Target};
 
-use crate::cli::{Provider as ProviderChoice, ServeArgs};
-use crate::config::{Config, ProviderKind};
+use crate::cli::ServeArgs;
+use crate::config::Config;
 use crate::engine::Engine;
 use crate::error::BridgeError;
 use crate::provider::Provider;
@@ -220,8 +220,8 @@ impl Routes {
             provider: FLAGS_PROVIDER.to_owned(),
             model: args.model.clone(),
         };
-        let runners = crate::run::server_tool_runners(args)?;
-        let provider = crate::run::build_provider(args, engine, &runners).await?;
+        let runners = crate::provider::build::server_tool_runners(args)?;
+        let provider = crate::provider::build::build_provider(args, engine, &runners).await?;
         let mut targets = BTreeMap::new();
         targets.insert(
             target.to_string(),
@@ -264,7 +264,7 @@ impl Routes {
     ) -> Result<Self, String> {
         let mut targets = BTreeMap::new();
         let mut upstreams: BTreeMap<&str, Arc<Upstream>> = BTreeMap::new();
-        let runners = crate::run::server_tool_runners(args)?;
+        let runners = crate::provider::build::server_tool_runners(args)?;
         for (_, target) in config.router.targets() {
             let key = target.to_string();
             if targets.contains_key(&key) {
@@ -276,7 +276,8 @@ impl Routes {
                     target.provider
                 ));
             };
-            let mut provider_args = provider_args(args, provider, target.model.clone());
+            let mut provider_args =
+                crate::provider::build::provider_args(args, provider, target.model.clone());
             // With the gateway on, a Fabstir provider keeps its job ledger in the gateway's
             // store (shared by every replica, so they never cross the spending cap together).
             if config.gateway.enabled(config.store_table) {
@@ -286,7 +287,7 @@ impl Routes {
                     .clone()
                     .or_else(crate::gateway::store::default_url);
             }
-            let built = crate::run::build_provider(&provider_args, engine, &runners)
+            let built = crate::provider::build::build_provider(&provider_args, engine, &runners)
                 .await
                 .map_err(|e| format!("provider {}: {e}", target.provider))?;
             let upstream = upstreams
@@ -393,104 +394,6 @@ impl Routes {
     pub fn models(&self) -> &[(String, String)] {
         &self.models
     }
-}
-
-/// The serve arguments one provider of the file stands for: the flags, with what the provider's
-/// table sets, and `model` as its `--model`.
-fn provider_args(
-    args: &ServeArgs,
-    provider: &crate::config::Provider,
-    model: Option<String>,
-) -> ServeArgs {
-    use secrecy::ExposeSecret;
-    let mut out = args.clone();
-    out.model = model;
-    out.ca_cert = provider.ca_cert.clone().or(out.ca_cert);
-    if let Some(s) = provider.timeouts.connect {
-        out.connect_timeout = s;
-    }
-    if let Some(s) = provider.timeouts.first_byte {
-        out.first_byte_timeout = s;
-    }
-    let http = |out: &mut ServeArgs, upstream: &crate::config::HttpUpstream| {
-        out.base_url = Some(upstream.base_url.clone());
-        out.api_key = upstream
-            .api_key
-            .as_ref()
-            .map(|k| k.expose_secret().to_owned());
-        out.upstream_headers = upstream
-            .headers
-            .iter()
-            .map(|(k, v)| (k.clone(), v.expose_secret().to_owned()))
-            .collect();
-    };
-    match &provider.kind {
-        ProviderKind::Openai { upstream, options } => {
-            out.provider = ProviderChoice::Openai;
-            http(&mut out, upstream);
-            if let Some(v) = options.max_tokens_cap {
-                out.max_tokens_cap = v;
-            }
-            out.max_completion_tokens = options
-                .max_completion_tokens
-                .unwrap_or(out.max_completion_tokens);
-            out.strict_schemas = options.strict_schemas.unwrap_or(out.strict_schemas);
-            out.reasoning_effort = options.reasoning_effort.unwrap_or(out.reasoning_effort);
-            out.no_reasoning_passback = options
-                .no_reasoning_passback
-                .unwrap_or(out.no_reasoning_passback);
-            out.keep_mid_conversation_system = options
-                .keep_mid_conversation_system
-                .unwrap_or(out.keep_mid_conversation_system);
-            out.continuous_usage_stats = options
-                .continuous_usage_stats
-                .unwrap_or(out.continuous_usage_stats);
-            out.documents = options.documents.or(out.documents);
-            out.web_search = options.web_search.or(out.web_search);
-            out.tokenizer = options.tokenizer.clone().or(out.tokenizer);
-        }
-        ProviderKind::Responses { upstream, options } => {
-            out.provider = ProviderChoice::Responses;
-            http(&mut out, upstream);
-            if let Some(v) = options.max_tokens_cap {
-                out.max_tokens_cap = v;
-            }
-            out.strict_schemas = options.strict_schemas.unwrap_or(out.strict_schemas);
-            out.responses_reasoning_effort = options.reasoning_effort.clone();
-            out.web_search = options.web_search.or(out.web_search);
-            out.tokenizer = options.tokenizer.clone().or(out.tokenizer);
-        }
-        ProviderKind::Anthropic { upstream } => {
-            out.provider = ProviderChoice::Anthropic;
-            http(&mut out, upstream);
-        }
-        ProviderKind::Fabstir(f) => {
-            out.provider = ProviderChoice::Fabstir;
-            out.host_url = f.host_url.clone().or(out.host_url);
-            out.host_pubkey = f.host_pubkey.clone().or(out.host_pubkey);
-            out.job_id = f.job_id.or(out.job_id);
-            out.chain_id = f.chain_id.unwrap_or(out.chain_id);
-            out.price_per_token = f.price_per_token.unwrap_or(out.price_per_token);
-            out.private_key_file = f.private_key_file.clone().or(out.private_key_file);
-            out.rpc_url = f.rpc_url.clone().or(out.rpc_url);
-            out.host = f.host.clone().or(out.host);
-            out.payment = f.payment.unwrap_or(out.payment);
-            out.deposit = f.deposit.clone().or(out.deposit);
-            out.max_spend = f.max_spend.clone().or(out.max_spend);
-            out.selection = f.selection.unwrap_or(out.selection);
-            out.ledger = f.ledger.clone().or(out.ledger);
-            out.confirmations = f.confirmations.unwrap_or(out.confirmations);
-            out.localhost_override = f.localhost_override.clone().or(out.localhost_override);
-            out.job_marketplace = f.job_marketplace.clone().or(out.job_marketplace);
-            out.node_registry = f.node_registry.clone().or(out.node_registry);
-            out.usdc = f.usdc.clone().or(out.usdc);
-            out.tool_format = f.tool_format.unwrap_or(out.tool_format);
-            if let Some(v) = f.max_tokens_cap {
-                out.max_tokens_cap = v;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]

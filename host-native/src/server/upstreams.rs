@@ -21,37 +21,10 @@ use std::time::{Duration, Instant};
 use bridge_core::route::MemberLoad;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-/// `queue_timeout` when the provider's table sets none (seconds).
-pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
+pub use crate::config::{DEFAULT_QUEUE_TIMEOUT, UpstreamLimits};
+
 /// The length of an `rpm`/`tpm` window.
 const WINDOW: Duration = Duration::from_secs(60);
-
-/// A provider's own limits (all optional but the weight).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct UpstreamLimits {
-    /// Its share in its pools (at least 1).
-    pub weight: u32,
-    /// Requests in flight at most.
-    pub max_parallel: Option<u32>,
-    /// Requests a minute at most.
-    pub rpm: Option<u32>,
-    /// Tokens (input + output) a minute at most.
-    pub tpm: Option<u64>,
-    /// How long a request waits for room before it goes elsewhere.
-    pub queue_timeout: Duration,
-}
-
-impl Default for UpstreamLimits {
-    fn default() -> Self {
-        Self {
-            weight: 1,
-            max_parallel: None,
-            rpm: None,
-            tpm: None,
-            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
-        }
-    }
-}
 
 /// One upstream's limits and load.
 #[derive(Debug)]
