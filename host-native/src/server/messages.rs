@@ -103,12 +103,12 @@ pub(super) async fn dispatch(
     let mut call = call;
     call.spend = admission.as_ref().map(|a| a.spend());
     // A conversation stays on one pool member (its prompt cache); asked only with pools.
-    let session = if routes.has_pools() {
-        session.or_else(|| session_of(&call))
+    let (session, salt) = if routes.has_pools() {
+        (session.or_else(|| session_of(&call)), crate::ids::seed())
     } else {
-        None
+        (None, 0)
     };
-    let planned = match routes.plan(&call.body, session.as_deref(), crate::ids::seed()) {
+    let planned = match routes.plan(&call.body, session.as_deref(), salt) {
         Ok(plan) => plan,
         Err(error) => return refused(error, "", None),
     };

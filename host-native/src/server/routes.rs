@@ -193,6 +193,8 @@ impl Plan<'_> {
 /// Every target of the running configuration.
 pub struct Routes {
     router: RouterConfig,
+    /// Some route value is a pool of more than one target.
+    pooled: bool,
     targets: BTreeMap<String, TargetEntry>,
     /// Models `GET /v1/models` lists: (id a client sends, provider).
     models: Vec<(String, String)>,
@@ -238,6 +240,7 @@ impl Routes {
         );
         Ok(Self {
             router: RouterConfig::new(target),
+            pooled: false,
             targets,
             // Flags only: the Claude ids (each mapped to --model), then --model itself, so an
             // OpenAI client's `models.list()` shows the model it is served.
@@ -314,6 +317,7 @@ impl Routes {
             .collect();
         let probes = super::health_checks::start(config, &upstreams)?;
         Ok(Self {
+            pooled: Self::any_pool(&config.router),
             router: config.router.clone(),
             targets,
             models,
@@ -365,16 +369,20 @@ impl Routes {
     /// Whether a route value names more than one target (then a request's session is read).
     #[must_use]
     pub fn has_pools(&self) -> bool {
-        let pools = [
-            Some(&self.router.default),
-            self.router.background.as_ref(),
-            self.router.think.as_ref(),
-            self.router.long_context.as_ref(),
+        self.pooled
+    }
+
+    fn any_pool(router: &RouterConfig) -> bool {
+        let router_pools = [
+            Some(&router.default),
+            router.background.as_ref(),
+            router.think.as_ref(),
+            router.long_context.as_ref(),
         ];
-        pools
+        router_pools
             .into_iter()
             .flatten()
-            .chain(self.router.rules.iter().map(|r| &r.to))
+            .chain(router.rules.iter().map(|r| &r.to))
             .any(|pool| pool.members().len() > 1)
     }
 
