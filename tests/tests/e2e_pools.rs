@@ -18,14 +18,25 @@ use serde_json::{Value, json};
 
 const T: Duration = Duration::from_secs(30);
 
+/// The value of a member's `refusing` that makes its next 429 say when it resets only in
+/// OpenAI's `x-ratelimit-reset-requests` (no `retry-after`).
+const REFUSE_WITH_RESET_HEADER: usize = 100;
+
 /// A Chat upstream named `name` that answers every model request with its name after `delay`,
-/// and 429s (with `retry-after`) while `refusing` says so.
+/// and 429s while `refusing` is above 0 (counting down): with `retry-after: 2`, or at
+/// [`REFUSE_WITH_RESET_HEADER`] with `x-ratelimit-reset-requests: 2s` alone.
 async fn member(name: &'static str, delay: Duration, refusing: Arc<AtomicUsize>) -> Upstream {
     Upstream::start(move |req: &RecordedRequest| {
         if req.path.ends_with("/models") {
             return ScriptedResponse::json(&json!({"object": "list", "data": []}));
         }
-        if refusing.load(Ordering::SeqCst) > 0 {
+        let refuse = refusing.load(Ordering::SeqCst);
+        if refuse >= REFUSE_WITH_RESET_HEADER {
+            refusing.store(0, Ordering::SeqCst);
+            return ScriptedResponse::openai_error(429, "slow down", "rate_limit_exceeded", None)
+                .with_header("x-ratelimit-reset-requests", "2s");
+        }
+        if refuse > 0 {
             refusing.fetch_sub(1, Ordering::SeqCst);
             return ScriptedResponse::openai_error(429, "slow down", "rate_limit_exceeded", None)
                 .with_header("retry-after", "2");
@@ -275,31 +286,38 @@ async fn a_429_keeps_its_member_out_until_retry_after_and_max_parallel_holds() {
     .await;
 
     // `slow` (weight 10: idle, it is chosen first) answers 429 with retry-after: 2 once; the
-    // request goes to another member, and `slow` gets nothing for two seconds.
-    pool.refusing["slow"].store(1, Ordering::SeqCst);
-    let refused_at = Instant::now();
-    let mut during = 0;
-    let mut seen_back = None;
-    for i in 0..40 {
-        let marker = format!("after-429-{i}");
-        let (status, text, _) = turn(&pool.bridge, None, &marker).await;
-        assert_eq!(status, 200, "{text}");
-        let by = served_by(&pool, &marker);
-        if i > 0 && by == ["slow"] {
-            seen_back.get_or_insert(refused_at.elapsed());
-            break;
+    // request goes to another member, and `slow` gets nothing for two seconds. Then once more,
+    // saying when it resets only in `x-ratelimit-reset-requests: 2s`.
+    for (round, refuse) in [(0, 1), (1, REFUSE_WITH_RESET_HEADER)] {
+        pool.refusing["slow"].store(refuse, Ordering::SeqCst);
+        let refused_at = Instant::now();
+        let mut during = 0;
+        let mut seen_back = None;
+        for i in 0..40 {
+            let marker = format!("after-429-{round}-{i}");
+            let (status, text, _) = turn(&pool.bridge, None, &marker).await;
+            assert_eq!(status, 200, "{text}");
+            let by = served_by(&pool, &marker);
+            if i > 0 && by == ["slow"] {
+                seen_back.get_or_insert(refused_at.elapsed());
+                break;
+            }
+            during += 1;
+            tokio::time::sleep(Duration::from_millis(100)).await;
         }
-        during += 1;
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        let back = seen_back.expect("slow came back after its reset");
+        assert!(
+            back >= Duration::from_secs(2),
+            "round {round}: slow got a request {back:?} after a reset of 2 s"
+        );
+        assert!(during >= 5, "requests went elsewhere meanwhile: {during}");
+        let slow_requests = pool.members["slow"].model_requests().len();
+        assert_eq!(
+            slow_requests,
+            2 * (round + 1),
+            "round {round}: the 429, then the one after the wait"
+        );
     }
-    let back = seen_back.expect("slow came back after its retry-after");
-    assert!(
-        back >= Duration::from_secs(2),
-        "slow got a request {back:?} after a retry-after of 2 s"
-    );
-    assert!(during >= 5, "requests went elsewhere meanwhile: {during}");
-    let slow_requests = pool.members["slow"].model_requests().len();
-    assert_eq!(slow_requests, 2, "the 429, then the one after the wait");
 
     // `slow` (weight 10, so it is chosen first while it has room) holds at most two at once;
     // twelve sent at once all get answers.

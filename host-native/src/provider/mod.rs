@@ -27,6 +27,7 @@ pub mod fetch;
 pub mod openai;
 pub mod pdf_text;
 pub mod probe;
+pub mod rate_limit;
 pub mod search;
 pub mod server_tools;
 pub mod tokenizer;

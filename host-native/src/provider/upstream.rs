@@ -217,7 +217,22 @@ impl Upstream {
         if status.is_success() {
             return Ok(response);
         }
-        let retry_after = response.headers().get(http::header::RETRY_AFTER).cloned();
+        // A 429 without `retry-after` may still say when it resets (x-ratelimit-reset-*,
+        // anthropic-ratelimit-*-reset): that is its retry-after, for the pool and the client.
+        let retry_after = response
+            .headers()
+            .get(http::header::RETRY_AFTER)
+            .cloned()
+            .or_else(|| {
+                let now = i64::try_from(crate::ids::unix_millis()).unwrap_or(i64::MAX);
+                (status.as_u16() == 429)
+                    .then(|| super::rate_limit::reset_wait(response.headers(), now))
+                    .flatten()
+                    .and_then(|wait| {
+                        let seconds = wait.as_millis().div_ceil(1000).max(1);
+                        http::HeaderValue::from_str(&seconds.to_string()).ok()
+                    })
+            });
         let bytes = match Limited::new(response.into_body(), MAX_ERROR_BODY)
             .collect()
             .await
