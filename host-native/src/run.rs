@@ -125,7 +125,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
     let engine = build_engine(args)?;
     let config = crate::config::load_config(args)?;
     let routes = match &config {
-        Some(config) => server::routes::Routes::from_config(config, args, &engine).await?,
+        Some(config) => server::routes::Routes::from_config(config, args, &engine, None).await?,
         None => server::routes::Routes::from_args(args, &engine).await?,
     };
     let client_key = args.client_key.clone().filter(|k| !k.is_empty());
@@ -312,7 +312,14 @@ async fn reload_on_change(
                 if let Some(gateway) = &state.gateway {
                     gateway.reconfigure(config.gateway.clone()).await;
                 }
-                server::routes::Routes::from_config(&config, &reload_args, &state.engine).await
+                let running = state.routes();
+                server::routes::Routes::from_config(
+                    &config,
+                    &reload_args,
+                    &state.engine,
+                    Some(&running),
+                )
+                .await
             }
             Ok(None) => Err(String::from("the file is gone")),
             Err(e) => Err(e),

@@ -491,3 +491,59 @@ async fn every_turn_of_a_real_claude_code_session_reaches_one_member() {
         .count();
     assert_eq!(affine, on_a + on_b, "{}", ctx());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_keeps_a_providers_queue_so_max_parallel_holds_across_it() {
+    let slow = Upstream::start(|req: &RecordedRequest| {
+        if req.path.ends_with("/models") {
+            return ScriptedResponse::json(&json!({"object": "list", "data": []}));
+        }
+        bridge_tests::chunks::text_stream(&["slow"]).delayed(Duration::from_millis(1500))
+    })
+    .await
+    .unwrap();
+    let config = |note: &str| {
+        format!(
+            "# {note}\n[router]\ndefault = \"one,m\"\n\n\
+             [providers.one]\nkind = \"openai\"\nbase_url = \"{}\"\nmax_parallel = 1\n",
+            slow.base_url()
+        )
+    };
+    let dir = bridge_tests::tempdir::TempDir::new("pool-reload").unwrap();
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, config("first")).unwrap();
+    let options = BridgeOptions {
+        model: None,
+        api_key: None,
+        ..BridgeOptions::default()
+    }
+    .args(&["--config", file.to_str().unwrap()]);
+    let bridge = Bridge::start_with("http://127.0.0.1:9/v1", "pool-reload", options)
+        .await
+        .unwrap();
+    let base = bridge.base_url();
+    let first = tokio::spawn({
+        let base = base.clone();
+        async move { ask(&base, "first").await }
+    });
+    assert!(
+        slow.wait_until(|up| up.model_requests().len() == 1, T)
+            .await
+    );
+    // The file changes while the first request is in flight: the running config is replaced.
+    std::fs::write(&file, config("second")).unwrap();
+    let reloaded = Instant::now();
+    while !bridge.log().contains("config reloaded") {
+        assert!(reloaded.elapsed() < T, "no reload\n{}", bridge.log());
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // A second request on the new config waits for the first to end: one at a time still.
+    let second = ask(&base, "second").await;
+    assert_eq!((first.await.unwrap(), second), (200, 200));
+    assert_eq!(slow.model_requests().len(), 2);
+    // The new config's provider is the old one's (same limits): it queued the second request
+    // behind the first, which a fresh count of nothing in flight would not have.
+    let health = health(&bridge).await;
+    assert_eq!(health["targets"]["one,m"]["load"]["waited"], 1, "{health}");
+    assert_eq!(health["targets"]["one,m"]["load"]["sent"], 2, "{health}");
+}

@@ -256,7 +256,9 @@ impl Routes {
     }
 
     /// From a config file: one provider instance per target the router names; the flags give
-    /// what the file leaves out.
+    /// what the file leaves out. On a reload, `previous` are the routes running now: a provider
+    /// whose limits did not change keeps its [`Upstream`] (what it has in flight and queued, its
+    /// minute's counts, a 429's wait), so a reload never lets `max_parallel` be crossed.
     ///
     /// # Errors
     /// A provider cannot be built (the message names it).
@@ -264,6 +266,7 @@ impl Routes {
         config: &Config,
         args: &ServeArgs,
         engine: &Arc<dyn Engine>,
+        previous: Option<&Self>,
     ) -> Result<Self, String> {
         let mut targets = BTreeMap::new();
         let mut upstreams: BTreeMap<&str, Arc<Upstream>> = BTreeMap::new();
@@ -295,7 +298,14 @@ impl Routes {
                 .map_err(|e| format!("provider {}: {e}", target.provider))?;
             let upstream = upstreams
                 .entry(target.provider.as_str())
-                .or_insert_with(|| Arc::new(Upstream::new(&target.provider, provider.limits)));
+                .or_insert_with(|| {
+                    previous
+                        .and_then(|p| p.upstream_named(&target.provider))
+                        .filter(|kept| kept.limits() == provider.limits)
+                        .unwrap_or_else(|| {
+                            Arc::new(Upstream::new(&target.provider, provider.limits))
+                        })
+                });
             targets.insert(
                 key,
                 TargetEntry {
@@ -364,6 +374,14 @@ impl Routes {
             client_model: features.model,
             input_tokens: features.input_tokens,
         })
+    }
+
+    /// The upstream of the provider `name`, if a target is on it.
+    fn upstream_named(&self, name: &str) -> Option<Arc<Upstream>> {
+        self.targets
+            .values()
+            .find(|e| e.upstream.name() == name)
+            .map(|e| Arc::clone(&e.upstream))
     }
 
     /// Whether a route value names more than one target (then a request's session is read).
