@@ -76,6 +76,7 @@ fn config() -> impl Strategy<Value = RouterConfig> {
                     .into_iter()
                     .map(|(model, to)| Rule { model, to })
                     .collect(),
+                balance: Default::default(),
             },
         )
 }
@@ -148,7 +149,7 @@ proptest! {
         let load = |t: &Target| {
             let i = usize::from(t.provider.as_bytes()[0] - b'a') % 3;
             let (weight, outstanding, available, has_room) = loads[i];
-            MemberLoad { weight, outstanding, available, has_room }
+            MemberLoad { weight, outstanding, available, has_room, latency_us: None }
         };
         let chosen = route_with(&config, &f, load, session.as_deref(), salt);
         let first_rule = config.rules.iter().position(|r| glob_match(&r.model, &f.model));

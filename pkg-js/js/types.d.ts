@@ -379,6 +379,8 @@ export interface RouterConfig {
   fallback?: Target[];
   /** Checked first, in order; the first match wins. */
   rules?: RouterRule[];
+  /** How a pool's least loaded member is measured: "least_outstanding" (default) or "latency". */
+  balance?: "least_outstanding" | "latency";
 }
 
 /** What `route` decides for one request. */

@@ -547,3 +547,78 @@ async fn a_reload_keeps_a_providers_queue_so_max_parallel_holds_across_it() {
     assert_eq!(health["targets"]["one,m"]["load"]["waited"], 1, "{health}");
     assert_eq!(health["targets"]["one,m"]["load"]["sent"], 2, "{health}");
 }
+
+/// Eight clients sending twelve requests each, back to back: each member's share and the mean
+/// time a request took.
+async fn skewed_load(base: &str, members: &BTreeMap<&'static str, Upstream>) -> (String, f64) {
+    let before: BTreeMap<&str, usize> = members
+        .iter()
+        .map(|(name, up)| (*name, up.model_requests().len()))
+        .collect();
+    let mut tasks = tokio::task::JoinSet::new();
+    for client in 0..8 {
+        let base = base.to_owned();
+        tasks.spawn(async move {
+            let mut took = Duration::ZERO;
+            for i in 0..12 {
+                let sent = Instant::now();
+                assert_eq!(ask(&base, &format!("skewed {client}-{i}")).await, 200);
+                took += sent.elapsed();
+            }
+            took
+        });
+    }
+    let mut total = Duration::ZERO;
+    while let Some(took) = tasks.join_next().await {
+        total += took.unwrap();
+    }
+    let shares: Vec<String> = members
+        .iter()
+        .map(|(name, up)| format!("{name} {}", up.model_requests().len() - before[name]))
+        .collect();
+    (shares.join(", "), total.as_secs_f64() * 1000.0 / 96.0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_a_skewed_pool_least_outstanding_and_latency_balance_both_favour_the_fast_member() {
+    let mut members = BTreeMap::new();
+    for (name, ms) in [("fast", 5), ("mid", 60), ("slow", 250)] {
+        members.insert(
+            name,
+            member(name, Duration::from_millis(ms), Arc::default()).await,
+        );
+    }
+    let mut results = Vec::new();
+    for balance in ["least_outstanding", "latency"] {
+        let mut toml = format!(
+            "[router]\ndefault = [\"fast,m\", \"mid,m\", \"slow,m\"]\nbalance = \"{balance}\"\n"
+        );
+        for (name, up) in &members {
+            toml.push_str(&format!(
+                "\n[providers.{name}]\nkind = \"openai\"\nbase_url = \"{}\"\n",
+                up.base_url()
+            ));
+        }
+        let (bridge, _dir) = serve(&format!("pool-{balance}"), &toml).await;
+        // A few requests first, so every member's latency is measured.
+        for i in 0..6 {
+            assert_eq!(ask(&bridge.base_url(), &format!("warm {i}")).await, 200);
+        }
+        let (shares, mean_ms) = skewed_load(&bridge.base_url(), &members).await;
+        println!("balance = {balance}: {shares}; mean {mean_ms:.1} ms a request");
+        results.push((balance, shares, mean_ms));
+    }
+    for (balance, shares, _) in &results {
+        let count = |name: &str| {
+            shares
+                .split(", ")
+                .find_map(|s| s.strip_prefix(&format!("{name} ")))
+                .and_then(|n| n.parse::<usize>().ok())
+                .unwrap_or_default()
+        };
+        assert!(
+            count("fast") > count("mid") && count("fast") > count("slow"),
+            "{balance}: {shares}"
+        );
+    }
+}

@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::pool::Pool;
+use super::pool::{Balance, Pool};
 use super::target::Target;
 
 /// `long_context_threshold` when the table does not set it (estimated input tokens).
@@ -37,6 +37,13 @@ pub struct RouterConfig {
     /// Checked first, in order; the first whose pattern matches the client's model wins.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub rules: Vec<Rule>,
+    /// How a pool's least loaded member is measured (requests without a session).
+    #[serde(default, skip_serializing_if = "is_default_balance")]
+    pub balance: Balance,
+}
+
+fn is_default_balance(balance: &Balance) -> bool {
+    *balance == Balance::default()
 }
 
 fn default_threshold() -> u32 {
@@ -109,6 +116,7 @@ impl RouterConfig {
             long_context_threshold: DEFAULT_LONG_CONTEXT_THRESHOLD,
             fallback: Vec::new(),
             rules: Vec::new(),
+            balance: Balance::default(),
         }
     }
 

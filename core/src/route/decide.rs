@@ -7,7 +7,7 @@ use serde::{Serialize, Serializer};
 use super::config::RouterConfig;
 use super::features::Features;
 use super::glob::glob_match;
-use super::pool::{MemberLoad, Pick, Pool, order_members};
+use super::pool::{MemberLoad, Pick, Pool, order_members_by};
 use super::target::Target;
 
 /// Where one request goes: the chosen pool's members in the order to try them (the first is
@@ -96,7 +96,7 @@ pub fn route_with(
     salt: u64,
 ) -> Route {
     let (pool, reason) = choose(config, features);
-    let (members, pick) = order_members(pool.members(), load, session, salt);
+    let (members, pick) = order_members_by(config.balance, pool.members(), load, session, salt);
     let mut fallbacks: Vec<Target> = Vec::new();
     for target in &config.fallback {
         if !members.contains(target) && !fallbacks.contains(target) {
@@ -181,6 +181,7 @@ mod tests {
                     to: t("anthropic").into(),
                 },
             ],
+            balance: crate::route::Balance::default(),
         }
     }
 

@@ -52,5 +52,5 @@ pub use features::{
     Features, features, features_for, features_from_bytes, skim_features, skim_model,
 };
 pub use glob::glob_match;
-pub use pool::{MemberLoad, Pick, Pool, order_members};
+pub use pool::{Balance, MemberLoad, Pick, Pool, order_members, order_members_by};
 pub use target::{Target, TargetError};

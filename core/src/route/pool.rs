@@ -150,6 +150,21 @@ pub struct MemberLoad {
     /// Whether a request would start at once (`false`: at its `max_parallel` or `rpm`, a request
     /// waits in its queue).
     pub has_room: bool,
+    /// Its time to first byte lately (µs, a weighted average), once it has answered.
+    #[serde(default)]
+    pub latency_us: Option<u32>,
+}
+
+/// How the least loaded member is measured (`[router] balance`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Balance {
+    /// The fewest requests outstanding per unit of weight.
+    #[default]
+    LeastOutstanding,
+    /// The least expected wait: outstanding requests per weight times the member's recent time
+    /// to first byte (a member not yet measured counts as the fastest measured one).
+    Latency,
 }
 
 impl MemberLoad {
@@ -161,6 +176,7 @@ impl MemberLoad {
             outstanding: 0,
             available: true,
             has_room: true,
+            latency_us: None,
         }
     }
 }
@@ -200,6 +216,18 @@ pub fn order_members(
     session: Option<&str>,
     salt: u64,
 ) -> (Vec<Target>, Pick) {
+    order_members_by(Balance::LeastOutstanding, pool, load, session, salt)
+}
+
+/// [`order_members`], measuring load as `balance` says.
+#[must_use]
+pub fn order_members_by(
+    balance: Balance,
+    pool: &[Target],
+    load: impl Fn(&Target) -> MemberLoad,
+    session: Option<&str>,
+    salt: u64,
+) -> (Vec<Target>, Pick) {
     if pool.len() <= 1 {
         return (pool.to_vec(), Pick::Only);
     }
@@ -217,13 +245,23 @@ pub fn order_members(
     if ranked.iter().all(|(load, ..)| !load.available) {
         return (pool.to_vec(), Pick::NoneAvailable);
     }
+    // A member not measured yet counts as the fastest measured one (so it gets tried).
+    let fastest = ranked
+        .iter()
+        .filter_map(|(load, ..)| load.latency_us)
+        .min()
+        .map_or(1.0, f64::from);
+    let cost = |load: &MemberLoad| match balance {
+        Balance::LeastOutstanding => per_weight(load),
+        Balance::Latency => per_weight(load) * load.latency_us.map_or(fastest, f64::from).max(1.0),
+    };
     // By load: available first, then those with room (a request on a full one would queue),
     // then fewest outstanding per weight, then the salt's rank.
     ranked.sort_by(|a, b| {
         b.0.available
             .cmp(&a.0.available)
             .then_with(|| b.0.has_room.cmp(&a.0.has_room))
-            .then_with(|| per_weight(&a.0).total_cmp(&per_weight(&b.0)))
+            .then_with(|| cost(&a.0).total_cmp(&cost(&b.0)))
             .then_with(|| b.2.total_cmp(&a.2))
     });
     let mut pick = Pick::Load;
@@ -420,6 +458,35 @@ mod tests {
         };
         let (order, _) = order_members(&members, full_a, None, 0);
         assert_eq!(order.last().map(|t| t.provider.as_str()), Some("a"));
+    }
+
+    #[test]
+    fn latency_balance_weighs_outstanding_by_each_members_speed() {
+        let members = pool(&["fast", "slow", "new"]);
+        let load = |t: &Target| match t.provider.as_str() {
+            "fast" => MemberLoad {
+                outstanding: 3,
+                latency_us: Some(5_000),
+                ..MemberLoad::idle(1)
+            },
+            "slow" => MemberLoad {
+                outstanding: 0,
+                latency_us: Some(250_000),
+                ..MemberLoad::idle(1)
+            },
+            _ => MemberLoad {
+                outstanding: 4,
+                ..MemberLoad::idle(1)
+            },
+        };
+        // Fewest outstanding: the idle slow one. Least expected wait: the busy fast one
+        // (4 × 5 ms < 1 × 250 ms), and the unmeasured one counts as fast (5 × 5 ms).
+        let names = |balance| {
+            let (order, _) = order_members_by(balance, &members, load, None, 0);
+            order.iter().map(|t| t.provider.clone()).collect::<Vec<_>>()
+        };
+        assert_eq!(names(Balance::LeastOutstanding), ["slow", "fast", "new"]);
+        assert_eq!(names(Balance::Latency), ["fast", "new", "slow"]);
     }
 
     #[test]

@@ -141,6 +141,9 @@ impl Upstream {
             outstanding: in_flight + queued,
             available: !circuit_open && !told_to_wait && !probe_failing,
             has_room: !window_full && self.limits.max_parallel.is_none_or(|n| in_flight < n),
+            latency_us: state
+                .ewma_ms
+                .map(|ms| (ms * 1000.0).clamp(0.0, f64::from(u32::MAX)) as u32),
         }
     }
 
