@@ -22,6 +22,10 @@ const T: Duration = Duration::from_secs(30);
 /// OpenAI's `x-ratelimit-reset-requests` (no `retry-after`).
 const REFUSE_WITH_RESET_HEADER: usize = 100;
 
+/// The value of a member's `refusing` that makes its next answer a success whose headers say
+/// its requests are spent for 2 s (`x-ratelimit-remaining-requests: 0`).
+const SPEND_IN_A_SUCCESS: usize = 200;
+
 /// A Chat upstream named `name` that answers every model request with its name after `delay`,
 /// and 429s while `refusing` is above 0 (counting down): with `retry-after: 2`, or at
 /// [`REFUSE_WITH_RESET_HEADER`] with `x-ratelimit-reset-requests: 2s` alone.
@@ -31,6 +35,12 @@ async fn member(name: &'static str, delay: Duration, refusing: Arc<AtomicUsize>)
             return ScriptedResponse::json(&json!({"object": "list", "data": []}));
         }
         let refuse = refusing.load(Ordering::SeqCst);
+        if refuse >= SPEND_IN_A_SUCCESS {
+            refusing.store(0, Ordering::SeqCst);
+            return bridge_tests::chunks::text_stream(&[name])
+                .with_header("x-ratelimit-remaining-requests", "0")
+                .with_header("x-ratelimit-reset-requests", "2s");
+        }
         if refuse >= REFUSE_WITH_RESET_HEADER {
             refusing.store(0, Ordering::SeqCst);
             return ScriptedResponse::openai_error(429, "slow down", "rate_limit_exceeded", None)
@@ -287,8 +297,13 @@ async fn a_429_keeps_its_member_out_until_retry_after_and_max_parallel_holds() {
 
     // `slow` (weight 10: idle, it is chosen first) answers 429 with retry-after: 2 once; the
     // request goes to another member, and `slow` gets nothing for two seconds. Then once more,
-    // saying when it resets only in `x-ratelimit-reset-requests: 2s`.
-    for (round, refuse) in [(0, 1), (1, REFUSE_WITH_RESET_HEADER)] {
+    // saying when it resets only in `x-ratelimit-reset-requests: 2s`; then once answering (200)
+    // with `x-ratelimit-remaining-requests: 0`, so that no request goes into a 429 at all.
+    for (round, refuse) in [
+        (0, 1),
+        (1, REFUSE_WITH_RESET_HEADER),
+        (2, SPEND_IN_A_SUCCESS),
+    ] {
         pool.refusing["slow"].store(refuse, Ordering::SeqCst);
         let refused_at = Instant::now();
         let mut during = 0;
@@ -360,14 +375,20 @@ async fn a_429_keeps_its_member_out_until_retry_after_and_max_parallel_holds() {
 async fn a_failing_health_probe_takes_its_member_out_before_a_client_pays_and_a_passing_one_brings_it_back()
  {
     let down = Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let failing_chats = Arc::new(AtomicUsize::new(0));
     let probed = Upstream::start({
         let down = Arc::clone(&down);
+        let failing_chats = Arc::clone(&failing_chats);
         move |req: &RecordedRequest| {
             if req.path.ends_with("/models") && down.load(Ordering::SeqCst) {
                 return ScriptedResponse::openai_error(503, "warming up", "server_error", None);
             }
             if req.path.ends_with("/models") {
                 return ScriptedResponse::json(&json!({"object": "list", "data": []}));
+            }
+            if failing_chats.load(Ordering::SeqCst) > 0 {
+                failing_chats.fetch_sub(1, Ordering::SeqCst);
+                return ScriptedResponse::openai_error(503, "hiccup", "server_error", None);
             }
             bridge_tests::chunks::text_stream(&["probed"])
         }
@@ -423,6 +444,35 @@ async fn a_failing_health_probe_takes_its_member_out_before_a_client_pays_and_a_
     assert_eq!(
         health(&bridge).await["targets"]["probed,m"]["load"]["probe"],
         "ok"
+    );
+
+    // Three client requests fail on it in a row (each then answered by the other member): its
+    // circuit opens. The next passing probe closes it, long before the 30 s cool-down.
+    failing_chats.store(3, Ordering::SeqCst);
+    for i in 0..3 {
+        assert_eq!(ask(&bridge.base_url(), &format!("hiccup {i}")).await, 200);
+    }
+    assert_eq!(
+        health(&bridge).await["targets"]["probed,m"]["circuit"],
+        "open"
+    );
+    let seen = probes(&probed);
+    assert!(
+        probed.wait_until(|up| probes(up) > seen, T).await,
+        "no probe"
+    );
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        health(&bridge).await["targets"]["probed,m"]["circuit"],
+        "closed"
+    );
+    let served = probed.model_requests().len();
+    assert_eq!(ask(&bridge.base_url(), "after the probe").await, 200);
+    assert_eq!(
+        probed.model_requests().len(),
+        served + 1,
+        "{}",
+        probed.dump()
     );
 }
 

@@ -20,6 +20,7 @@ pub async fn build_provider(
     args: &ServeArgs,
     engine: &Arc<dyn Engine>,
     runners: &Arc<crate::provider::server_tools::Runners>,
+    free_at: Option<Arc<crate::provider::rate_limit::FreeAt>>,
 ) -> Result<Arc<dyn crate::provider::Provider>, String> {
     let upstream = |endpoint: &str, bearer: bool| {
         let mut upstream = Upstream::new(
@@ -35,7 +36,7 @@ pub async fn build_provider(
                 .map_err(|_| format!("{name:?} is not a header name"))?;
             upstream = upstream.with_header(name, value)?;
         }
-        Ok::<_, String>(upstream)
+        Ok::<_, String>(upstream.noting_rate_limits(free_at.clone()))
     };
     let tokenizer = args
         .tokenizer

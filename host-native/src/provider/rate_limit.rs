@@ -13,7 +13,77 @@
 //! assert_eq!(reset_wait(&headers, 0), Some(std::time::Duration::from_secs(90)));
 //! ```
 
-use std::time::Duration;
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+/// When an upstream said (in a successful answer's headers) that its requests or tokens are
+/// spent until a reset: written by the provider that reads its answers, read by the router that
+/// chooses among pool members, so no request is sent into the 429 that would follow.
+#[derive(Debug, Default)]
+pub struct FreeAt(Mutex<Option<Instant>>);
+
+impl FreeAt {
+    /// Not before `at` (a later time already known stays).
+    pub fn set(&self, at: Instant) {
+        let mut free = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        if free.is_none_or(|known| known < at) {
+            *free = Some(at);
+        }
+    }
+
+    /// The time it is free again, if one is known and still ahead of `now`.
+    #[must_use]
+    pub fn after(&self, now: Instant) -> Option<Instant> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .filter(|at| now < *at)
+    }
+}
+
+/// Headers of a successful answer that say a budget is spent: its remaining count is 0, and
+/// its reset says until when (OpenAI `x-ratelimit-remaining-*` / `-reset-*`, Anthropic
+/// `anthropic-ratelimit-*-remaining` / `-reset`). The longest such wait, from `now_ms`.
+#[must_use]
+pub fn spent_wait(headers: &http::HeaderMap, now_ms: i64) -> Option<Duration> {
+    let zero = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.trim() == "0")
+    };
+    let mut spent = http::HeaderMap::new();
+    for (remaining, reset) in [
+        (
+            "x-ratelimit-remaining-requests",
+            "x-ratelimit-reset-requests",
+        ),
+        ("x-ratelimit-remaining-tokens", "x-ratelimit-reset-tokens"),
+        (
+            "anthropic-ratelimit-requests-remaining",
+            "anthropic-ratelimit-requests-reset",
+        ),
+        (
+            "anthropic-ratelimit-tokens-remaining",
+            "anthropic-ratelimit-tokens-reset",
+        ),
+        (
+            "anthropic-ratelimit-input-tokens-remaining",
+            "anthropic-ratelimit-input-tokens-reset",
+        ),
+        (
+            "anthropic-ratelimit-output-tokens-remaining",
+            "anthropic-ratelimit-output-tokens-reset",
+        ),
+    ] {
+        if zero(remaining)
+            && let Some(value) = headers.get(reset)
+        {
+            spent.insert(reset, value.clone());
+        }
+    }
+    reset_wait(&spent, now_ms)
+}
 
 const OPENAI: &[&str] = &["x-ratelimit-reset-requests", "x-ratelimit-reset-tokens"];
 const ANTHROPIC: &[&str] = &[
@@ -89,6 +159,27 @@ mod tests {
         for text in ["", "5", "1x", "s", "1s2"] {
             assert_eq!(parse_duration(text), None, "{text}");
         }
+    }
+
+    #[test]
+    fn a_successful_answer_names_a_wait_only_for_a_spent_budget() {
+        let mut headers = http::HeaderMap::new();
+        headers.insert("x-ratelimit-remaining-requests", "3".parse().unwrap());
+        headers.insert("x-ratelimit-reset-requests", "10s".parse().unwrap());
+        assert_eq!(spent_wait(&headers, 0), None, "requests left: no wait");
+        headers.insert("x-ratelimit-remaining-tokens", "0".parse().unwrap());
+        headers.insert("x-ratelimit-reset-tokens", "1.5s".parse().unwrap());
+        assert_eq!(spent_wait(&headers, 0), Some(Duration::from_millis(1500)));
+        let free = FreeAt::default();
+        let now = Instant::now();
+        free.set(now + Duration::from_secs(2));
+        free.set(now + Duration::from_secs(1));
+        assert_eq!(
+            free.after(now),
+            Some(now + Duration::from_secs(2)),
+            "the later stays"
+        );
+        assert_eq!(free.after(now + Duration::from_secs(2)), None);
     }
 
     #[test]

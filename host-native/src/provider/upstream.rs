@@ -32,6 +32,9 @@ pub struct Upstream {
     /// Sent with every request (e.g. the provider's key); marked sensitive.
     headers: HeaderMap,
     first_byte_timeout: Duration,
+    /// Where a successful answer that says a rate budget is spent is noted (the router's view
+    /// of this provider), when there is one.
+    free_at: Option<std::sync::Arc<super::rate_limit::FreeAt>>,
 }
 
 /// `base` with `endpoint` joined to its path (unless the path already ends with it), its query
@@ -107,6 +110,7 @@ impl Upstream {
             url,
             headers: HeaderMap::new(),
             first_byte_timeout,
+            free_at: None,
         };
         match (api_key.filter(|k| !k.is_empty()), userinfo) {
             (Some(key), _) => {
@@ -137,6 +141,16 @@ impl Upstream {
         value.set_sensitive(true);
         self.headers.insert(name, value);
         Ok(self)
+    }
+
+    /// Note in `free_at` when a successful answer says a rate budget is spent.
+    #[must_use]
+    pub fn noting_rate_limits(
+        mut self,
+        free_at: Option<std::sync::Arc<super::rate_limit::FreeAt>>,
+    ) -> Self {
+        self.free_at = free_at;
+        self
     }
 
     /// The same client and headers for another URL (a pass-through's `count_tokens`).
@@ -215,6 +229,12 @@ impl Upstream {
         };
         let status = response.status();
         if status.is_success() {
+            if let Some(free_at) = &self.free_at {
+                let now = i64::try_from(crate::ids::unix_millis()).unwrap_or(i64::MAX);
+                if let Some(wait) = super::rate_limit::spent_wait(response.headers(), now) {
+                    free_at.set(std::time::Instant::now() + wait);
+                }
+            }
             return Ok(response);
         }
         // A 429 without `retry-after` may still say when it resets (x-ratelimit-reset-*,

@@ -1,7 +1,8 @@
 //! Active health probes: a provider with `health_check = N` (seconds) is asked for its models
 //! list every N seconds, so a dead pool member is skipped before a client's request pays for
 //! finding out. A failed probe takes the provider's targets out of their pools (as an open
-//! circuit does) until a probe succeeds again; `/health` shows the last probe.
+//! circuit does) until a probe succeeds again; a passing probe also closes the targets'
+//! circuits (opened by client requests failing). `/health` shows the last probe.
 //!
 //! The probes belong to the running [`super::routes::Routes`]: a reload starts new ones and the
 //! old ones end with the old routes.
@@ -13,6 +14,7 @@ use std::time::Duration;
 use secrecy::ExposeSecret as _;
 use tracing::{info, warn};
 
+use super::routes::Circuit;
 use super::upstreams::Upstream;
 use crate::config::{Config, ProviderKind};
 
@@ -29,12 +31,16 @@ impl Drop for Probes {
 }
 
 /// Start a probe for every provider of `config` that sets `health_check` and is in
-/// `upstreams` (a provider the router names). A Fabstir provider is not probed (its hosts are
-/// checked when a session opens).
+/// `upstreams` (a provider the router names); `circuits` are its targets' circuits. A Fabstir
+/// provider is not probed (its hosts are checked when a session opens).
 ///
 /// # Errors
 /// A provider's `ca_cert` cannot be read.
-pub fn start(config: &Config, upstreams: &BTreeMap<&str, Arc<Upstream>>) -> Result<Probes, String> {
+pub fn start(
+    config: &Config,
+    upstreams: &BTreeMap<&str, Arc<Upstream>>,
+    circuits: &BTreeMap<&str, Vec<Arc<Circuit>>>,
+) -> Result<Probes, String> {
     let mut probes = Vec::new();
     for (name, provider) in &config.providers {
         let (Some(every), Some(upstream)) = (provider.health_check, upstreams.get(name.as_str()))
@@ -61,6 +67,7 @@ pub fn start(config: &Config, upstreams: &BTreeMap<&str, Arc<Upstream>>) -> Resu
             .as_ref()
             .map(|k| k.expose_secret().to_owned());
         let upstream = Arc::clone(upstream);
+        let circuits = circuits.get(name.as_str()).cloned().unwrap_or_default();
         let task = tokio::spawn(async move {
             let mut ticks = tokio::time::interval(every);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -76,6 +83,11 @@ pub fn start(config: &Config, upstreams: &BTreeMap<&str, Arc<Upstream>>) -> Resu
                 .await
                 .map(|_| ())
                 .map_err(|e| crate::redact::redact(&e.to_string()).into_owned());
+                if result.is_ok() {
+                    for circuit in &circuits {
+                        circuit.close();
+                    }
+                }
                 match (&result, upstream.probed(result.clone())) {
                     (Err(why), true) => {
                         warn!(provider = %upstream.name(), %why, "health probe failed: the provider is skipped until a probe succeeds");

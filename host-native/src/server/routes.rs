@@ -47,8 +47,8 @@ pub struct TargetEntry {
     pub provider: Arc<dyn Provider>,
     /// The provider's own limits and load (shared by every target on it).
     pub upstream: Arc<Upstream>,
-    /// Consecutive failures and the cool-down.
-    pub circuit: Circuit,
+    /// Consecutive failures and the cool-down (a passing health probe closes it too).
+    pub circuit: Arc<Circuit>,
     /// Times a failed request is sent again to this target before the next one.
     pub retries: u32,
     /// The provider's `idle_timeout`, when its table sets one (else `--idle-timeout`).
@@ -114,6 +114,13 @@ impl Circuit {
     #[must_use]
     pub fn failures(&self) -> u32 {
         self.lock().failures
+    }
+
+    /// Its provider passed a health probe: the circuit closes (no answer is counted).
+    pub fn close(&self) {
+        let mut state = self.lock();
+        state.failures = 0;
+        state.open_until = None;
     }
 
     /// The target answered.
@@ -223,7 +230,14 @@ impl Routes {
             model: args.model.clone(),
         };
         let runners = crate::provider::build::server_tool_runners(args)?;
-        let provider = crate::provider::build::build_provider(args, engine, &runners).await?;
+        let upstream = Arc::new(Upstream::new(FLAGS_PROVIDER, UpstreamLimits::default()));
+        let provider = crate::provider::build::build_provider(
+            args,
+            engine,
+            &runners,
+            Some(upstream.free_at()),
+        )
+        .await?;
         let mut targets = BTreeMap::new();
         targets.insert(
             target.to_string(),
@@ -231,8 +245,8 @@ impl Routes {
                 target: target.clone(),
                 kind: provider.kind(),
                 provider,
-                upstream: Arc::new(Upstream::new(FLAGS_PROVIDER, UpstreamLimits::default())),
-                circuit: Circuit::default(),
+                upstream,
+                circuit: Arc::default(),
                 retries: 0,
                 idle_timeout: None,
                 defaults: Arc::default(),
@@ -293,27 +307,32 @@ impl Routes {
                     .clone()
                     .or_else(crate::gateway::store::default_url);
             }
-            let built = crate::provider::build::build_provider(&provider_args, engine, &runners)
-                .await
-                .map_err(|e| format!("provider {}: {e}", target.provider))?;
-            let upstream = upstreams
-                .entry(target.provider.as_str())
-                .or_insert_with(|| {
+            let upstream = Arc::clone(upstreams.entry(target.provider.as_str()).or_insert_with(
+                || {
                     previous
                         .and_then(|p| p.upstream_named(&target.provider))
                         .filter(|kept| kept.limits() == provider.limits)
                         .unwrap_or_else(|| {
                             Arc::new(Upstream::new(&target.provider, provider.limits))
                         })
-                });
+                },
+            ));
+            let built = crate::provider::build::build_provider(
+                &provider_args,
+                engine,
+                &runners,
+                Some(upstream.free_at()),
+            )
+            .await
+            .map_err(|e| format!("provider {}: {e}", target.provider))?;
             targets.insert(
                 key,
                 TargetEntry {
                     target: target.clone(),
                     kind: built.kind(),
                     provider: built,
-                    upstream: Arc::clone(upstream),
-                    circuit: Circuit::default(),
+                    upstream,
+                    circuit: Arc::default(),
                     retries: provider.retries,
                     idle_timeout: provider.timeouts.idle.map(Duration::from_secs),
                     defaults: Arc::new(provider.defaults.clone()),
@@ -325,7 +344,14 @@ impl Routes {
             .iter()
             .flat_map(|(name, p)| p.models.iter().map(|m| (m.clone(), name.clone())))
             .collect();
-        let probes = super::health_checks::start(config, &upstreams)?;
+        let mut circuits: BTreeMap<&str, Vec<Arc<Circuit>>> = BTreeMap::new();
+        for entry in targets.values() {
+            circuits
+                .entry(entry.upstream.name())
+                .or_default()
+                .push(Arc::clone(&entry.circuit));
+        }
+        let probes = super::health_checks::start(config, &upstreams, &circuits)?;
         Ok(Self {
             pooled: Self::any_pool(&config.router),
             router: config.router.clone(),
@@ -445,5 +471,13 @@ mod tests {
         circuit.success();
         assert_eq!(circuit.report(t0)["circuit"], "closed");
         assert_eq!(circuit.report(t0)["failures_in_a_row"], 0);
+        // A passing health probe closes it without counting an answer.
+        for _ in 0..Circuit::THRESHOLD {
+            circuit.failure(t0, "503");
+        }
+        assert!(circuit.is_open(t0));
+        circuit.close();
+        assert!(!circuit.is_open(t0));
+        assert_eq!(circuit.report(t0)["answered"], 1);
     }
 }

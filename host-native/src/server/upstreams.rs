@@ -35,6 +35,8 @@ pub struct Upstream {
     in_flight: AtomicU32,
     queued: AtomicU32,
     state: Mutex<State>,
+    /// What the provider read in its successful answers: a spent rate budget and its reset.
+    free_at: Arc<crate::provider::rate_limit::FreeAt>,
 }
 
 #[derive(Debug, Default, Clone)]
@@ -108,11 +110,18 @@ impl Upstream {
             in_flight: AtomicU32::new(0),
             queued: AtomicU32::new(0),
             state: Mutex::new(State::default()),
+            free_at: Arc::default(),
         }
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Where the provider notes a spent rate budget (give it to the provider when it is built).
+    #[must_use]
+    pub fn free_at(&self) -> Arc<crate::provider::rate_limit::FreeAt> {
+        Arc::clone(&self.free_at)
     }
 
     /// The provider's name.
@@ -133,7 +142,8 @@ impl Upstream {
         let in_flight = self.in_flight.load(Ordering::Acquire);
         let queued = self.queued.load(Ordering::Acquire);
         let state = self.lock();
-        let told_to_wait = state.wait_until.is_some_and(|until| now < until);
+        let told_to_wait =
+            state.wait_until.is_some_and(|until| now < until) || self.free_at.after(now).is_some();
         let window_full = self.window_wait(&state, now, 0).is_some();
         let probe_failing = matches!(state.probe, Some(Err(_)));
         MemberLoad {
@@ -233,6 +243,12 @@ impl Upstream {
         if let Some(until) = state.wait_until.filter(|until| now < *until) {
             return Err((until, String::from("429 retry-after")));
         }
+        if let Some(until) = self.free_at.after(now) {
+            return Err((
+                until,
+                String::from("its rate limit is spent until it resets"),
+            ));
+        }
         if let Some(wait) = self.window_wait(&state, now, tokens) {
             return Err(wait);
         }
@@ -325,7 +341,13 @@ impl Upstream {
                 "tokens": state.tokens,
                 "resets_in_s": (left * 10.0).round() / 10.0,
             })),
-            "told_to_wait_s": state.wait_until.filter(|u| now < *u).map(|u| u.duration_since(now).as_secs_f64()),
+            "told_to_wait_s": state
+                .wait_until
+                .filter(|u| now < *u)
+                .into_iter()
+                .chain(self.free_at.after(now))
+                .max()
+                .map(|u| u.duration_since(now).as_secs_f64()),
             "probe": match &state.probe {
                 None => serde_json::Value::Null,
                 Some(Ok(())) => serde_json::Value::from("ok"),
