@@ -195,14 +195,22 @@ pub enum Pick {
     NoneAvailable,
 }
 
-impl fmt::Display for Pick {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Pick {
+    /// `only`, `affinity`, `load`, `none_available` (as it is serialized).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
             Self::Only => "only",
             Self::Affinity => "affinity",
             Self::Load => "load",
             Self::NoneAvailable => "none_available",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Pick {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 

@@ -185,12 +185,7 @@ impl Plan<'_> {
     #[must_use]
     pub fn why(&self, index: usize) -> &'static str {
         match index {
-            0 => match self.pick {
-                Pick::Only => "only",
-                Pick::Affinity => "affinity",
-                Pick::Load => "load",
-                Pick::NoneAvailable => "none_available",
-            },
+            0 => self.pick.as_str(),
             i if i < self.pool_len => "pool",
             _ => "fallback",
         }
