@@ -6,7 +6,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use serde_json::{Map, Value, json};
 
-use crate::upstream::{ScriptedResponse, StreamEnd, StreamResponse};
+use crate::upstream::{Gate, ScriptedResponse, StreamEnd, StreamResponse};
 
 /// Default pause between stream writes: small, but enough that every chunk is its own TCP write.
 pub const DEFAULT_DELAY: Duration = Duration::from_millis(5);
@@ -21,6 +21,7 @@ pub struct ChatStream {
     end: StreamEnd,
     delay: Duration,
     pauses: Vec<(usize, Duration)>,
+    holds: Vec<(usize, Gate)>,
     split: Option<usize>,
     trailing_garbage: Vec<Bytes>,
 }
@@ -42,6 +43,7 @@ impl ChatStream {
             end: StreamEnd::Clean,
             delay: DEFAULT_DELAY,
             pauses: Vec::new(),
+            holds: Vec::new(),
             split: None,
             trailing_garbage: Vec::new(),
         }
@@ -175,6 +177,14 @@ impl ChatStream {
         self
     }
 
+    /// Wait before the next chunk until the test opens `gate`. Ignored with
+    /// [`ChatStream::split_every`].
+    #[must_use]
+    pub fn hold_until(mut self, gate: &Gate) -> Self {
+        self.holds.push((self.chunks.len(), gate.clone()));
+        self
+    }
+
     /// Leave out `data: [DONE]`.
     #[must_use]
     pub fn no_done(mut self) -> Self {
@@ -215,16 +225,19 @@ impl ChatStream {
     pub fn build(self) -> ScriptedResponse {
         let mut parts = self.sse_parts();
         let mut pauses = self.pauses;
+        let mut holds = self.holds;
         if let Some(n) = self.split {
             let all: Vec<u8> = parts.iter().flat_map(|p| p.iter().copied()).collect();
             parts = all.chunks(n).map(Bytes::copy_from_slice).collect();
             pauses.clear();
+            holds.clear();
         }
         ScriptedResponse::Stream(StreamResponse {
             status: 200,
             parts,
             delay: self.delay,
             pauses,
+            holds,
             end: self.end,
             headers: Vec::new(),
         })

@@ -346,10 +346,43 @@ pub struct StreamResponse {
     pub delay: Duration,
     /// Extra pauses: `(i, d)` waits `d` more before part `i`.
     pub pauses: Vec<(usize, Duration)>,
+    /// Holds: `(i, gate)` waits before part `i` until the test opens `gate` (a stream held for
+    /// as long as a test needs, whatever the machine's speed).
+    pub holds: Vec<(usize, Gate)>,
     /// How the body ends.
     pub end: StreamEnd,
     /// Extra response headers.
     pub headers: Vec<(String, String)>,
+}
+
+/// A gate a scripted stream waits at until the test opens it ([`StreamResponse::holds`],
+/// [`crate::chunks::ChatStream::hold_until`]). Clones share one gate; once open it stays open.
+#[derive(Debug, Clone)]
+pub struct Gate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Let every stream waiting at this gate, and every one that comes to it later, go on.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Wait until the gate is open.
+    pub async fn opened(&self) {
+        let mut open = self.0.subscribe();
+        // The sender lives in `self`, so waiting cannot fail.
+        let _ = open.wait_for(|o| *o).await;
+    }
 }
 
 /// What the upstream answers to one request.
@@ -387,6 +420,7 @@ impl ScriptedResponse {
             parts,
             delay: Duration::from_millis(2),
             pauses: Vec::new(),
+            holds: Vec::new(),
             end,
             headers: vec![(
                 "content-type".into(),
@@ -838,6 +872,7 @@ fn respond(
                     parts: vec![body.slice(..body.len() / 2)],
                     delay: Duration::ZERO,
                     pauses: Vec::new(),
+                    holds: Vec::new(),
                     end,
                     headers: json_headers,
                 },
@@ -890,6 +925,9 @@ fn stream(state: &Arc<State>, s: StreamResponse) -> Response<ChanBody> {
             let pause = if i > 0 { s.delay + extra } else { extra };
             if !pause.is_zero() {
                 tokio::time::sleep(pause).await;
+            }
+            for (_, gate) in s.holds.iter().filter(|(at, _)| *at == i) {
+                gate.opened().await;
             }
             if tx.send(Ok(Frame::data(part))).await.is_err() {
                 state.cancelled.fetch_add(1, Ordering::SeqCst);

@@ -230,6 +230,7 @@ fn trickle(parts: impl IntoIterator<Item = bytes::Bytes>, every: Duration) -> Sc
         parts: parts.into_iter().collect(),
         delay: every,
         pauses: Vec::new(),
+        holds: Vec::new(),
         end: bridge_tests::upstream::StreamEnd::Clean,
         headers: vec![("content-type".into(), "text/event-stream".into())],
     })
