@@ -2,7 +2,8 @@
 //! would send is refused before routing, so a page the user happens to open cannot spend the
 //! upstream key or Fabstir deposits (Anthropic front) or drive Claude Code (AG-UI front).
 //!
-//! - A browser `Origin` that is not a loopback page (`http://localhost:3000`) or an
+//! - A browser `Origin` that is not a loopback page (`http://localhost:3000`), the bridge's own
+//!   page (an origin whose host is the request's `Host`: the dashboard at `/ui`) or an
 //!   `--allowed-origin` is refused (403).
 //! - Without `--client-key`, a `Host` that is not an address of this machine (a name a rebinding
 //!   page would use) is refused (403): with a key, names are fine (a proxy or Docker network).
@@ -98,6 +99,7 @@ impl Guard {
         let headers = req.headers();
         if let Some(origin) = header(headers, http::header::ORIGIN)
             && !self.origin_allowed(origin)
+            && !same_origin(origin, header(headers, http::header::HOST))
         {
             return Err(Refusal::Origin(origin.to_owned()));
         }
@@ -121,6 +123,16 @@ impl Guard {
         }
         Ok(())
     }
+}
+
+/// Whether `origin` is a page this server itself served: its host (and port) is the request's
+/// `Host`. A rebinding page cannot pass this and the `Host` check below both.
+fn same_origin(origin: &str, host: Option<&str>) -> bool {
+    let origin = origin.trim_end_matches('/');
+    let authority = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"));
+    matches!((authority, host), (Some(a), Some(h)) if !a.is_empty() && a.eq_ignore_ascii_case(h))
 }
 
 fn header(headers: &HeaderMap, name: http::header::HeaderName) -> Option<&str> {
@@ -212,5 +224,37 @@ mod tests {
             Ok(())
         );
         assert!(Guard::new(&["*".into()], false).is_err());
+    }
+
+    #[test]
+    fn the_bridges_own_page_may_call_it() {
+        let keyed = Guard::new(&[], true).unwrap_or_else(|e| panic!("{e}"));
+        let json = ("content-type", "application/json");
+        let own = [
+            ("host", "bridge.team.example"),
+            ("origin", "https://bridge.team.example"),
+            json,
+        ];
+        assert_eq!(keyed.check(&request(&own, Method::POST)), Ok(()));
+        let other = [
+            ("host", "bridge.team.example"),
+            ("origin", "https://evil.example"),
+            json,
+        ];
+        assert!(matches!(
+            keyed.check(&request(&other, Method::POST)),
+            Err(Refusal::Origin(_))
+        ));
+        // Without a key, a rebinding page's own origin still fails the Host check.
+        let open = Guard::new(&[], false).unwrap_or_else(|e| panic!("{e}"));
+        let rebound = [
+            ("host", "rebound.evil.example:3456"),
+            ("origin", "http://rebound.evil.example:3456"),
+            json,
+        ];
+        assert!(matches!(
+            open.check(&request(&rebound, Method::POST)),
+            Err(Refusal::Host(_))
+        ));
     }
 }

@@ -23,6 +23,7 @@ pub mod agui;
 pub mod cli;
 pub mod codex_home;
 pub mod config;
+pub mod dashboard;
 pub mod doctor;
 pub mod engine;
 pub mod environment;

@@ -160,6 +160,7 @@ pub async fn build_state(args: &ServeArgs) -> Result<Arc<AppState>, String> {
                 .then(|| Duration::from_secs(args.stream_timeout)),
         },
         gateway,
+        last_reload: std::sync::Mutex::default(),
     }))
 }
 
@@ -324,16 +325,24 @@ async fn reload_on_change(
             Ok(None) => Err(String::from("the file is gone")),
             Err(e) => Err(e),
         };
-        match reloaded {
+        let at_ms = crate::gateway::store::now_ms();
+        let outcome = match reloaded {
             Ok(routes) => {
                 let targets: Vec<String> = routes.entries().map(|e| e.target.to_string()).collect();
                 state.set_routes(routes);
                 info!(file = %file.display(), %why, ?targets, "config reloaded");
+                serde_json::json!({"at_ms": at_ms, "why": why, "ok": true, "targets": targets})
             }
             Err(error) => {
                 tracing::warn!(file = %file.display(), %why, %error, "config not reloaded; the running config stays");
+                let error = crate::redact::redact(&error).into_owned();
+                serde_json::json!({"at_ms": at_ms, "why": why, "ok": false, "error": error})
             }
-        }
+        };
+        *state
+            .last_reload
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = Some(outcome);
     }
 }
 

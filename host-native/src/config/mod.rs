@@ -33,6 +33,7 @@ pub mod error;
 mod file;
 pub mod locate;
 pub mod secret;
+pub mod shown;
 pub mod types;
 mod validate;
 pub mod watch;
@@ -66,7 +67,9 @@ impl Config {
             key: None,
             message: format!("cannot read the config file: {e}"),
         })?;
-        Self::parse(&text, path, env)
+        let mut config = Self::parse(&text, path, env)?;
+        config.shown = shown::masked(&text);
+        Ok(config)
     }
 
     /// Check a config file's text. `path` names the file in messages, and its directory is

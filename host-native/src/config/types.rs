@@ -35,6 +35,9 @@ pub struct Config {
     pub gateway: crate::gateway::Settings,
     /// Whether the file has a `[store]` table (which turns the gateway on by itself).
     pub store_table: bool,
+    /// The file's text with its secrets masked ([`super::shown`]; empty when parsed from a
+    /// text, not loaded from a file).
+    pub shown: String,
 }
 
 /// The `[search]` table: the web search backend.

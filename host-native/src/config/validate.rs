@@ -283,6 +283,7 @@ pub fn build(
         fetch: raw.fetch.unwrap_or_default(),
         gateway,
         store_table,
+        shown: String::new(),
     })
 }
 

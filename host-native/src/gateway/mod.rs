@@ -677,9 +677,10 @@ impl Admission {
     }
 
     /// The request is over: write its record, pay its limits. Only the first call counts.
-    pub fn finish(&self, ending: &Ending) {
+    /// Returns what it cost in USD (`None`: no price for its target, or not the first call).
+    pub fn finish(&self, ending: &Ending) -> Option<f64> {
         if self.done.swap(true, Ordering::AcqRel) {
-            return;
+            return None;
         }
         let settings = self.gateway.settings();
         let usage = ending.usage.unwrap_or_default();
@@ -734,6 +735,13 @@ impl Admission {
             replica: self.gateway.replica.clone(),
             settles,
         });
+        cost
+    }
+
+    /// The key's name.
+    #[must_use]
+    pub fn key(&self) -> &str {
+        &self.key
     }
 }
 

@@ -17,7 +17,7 @@ use tracing::warn;
 use bridge_core::anthropic::events::ErrorKind;
 
 use super::body::ResponseBody;
-use super::observe::{Metrics, Outcome, Tally};
+use super::observe::{Metrics, Outcome, Sender, Tally};
 use super::routes::TargetEntry;
 use super::shape::ClientShape;
 use super::{AppState, error_response, json_response};
@@ -31,13 +31,13 @@ pub const TARGET_HEADER: &str = "x-claude-bridge-target";
 pub(super) async fn create(
     state: &AppState,
     call: Call,
-    request_id: &str,
+    sender: &Arc<Sender>,
     admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
     dispatch(
         state,
         call,
-        request_id,
+        sender,
         &ClientShape::Anthropic,
         admission,
         None,
@@ -77,18 +77,22 @@ fn session_of(call: &Call) -> Option<String> {
 pub(super) async fn dispatch(
     state: &AppState,
     call: Call,
-    request_id: &str,
+    sender: &Arc<Sender>,
     shape: &ClientShape,
     admission: Option<Arc<Admission>>,
     session: Option<String>,
 ) -> Response<ResponseBody> {
     let started = Instant::now();
     let routes = state.routes();
+    let request_id = sender.request_id.as_str();
     let failed = |error, target: Option<&str>| failed(error, request_id, target, shape);
-    // A failure before any target was tried still ends the gateway's record.
+    // A failure before any target was tried still ends the gateway's record, and shows on the
+    // dashboard.
     let refused = |error: BridgeError, model: &str, target: Option<&str>| {
         let kind = error.kind();
+        let message = error.to_string();
         let response = failed(error, target);
+        crate::dashboard::refused(sender, response.status().as_u16(), &message);
         if let Some(admission) = &admission {
             admission.finish(&crate::gateway::Ending {
                 model: model.to_owned(),
@@ -165,6 +169,7 @@ pub(super) async fn dispatch(
         started,
         admission: admission.clone(),
         slot: None,
+        sender: Arc::clone(sender),
     };
     for (attempt, (entry, why)) in tries.iter().enumerate() {
         let label = entry.label(&client_model);
@@ -213,9 +218,9 @@ pub(super) async fn dispatch(
                 last = Some((error, label));
             }
             Err(error) => {
-                let kind = error.kind();
+                let (kind, message) = (error.kind(), error.to_string());
                 let response = failed(error, Some(&label));
-                ended(&outcome(&label, attempt + 1, why), kind, &response);
+                ended(&outcome(&label, attempt + 1, why), kind, &message, &response);
                 return response;
             }
         }
@@ -227,10 +232,10 @@ pub(super) async fn dispatch(
             } else {
                 error
             };
-            let kind = error.kind();
+            let (kind, message) = (error.kind(), error.to_string());
             let response = failed(error, Some(&label));
             let why = tries.last().map_or("only", |(_, why)| why);
-            ended(&outcome(&label, tries.len(), why), kind, &response);
+            ended(&outcome(&label, tries.len(), why), kind, &message, &response);
             response
         }
         None => failed(
@@ -353,8 +358,11 @@ fn retry_after(error: &BridgeError) -> Option<Duration> {
 }
 
 /// The line and metrics of a request that got an error instead of an answer.
-fn ended(outcome: &Outcome, kind: ErrorKind, response: &Response<ResponseBody>) {
-    outcome.finish(response.status().as_u16(), &Tally::failed(kind.as_str()));
+fn ended(outcome: &Outcome, kind: ErrorKind, message: &str, response: &Response<ResponseBody>) {
+    outcome.finish(
+        response.status().as_u16(),
+        &Tally::failed(kind.as_str(), message),
+    );
 }
 
 fn failed(

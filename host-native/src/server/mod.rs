@@ -64,6 +64,8 @@ pub struct AppState {
     pub responses: Arc<responses_store::ResponseStore>,
     /// The team gateway (keys, ledger, limits), when the config turns it on.
     pub gateway: Option<Arc<crate::gateway::Gateway>>,
+    /// The last config reload: when, why, whether it took, and its error (the dashboard).
+    pub last_reload: std::sync::Mutex<Option<serde_json::Value>>,
 }
 
 impl AppState {
@@ -338,6 +340,8 @@ enum Endpoint {
     Usage,
     /// `/admin/keys`, `/admin/keys/{name}[/rotate]`.
     AdminKeys,
+    /// `/ui`, its assets and `/ui/api/…`: the dashboard ([`crate::dashboard`]).
+    Ui,
 }
 
 impl Endpoint {
@@ -361,6 +365,7 @@ impl Endpoint {
             p if p.starts_with("/v1/models/") => Self::Model,
             "/v1/usage" => Self::Usage,
             p if p == "/admin/keys" || p.starts_with("/admin/keys/") => Self::AdminKeys,
+            p if p == "/ui" || p.starts_with("/ui/") => Self::Ui,
             _ => return None,
         })
     }
@@ -368,11 +373,21 @@ impl Endpoint {
     /// The methods it answers (CORS preflights aside), as an `allow` header says them.
     const fn allow(self) -> &'static str {
         match self {
-            Self::Root | Self::Models => "GET, HEAD",
+            Self::Root | Self::Models | Self::Ui => "GET, HEAD",
             Self::Health | Self::Metrics | Self::Model | Self::Usage => "GET",
             Self::AdminKeys => "GET, POST, DELETE",
             Self::Response => "GET, DELETE",
             Self::Messages | Self::CountTokens | Self::ChatCompletions | Self::Responses => "POST",
+        }
+    }
+
+    /// The front a model request comes in by (`None`: not a model request).
+    const fn front(self) -> Option<&'static str> {
+        match self {
+            Self::Messages => Some("messages"),
+            Self::ChatCompletions => Some("chat"),
+            Self::Responses => Some("responses"),
+            _ => None,
         }
     }
 
@@ -404,9 +419,17 @@ async fn route(
         Some(Endpoint::Root) => Ok(status_only(StatusCode::OK)),
         Some(Endpoint::Health) => Ok(json_response(StatusCode::OK, health(state).to_string())),
         Some(Endpoint::Metrics) => Ok(metrics(state)),
+        Some(Endpoint::Ui) => crate::dashboard::api::serve(state, req, &path).await,
         Some(endpoint) => match authenticate(state, req.headers()).await {
             Ok(caller) => serve_endpoint(state, endpoint, caller, req, request_id, &path).await,
-            Err(e) => Err(e),
+            Err(e) => {
+                // A model request turned away at the door shows on the dashboard too.
+                if let Some(front) = endpoint.front() {
+                    let sender = observe::Sender::of(request_id, None, req.headers(), front);
+                    crate::dashboard::refused(&sender, e.status().as_u16(), &e.to_string());
+                }
+                Err(e)
+            }
         },
     };
     match result {
@@ -468,27 +491,44 @@ async fn serve_endpoint(
             Ok(response)
         }
         post => {
-            let front = match post {
-                Endpoint::ChatCompletions => "chat",
-                Endpoint::Responses => "responses",
-                _ => "messages",
+            let front = post.front().unwrap_or("messages");
+            let sender = Arc::new(observe::Sender::of(
+                request_id,
+                Some(&caller),
+                req.headers(),
+                front,
+            ));
+            let admitted = async {
+                let admission = match &state.gateway {
+                    Some(gateway) if post != Endpoint::CountTokens => Some(
+                        gateway
+                            .admit(
+                                &caller,
+                                req.headers(),
+                                front,
+                                request_id,
+                                crate::gateway::store::now_ms(),
+                            )
+                            .await?,
+                    ),
+                    _ => None,
+                };
+                // The body's room in the budget is held until the answer is ready.
+                Ok::<_, BridgeError>((admission, read_call(state, req).await?))
             };
-            let admission = match &state.gateway {
-                Some(gateway) if post != Endpoint::CountTokens => Some(
-                    gateway
-                        .admit(
-                            &caller,
-                            req.headers(),
-                            front,
-                            request_id,
-                            crate::gateway::store::now_ms(),
-                        )
-                        .await?,
-                ),
-                _ => None,
+            let (admission, (mut call, _reservation)) = match admitted.await {
+                Ok(admitted) => admitted,
+                Err(error) => {
+                    if post.front().is_some() {
+                        crate::dashboard::refused(
+                            &sender,
+                            error.status().as_u16(),
+                            &error.to_string(),
+                        );
+                    }
+                    return Err(error);
+                }
             };
-            // The body's room in the budget is held until the answer is ready.
-            let (mut call, _reservation) = read_call(state, req).await?;
             if !matches!(caller, crate::gateway::Caller::Open) {
                 // The key was this bridge's: it never reaches an upstream.
                 call.headers.remove("x-api-key");
@@ -497,12 +537,12 @@ async fn serve_endpoint(
             match post {
                 Endpoint::CountTokens => messages::count_tokens(state, call).await,
                 Endpoint::ChatCompletions => {
-                    Ok(openai_front::chat_completions(state, call, request_id, admission).await)
+                    Ok(openai_front::chat_completions(state, call, &sender, admission).await)
                 }
                 Endpoint::Responses => {
-                    Ok(openai_front::responses(state, call, request_id, admission).await)
+                    Ok(openai_front::responses(state, call, &sender, admission).await)
                 }
-                _ => Ok(messages::create(state, call, request_id, admission).await),
+                _ => Ok(messages::create(state, call, &sender, admission).await),
             }
         }
     }
@@ -539,19 +579,8 @@ fn metrics(state: &AppState) -> Response<ResponseBody> {
 /// state (its circuit, answers and failures, the last error).
 fn health(state: &AppState) -> serde_json::Value {
     let routes = state.routes();
-    let now = Instant::now();
     let primary = routes.primary();
-    let targets: serde_json::Map<String, serde_json::Value> = routes
-        .entries()
-        .map(|entry| {
-            let mut report = entry.circuit.report(now);
-            report["kind"] = serde_json::Value::from(entry.kind);
-            report["upstream"] = serde_json::Value::from(entry.provider.endpoint());
-            report["provider"] = serde_json::Value::from(entry.upstream.name());
-            report["load"] = entry.upstream.report(now);
-            (entry.target.to_string(), report)
-        })
-        .collect();
+    let targets = target_reports(&routes, |_| true);
     serde_json::json!({
         "status": "ok",
         "provider": primary.map(|p| p.kind),
@@ -563,8 +592,29 @@ fn health(state: &AppState) -> serde_json::Value {
     })
 }
 
+/// Each target's state, as `/health` and the dashboard show it: its circuit, answers and
+/// failures, the last error, its provider's load. Only the targets `shown` passes.
+pub(crate) fn target_reports(
+    routes: &routes::Routes,
+    shown: impl Fn(&str) -> bool,
+) -> serde_json::Map<String, serde_json::Value> {
+    let now = Instant::now();
+    routes
+        .entries()
+        .filter(|entry| shown(&entry.target.to_string()))
+        .map(|entry| {
+            let mut report = entry.circuit.report(now);
+            report["kind"] = serde_json::Value::from(entry.kind);
+            report["upstream"] = serde_json::Value::from(entry.provider.endpoint());
+            report["provider"] = serde_json::Value::from(entry.upstream.name());
+            report["load"] = entry.upstream.report(now);
+            (entry.target.to_string(), report)
+        })
+        .collect()
+}
+
 /// Who sent the request: through the gateway when it is on, else the one `client_key`.
-async fn authenticate(
+pub(crate) async fn authenticate(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<crate::gateway::Caller, BridgeError> {

@@ -303,14 +303,17 @@ pub struct Tally {
     cache_write_tokens: Option<u64>,
     stop_reason: Option<String>,
     error: Option<String>,
+    /// What the error said (masked).
+    message: Option<String>,
 }
 
 impl Tally {
-    /// A request that got no answer: the error type it ended with.
+    /// A request that got no answer: the error type it ended with, and what it said.
     #[must_use]
-    pub fn failed(kind: &str) -> Self {
+    pub fn failed(kind: &str, message: &str) -> Self {
         Self {
             error: Some(kind.to_owned()),
+            message: Some(crate::redact::redact(message).into_owned()),
             ..Self::default()
         }
     }
@@ -332,6 +335,12 @@ impl Tally {
     /// The answer ended with an error of `kind` that its SSE did not show (the bridge ended it).
     pub fn fail(&mut self, kind: &str) {
         self.error = Some(kind.to_owned());
+    }
+
+    /// The error type the answer ended with.
+    #[must_use]
+    pub fn error(&self) -> Option<&str> {
+        self.error.as_deref()
     }
 
     /// Note one piece of SSE sent to the client; returns what the relay needs to know of it
@@ -402,9 +411,14 @@ impl Tally {
             self.stop_reason = Some(stop.to_owned());
         }
         if value.get("type").and_then(Value::as_str) == Some("error") {
-            self.error = value
-                .get("error")
+            let error = value.get("error");
+            self.error = error
                 .and_then(|e| e.get("type"))
+                .and_then(Value::as_str)
+                .map(str::to_owned);
+            // Error events are masked before they are sent, so this one is too.
+            self.message = error
+                .and_then(|e| e.get("message"))
                 .and_then(Value::as_str)
                 .map(str::to_owned);
         }
@@ -431,6 +445,64 @@ pub struct Outcome {
     pub admission: Option<std::sync::Arc<crate::gateway::Admission>>,
     /// Its place on the upstream (`max_parallel`), held until the answer ends.
     pub slot: Option<std::sync::Arc<super::upstreams::Slot>>,
+    /// Who sent it (the dashboard's columns).
+    pub sender: std::sync::Arc<Sender>,
+}
+
+/// Who sent a request, for the dashboard ([`crate::dashboard`]).
+#[derive(Debug, Clone, Default)]
+pub struct Sender {
+    /// Its `request-id`.
+    pub request_id: String,
+    /// The gateway key's name.
+    pub key: Option<String>,
+    /// The client, from its `user-agent` (`crate::gateway::ledger::client_kind`).
+    pub client: &'static str,
+    /// Claude Code's session id (its `x-claude-code-session-id` header).
+    pub session: Option<String>,
+    /// `messages`, `chat` or `responses`.
+    pub front: &'static str,
+}
+
+impl Sender {
+    /// The sender of a request with these headers, from `caller` (`None`: not known yet).
+    #[must_use]
+    pub fn of(
+        request_id: &str,
+        caller: Option<&crate::gateway::Caller>,
+        headers: &http::HeaderMap,
+        front: &'static str,
+    ) -> Self {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        Self {
+            request_id: request_id.to_owned(),
+            key: caller
+                .filter(|c| !matches!(c, crate::gateway::Caller::Open))
+                .map(|c| c.name().to_owned()),
+            client: crate::gateway::ledger::client_kind(header("user-agent").unwrap_or("")),
+            session: header("x-claude-code-session-id")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+            front,
+        }
+    }
+
+    /// What the dashboard keeps of a request that ended.
+    #[must_use]
+    pub fn finished(&self, status: u16, error: Option<&str>, message: Option<&str>) -> crate::dashboard::Finished {
+        crate::dashboard::Finished {
+            id: self.request_id.clone(),
+            at_ms: crate::gateway::store::now_ms(),
+            key: self.key.clone(),
+            client: self.client.to_owned(),
+            session: self.session.clone(),
+            front: self.front.to_owned(),
+            status,
+            error: error.map(str::to_owned),
+            message: message.map(str::to_owned),
+            ..crate::dashboard::Finished::default()
+        }
+    }
 }
 
 impl Outcome {
@@ -461,7 +533,7 @@ impl Outcome {
             slot.upstream()
                 .ended(ttft, tally.output_tokens.unwrap_or_default());
         }
-        if let Some(admission) = &self.admission {
+        let cost = self.admission.as_ref().and_then(|admission| {
             admission.finish(&crate::gateway::Ending {
                 route: self.route.clone(),
                 target: self.target.clone(),
@@ -471,8 +543,23 @@ impl Outcome {
                 error_kind: tally.error.clone(),
                 ttft,
                 usage: tally.usage(),
-            });
-        }
+            })
+        });
+        crate::dashboard::Board::global().record(crate::dashboard::Finished {
+            route: self.route.clone(),
+            target: self.target.clone(),
+            model: self.client_model.clone(),
+            pick: self.pick.to_owned(),
+            attempts: self.attempts,
+            ttft_ms: ttft.map(|t| t.as_millis() as u64),
+            ms: duration.as_millis() as u64,
+            input_tokens: tally.input_tokens,
+            output_tokens: tally.output_tokens,
+            cost_usd: cost,
+            ..self
+                .sender
+                .finished(status, tally.error.as_deref(), tally.message.as_deref())
+        });
         let metrics = Metrics::global();
         let target = vec![("target", self.target.clone())];
         metrics

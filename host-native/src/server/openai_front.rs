@@ -25,6 +25,7 @@ use super::shape::{ClientShape, OpenAiClient};
 use super::{AppState, json_response, messages};
 use crate::engine::EngineError;
 use crate::error::BridgeError;
+use super::observe::Sender;
 use crate::gateway::Admission;
 use crate::provider::Call;
 use std::sync::Arc;
@@ -33,20 +34,20 @@ use std::sync::Arc;
 pub(super) async fn chat_completions(
     state: &AppState,
     call: Call,
-    request_id: &str,
+    sender: &Arc<Sender>,
     admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    serve(state, call, request_id, Front::Chat, admission).await
+    serve(state, call, sender, Front::Chat, admission).await
 }
 
 /// `POST /v1/responses`.
 pub(super) async fn responses(
     state: &AppState,
     call: Call,
-    request_id: &str,
+    sender: &Arc<Sender>,
     admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    serve(state, call, request_id, Front::Responses, admission).await
+    serve(state, call, sender, Front::Responses, admission).await
 }
 
 /// What the engine's `prepare` gives for a front dialect (`bridge_core::front::facade`): the
@@ -67,29 +68,50 @@ struct Refusal {
     error: serde_json::Value,
 }
 
+impl Refusal {
+    /// What its error says.
+    fn message(&self) -> String {
+        self.error["message"].as_str().unwrap_or_default().to_owned()
+    }
+}
+
 async fn serve(
     state: &AppState,
     mut call: Call,
-    request_id: &str,
+    sender: &Arc<Sender>,
     front: Front,
     admission: Option<Arc<Admission>>,
 ) -> Response<ResponseBody> {
-    // A request the front refuses before routing still ends the gateway's record.
-    let early = |response: Response<ResponseBody>| {
+    let request_id = sender.request_id.as_str();
+    // A request the front refuses before routing still ends the gateway's record, and shows
+    // on the dashboard.
+    let early = |response: Response<ResponseBody>, message: &str| {
+        let status = response.status().as_u16();
         if let Some(admission) = &admission {
-            admission.finish_refused(response.status().as_u16());
+            admission.finish_refused(status);
         }
+        crate::dashboard::refused(sender, status, message);
         response
+    };
+    let engine_failed = |e: EngineError| {
+        let error = BridgeError::Engine(e);
+        let message = error.to_string();
+        early(
+            error_response_in(Envelope::OpenAi, error, request_id),
+            &message,
+        )
     };
     // Responses: what the request refers to is put in place, and its answer kept.
     let pending = match front {
         Front::Responses => match Pending::open(std::mem::take(&mut call.body), &state.responses) {
             Ok(pending) => Some(pending),
             Err(error) => {
-                return early(refused(Refusal {
+                let refusal = Refusal {
                     status: error.status(),
                     error: error.error_object(),
-                }));
+                };
+                let message = refusal.message();
+                return early(refused(refusal), &message);
             }
         },
         Front::Chat => None,
@@ -106,43 +128,28 @@ async fn serve(
                     "this bridge's translation core cannot serve OpenAI clients: {message}"
                 ),
             };
-            return early(error_response_in(
-                Envelope::OpenAi,
-                BridgeError::Engine(e),
-                request_id,
-            ));
+            return engine_failed(e);
         }
-        Err(e) => {
-            return early(error_response_in(
-                Envelope::OpenAi,
-                BridgeError::Engine(e),
-                request_id,
-            ));
-        }
+        Err(e) => return engine_failed(e),
     };
     let prepared = match serde_json::from_str::<Prepared<'_>>(&converted.body) {
         Ok(prepared) => prepared,
         Err(e) => {
             let e = EngineError::Trap(format!("the front's prepared request is not readable: {e}"));
-            return early(error_response_in(
-                Envelope::OpenAi,
-                BridgeError::Engine(e),
-                request_id,
-            ));
+            return engine_failed(e);
         }
     };
     let request = match (prepared.request, prepared.refusal) {
-        (_, Some(refusal)) => return early(refused(refusal)),
+        (_, Some(refusal)) => {
+            let message = refusal.message();
+            return early(refused(refusal), &message);
+        }
         (Some(request), None) => Bytes::copy_from_slice(request.get().as_bytes()),
         (None, None) => {
             let e = EngineError::Trap(String::from(
                 "the front prepared neither a request nor a refusal",
             ));
-            return early(error_response_in(
-                Envelope::OpenAi,
-                BridgeError::Engine(e),
-                request_id,
-            ));
+            return engine_failed(e);
         }
     };
     log_warnings(&converted.warnings);
@@ -181,7 +188,7 @@ async fn serve(
     messages::dispatch(
         state,
         call,
-        request_id,
+        sender,
         &ClientShape::OpenAi(Box::new(client)),
         admission,
         session,

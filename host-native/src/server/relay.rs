@@ -141,7 +141,7 @@ impl Relay {
                             error!(panic = panic_message(&*panic), "relaying a stream panicked");
                             let _ = on_panic.send(Bytes::from(panic_sse)).await;
                             if let Some(outcome) = panicked_outcome {
-                                outcome.finish(200, &Tally::failed(ErrorKind::Api.as_str()));
+                                outcome.finish(200, &Tally::failed(ErrorKind::Api.as_str(), RELAY_FAILED));
                             }
                         }
                     }
@@ -172,7 +172,7 @@ impl Relay {
                 let body = shape.error_body(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
                 (
                     json_response(StatusCode::INTERNAL_SERVER_ERROR, body),
-                    Tally::failed(ErrorKind::Api.as_str()),
+                    Tally::failed(ErrorKind::Api.as_str(), RELAY_FAILED),
                 )
             }
         }
@@ -589,7 +589,7 @@ fn engine_failed(
     error!(error = %e, "no front translator for an OpenAI client");
     let status = bridge_core::front::openai_status(e.kind());
     if let Some(outcome) = outcome {
-        outcome.finish(status, &Tally::failed(e.kind().as_str()));
+        outcome.finish(status, &Tally::failed(e.kind().as_str(), &e.to_string()));
     }
     let mut response = json_response(
         StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),

@@ -202,6 +202,8 @@ pub struct Routes {
     models: Vec<(String, String)>,
     /// The config file, when there is one.
     pub file: Option<std::path::PathBuf>,
+    /// Its text with the secrets masked (the dashboard's running config).
+    pub shown: String,
     /// The providers' health probes (`health_check`), ended with these routes.
     _probes: super::health_checks::Probes,
 }
@@ -260,6 +262,7 @@ impl Routes {
                 .map(|m| (m.clone(), FLAGS_PROVIDER.to_owned()))
                 .collect(),
             file: None,
+            shown: String::new(),
             _probes: super::health_checks::Probes::default(),
         })
     }
@@ -353,6 +356,7 @@ impl Routes {
             targets,
             models,
             file: Some(config.file.clone()),
+            shown: config.shown.clone(),
             _probes: probes,
         })
     }
