@@ -70,12 +70,18 @@ async function start() {
 
 async function signIn(key) {
   state.key = key;
+  let refused = "";
   try {
     state.me = await api("/ui/api/me");
   } catch (e) {
+    state.me = null;
+    refused = e.message;
+  }
+  if (!state.me || state.me.needs_key) {
     $("signin").hidden = false;
     $("tabs").hidden = true;
-    $("signin-error").textContent = key && e.status === 401 ? e.message : "";
+    for (const section of document.querySelectorAll(".view")) section.hidden = true;
+    $("signin-error").textContent = refused;
     return;
   }
   if (key) sessionStorage.setItem(KEY_STORE, key);
@@ -255,7 +261,7 @@ async function loadSpend() {
   budgets.replaceChildren();
   for (const b of me.budgets) {
     const row = budgets.insertRow();
-    const amount = (v) => (b.metric === "usd" ? `$${Number(v).toFixed(2)}` : `${v} tokens`);
+    const amount = (v) => (b.metric === "usd" ? `$${Number(v).toFixed(4)}` : `${v} tokens`);
     cell(row, b.key);
     cell(row, amount(b.limit));
     cell(row, b.period);

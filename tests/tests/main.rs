@@ -8,6 +8,7 @@
 mod conformance;
 mod e2e_agui;
 mod e2e_claude_code;
+mod e2e_dashboard;
 mod e2e_endpoints;
 mod e2e_errors;
 mod e2e_fabstir;

@@ -24,7 +24,14 @@ fn secret_key(key: &str) -> bool {
     let key = key.to_ascii_lowercase();
     matches!(
         key.as_str(),
-        "key" | "api_key" | "admin_key" | "client_key" | "private_key" | "password" | "secret" | "token"
+        "key"
+            | "api_key"
+            | "admin_key"
+            | "client_key"
+            | "private_key"
+            | "password"
+            | "secret"
+            | "token"
     ) || ["_key", "_secret", "_token", "_password"]
         .iter()
         .any(|end| key.ends_with(end))
@@ -113,7 +120,12 @@ budget_usd = 5.0
         for secret in ["ck-1", "sk-up", "hdr-secret", "0xabc", "sk-alice"] {
             assert!(!shown.contains(secret), "{secret} in\n{shown}");
         }
-        for kept in ["env:SEARCH_KEY", "http://127.0.0.1:1/v1", "alice", "budget_usd = 5.0"] {
+        for kept in [
+            "env:SEARCH_KEY",
+            "http://127.0.0.1:1/v1",
+            "alice",
+            "budget_usd = 5.0",
+        ] {
             assert!(shown.contains(kept), "{kept} not in\n{shown}");
         }
         // A key that merely ends in `_file` names a path, not a secret.

@@ -7,7 +7,7 @@
 //! | `GET /ui`, `/ui/app.js`, `/ui/app.css` | the page |
 //! | `GET /ui/api/now` | the last hour (rates, errors, TTFT p50/p99, minute by minute), every target's circuit, in-flight, queue and latency; for the admin, the running config (secrets masked) and the last reload |
 //! | `GET /ui/api/live` | an event stream: the recent requests, then each as it ends (`event: request`) |
-//! | `GET /ui/api/me` | who the key is, and each budget's spend, remainder and reset |
+//! | `GET /ui/api/me` | who the key is, and each budget's spend, remainder and reset (`{"needs_key": true}` without a key where one is needed) |
 //! | `GET /ui/api/session/{id}` | one Claude Code session's totals and its key's budgets (the status line) |
 //!
 //! The *Spend* and *Keys* views read `GET /v1/usage` and `/admin/keys` themselves.
@@ -48,7 +48,19 @@ pub async fn serve(
     let Some(api) = path.strip_prefix("/ui/api/") else {
         return super::page::asset(path, req.method() == Method::HEAD).ok_or_else(not_found);
     };
-    let caller = crate::server::authenticate(state, req.headers()).await?;
+    let caller = match crate::server::authenticate(state, req.headers()).await {
+        Ok(caller) => caller,
+        // The page asks who it is before it has a key: "sign in" is an answer, not an error
+        // (a 401 would be one on the browser's console).
+        Err(e)
+            if api == "me"
+                && e.status() == StatusCode::UNAUTHORIZED
+                && crate::gateway::presented_key(req.headers()).is_none() =>
+        {
+            return Ok(json(&json!({ "role": null, "needs_key": true })));
+        }
+        Err(e) => return Err(e),
+    };
     let scope = Scope::of(&caller, state.gateway.is_some());
     let now = now_ms();
     match api {
@@ -65,7 +77,9 @@ pub async fn serve(
                 })
                 .ok_or_else(|| BridgeError::NotFound {
                     method: String::from("GET"),
-                    path: format!("{path} (no request of this session reached this bridge with your key)"),
+                    path: format!(
+                        "{path} (no request of this session reached this bridge with your key)"
+                    ),
                 })?;
             let budgets = match (&state.gateway, &totals.key) {
                 (Some(gateway), Some(key)) => budgets(gateway, key, now).await?,
@@ -99,9 +113,7 @@ fn now_view(state: &AppState, caller: &Caller, scope: &Scope, now: i64) -> Value
         _ => None,
     };
     let targets = crate::server::target_reports(&routes, |target| {
-        patterns
-            .as_ref()
-            .is_none_or(|p| target_allowed(p, target))
+        patterns.as_ref().is_none_or(|p| target_allowed(p, target))
     });
     let mut view = json!({
         "at_ms": now,
@@ -187,11 +199,10 @@ async fn budgets(
     };
     // What this replica has not written yet counts too.
     let _ = tokio::time::timeout(Duration::from_secs(2), gateway.ledger().flush()).await;
-    let rows = gateway
-        .store()
-        .usage(&query)
-        .await
-        .map_err(|e| BridgeError::Gateway(crate::gateway::GatewayError::Store(e.to_string())))?;
+    let rows =
+        gateway.store().usage(&query).await.map_err(|e| {
+            BridgeError::Gateway(crate::gateway::GatewayError::Store(e.to_string()))
+        })?;
     let (cost, tokens) = rows.first().map_or((0.0, 0), |r| {
         (
             r.cost_usd,
@@ -252,9 +263,9 @@ fn live(scope: Scope) -> Response<ResponseBody> {
             let bytes = match next {
                 Ok(f) if scope.sees(&f) => event(&f),
                 Ok(_) => continue,
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => Bytes::from(
-                    format!("event: lagged\ndata: {{\"missed\":{missed}}}\n\n"),
-                ),
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(missed)) => {
+                    Bytes::from(format!("event: lagged\ndata: {{\"missed\":{missed}}}\n\n"))
+                }
                 Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
             };
             if tx.send(bytes).await.is_err() {

@@ -232,10 +232,10 @@ impl Board {
         let inner = self.lock();
         match scope {
             Scope::All => inner.hour.summary(now_ms),
-            Scope::Key(key) => inner
-                .per_key
-                .get(key)
-                .map_or_else(|| HourWindow::default().summary(now_ms), |w| w.summary(now_ms)),
+            Scope::Key(key) => inner.per_key.get(key).map_or_else(
+                || HourWindow::default().summary(now_ms),
+                |w| w.summary(now_ms),
+            ),
         }
     }
 
@@ -352,7 +352,10 @@ mod tests {
         for i in 0..SESSIONS {
             board.record(ended("k", &format!("t{i}"), "a,m", 200));
         }
-        assert!(board.session("s0").is_none(), "the oldest sessions go first");
+        assert!(
+            board.session("s0").is_none(),
+            "the oldest sessions go first"
+        );
         assert!(board.session(&format!("t{}", SESSIONS - 1)).is_some());
     }
 }

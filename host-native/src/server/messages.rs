@@ -220,7 +220,12 @@ pub(super) async fn dispatch(
             Err(error) => {
                 let (kind, message) = (error.kind(), error.to_string());
                 let response = failed(error, Some(&label));
-                ended(&outcome(&label, attempt + 1, why), kind, &message, &response);
+                ended(
+                    &outcome(&label, attempt + 1, why),
+                    kind,
+                    &message,
+                    &response,
+                );
                 return response;
             }
         }
@@ -235,7 +240,12 @@ pub(super) async fn dispatch(
             let (kind, message) = (error.kind(), error.to_string());
             let response = failed(error, Some(&label));
             let why = tries.last().map_or("only", |(_, why)| why);
-            ended(&outcome(&label, tries.len(), why), kind, &message, &response);
+            ended(
+                &outcome(&label, tries.len(), why),
+                kind,
+                &message,
+                &response,
+            );
             response
         }
         None => failed(

@@ -489,7 +489,12 @@ impl Sender {
 
     /// What the dashboard keeps of a request that ended.
     #[must_use]
-    pub fn finished(&self, status: u16, error: Option<&str>, message: Option<&str>) -> crate::dashboard::Finished {
+    pub fn finished(
+        &self,
+        status: u16,
+        error: Option<&str>,
+        message: Option<&str>,
+    ) -> crate::dashboard::Finished {
         crate::dashboard::Finished {
             id: self.request_id.clone(),
             at_ms: crate::gateway::store::now_ms(),

@@ -20,12 +20,12 @@ use bridge_core::api::{Front, FrontOptions, StreamOptions};
 
 use super::body::ResponseBody;
 use super::error_response::{Envelope, error_response_in};
+use super::observe::Sender;
 use super::responses_store::Pending;
 use super::shape::{ClientShape, OpenAiClient};
 use super::{AppState, json_response, messages};
 use crate::engine::EngineError;
 use crate::error::BridgeError;
-use super::observe::Sender;
 use crate::gateway::Admission;
 use crate::provider::Call;
 use std::sync::Arc;
@@ -71,7 +71,10 @@ struct Refusal {
 impl Refusal {
     /// What its error says.
     fn message(&self) -> String {
-        self.error["message"].as_str().unwrap_or_default().to_owned()
+        self.error["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned()
     }
 }
 

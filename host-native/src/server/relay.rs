@@ -141,7 +141,10 @@ impl Relay {
                             error!(panic = panic_message(&*panic), "relaying a stream panicked");
                             let _ = on_panic.send(Bytes::from(panic_sse)).await;
                             if let Some(outcome) = panicked_outcome {
-                                outcome.finish(200, &Tally::failed(ErrorKind::Api.as_str(), RELAY_FAILED));
+                                outcome.finish(
+                                    200,
+                                    &Tally::failed(ErrorKind::Api.as_str(), RELAY_FAILED),
+                                );
                             }
                         }
                     }

@@ -1,0 +1,279 @@
+//! The dashboard (issue 30) end to end: the page at `/ui` in headless Chromium after scripted
+//! traffic with two keys, the numbers it shows against `GET /v1/usage`, its live feed against
+//! the clock, what a key that is not the admin may see, and `claude-bridge statusline` run as
+//! Claude Code runs it.
+
+#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use bridge_tests::clients::{e2e_dir, run};
+use bridge_tests::http;
+use serde_json::{Value, json};
+use tokio::process::Command;
+
+use crate::e2e_gateway::{Served, ask, call, counting_upstream, gateway_config, get, serve};
+
+const T: Duration = Duration::from_secs(120);
+
+/// Where the screenshots are kept: `target/e2e-artifacts/dashboard`.
+fn shots_dir() -> PathBuf {
+    let bin = bridge_tests::bridge::binary_path().unwrap();
+    bin.parent()
+        .and_then(|p| p.parent())
+        .unwrap()
+        .join("e2e-artifacts")
+        .join("dashboard")
+}
+
+const KEYS: &str = r#"
+[[keys]]
+name = "alice"
+key = "env:ALICE_KEY"
+budget_usd = 5.0
+
+[[keys]]
+name = "bob"
+key = "bob-secret"
+budget_tokens = 100000
+budget_period = "week"
+"#;
+
+async fn ask_as(base: &str, key: &str, session: &str) -> http::HttpResponse {
+    let headers = [
+        ("content-type", "application/json"),
+        ("x-api-key", key),
+        ("user-agent", "claude-cli/2.1.332 (external, cli)"),
+        ("x-claude-code-session-id", session),
+    ];
+    http::send(
+        "POST",
+        &format!("{base}/v1/messages"),
+        &headers,
+        Some(ask().to_string().into_bytes()),
+        Duration::from_secs(20),
+    )
+    .await
+    .unwrap()
+}
+
+/// A cost as the page prints it (six decimals).
+fn usd(v: &Value) -> String {
+    format!("{:.6}", v.as_f64().unwrap())
+}
+
+/// The page after traffic from two keys: no console error and no request leaving the bridge;
+/// the admin's *Spend* rows, totals and CSV are `GET /v1/usage`'s; *Live* shows a request
+/// within a second of its end; *Keys* makes a key whose secret is shown once and works; alice
+/// sees only her own requests and usage, no config and no key list, and the API refuses her
+/// the rest; the page fits a phone-width window. Screenshots of every view are kept.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
+    let upstream = counting_upstream().await;
+    let db = bridge_tests::tempdir::TempDir::new("dash-db").unwrap();
+    let store = format!("sqlite://{}", db.path().join("g.db").display());
+    let Served { bridge, dir: _dir } = serve(
+        "dash",
+        &gateway_config(&upstream.base_url(), &store, KEYS),
+        None,
+    )
+    .await;
+    let base = bridge.base_url();
+    for i in 0..3 {
+        let r = ask_as(&base, "alice-secret", "alice-session").await;
+        assert_eq!(r.status, 200, "alice {i}: {}", r.text());
+    }
+    for i in 0..2 {
+        let r = call(&base, "/v1/messages", "bob-secret", &ask()).await;
+        assert_eq!(r.status, 200, "bob {i}: {}", r.text());
+    }
+    let refused = call(&base, "/v1/messages", "sk-nobody", &ask()).await;
+    assert_eq!(refused.status, 401);
+
+    let shots = shots_dir();
+    let spec = json!({
+        "base": base,
+        "admin": "admin-secret",
+        "alice": "alice-secret",
+        "shots": shots.display().to_string(),
+    });
+    let mut cmd = Command::new("node");
+    cmd.arg(e2e_dir().join("dashboard_browser.mjs"))
+        .arg(spec.to_string())
+        .current_dir(e2e_dir());
+    let output = run(cmd, T, "dashboard_browser.mjs").await.unwrap();
+    let page: Value = serde_json::from_str(&output.stdout).unwrap_or_else(|e| {
+        panic!(
+            "the page script printed no result ({e}):\n{}\n{}\n--- bridge log:\n{}",
+            output.stdout,
+            output.stderr,
+            bridge.log()
+        )
+    });
+    let ctx = format!("page saw: {page:#}\n--- bridge log:\n{}", bridge.log());
+    assert!(page["error"].is_null(), "{}\n{ctx}", page["error"]);
+    assert_eq!(page["problems"], json!([]), "{ctx}");
+    assert_eq!(page["outside"], json!([]), "{ctx}");
+    let csp = page["csp"].as_str().unwrap();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("connect-src 'self'"),
+        "{ctx}"
+    );
+
+    // The admin sees every view, the targets and the running config with its secrets masked.
+    let admin = &page["admin"];
+    assert_eq!(
+        admin["tabs"],
+        json!(["now", "live", "spend", "keys"]),
+        "{ctx}"
+    );
+    assert_eq!(admin["now"]["targets"][0][0], "local,m1", "{ctx}");
+    assert_eq!(admin["now"]["targets"][0][2], "closed", "{ctx}");
+    let config = admin["now"]["config"].as_str().unwrap();
+    assert!(config.contains("[providers.local]"), "{ctx}");
+    assert!(
+        !config.contains("sk-upstream") && !config.contains("bob-secret"),
+        "{ctx}"
+    );
+    assert!(config.contains("env:ADMIN_KEY"), "{ctx}");
+    // Six requests ended before the page opened (five answered, one refused).
+    assert_eq!(admin["now"]["requests"], "6", "{ctx}");
+    assert_eq!(admin["now"]["errors"], "1", "{ctx}");
+
+    // Spend: the page's rows and totals are /v1/usage's for the same query.
+    assert_eq!(admin["usage"]["status"], 200, "{ctx}");
+    let rows = admin["usage"]["body"]["rows"].as_array().unwrap().clone();
+    let expected: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut cells: Vec<String> = ["key", "model", "day"]
+                .iter()
+                .map(|f| r[*f].as_str().unwrap().to_owned())
+                .collect();
+            for f in [
+                "requests",
+                "errors",
+                "input_tokens",
+                "output_tokens",
+                "cache_read_tokens",
+                "cache_write_tokens",
+            ] {
+                cells.push(r[f].to_string());
+            }
+            cells.push(usd(&r["cost_usd"]));
+            cells
+        })
+        .collect();
+    let shown: Vec<Vec<String>> = serde_json::from_value(admin["spend"]["rows"].clone()).unwrap();
+    assert_eq!(shown, expected, "{ctx}");
+    let keys_seen: Vec<&str> = rows.iter().map(|r| r["key"].as_str().unwrap()).collect();
+    assert!(
+        keys_seen.contains(&"alice") && keys_seen.contains(&"bob"),
+        "{ctx}"
+    );
+    let total: f64 = rows.iter().map(|r| r["cost_usd"].as_f64().unwrap()).sum();
+    assert_eq!(admin["spend"]["cost"], format!("{total:.6}"), "{ctx}");
+    let requests: i64 = rows.iter().map(|r| r["requests"].as_i64().unwrap()).sum();
+    assert_eq!(admin["spend"]["requests"], requests.to_string(), "{ctx}");
+    assert!(total > 0.0, "the prices make a cost: {ctx}");
+    let downloaded = std::fs::read_to_string(admin["csvFile"].as_str().unwrap()).unwrap();
+    assert_eq!(downloaded, admin["usageCsv"].as_str().unwrap(), "{ctx}");
+    assert_eq!(downloaded.lines().count(), rows.len() + 1, "{ctx}");
+    // Both keys' budgets, with what is left and when they reset.
+    let budgets = admin["spend"]["budgets"].as_array().unwrap();
+    assert_eq!(budgets.len(), 2, "{ctx}");
+    let alice_budget = budgets.iter().find(|b| b[0] == "alice").unwrap();
+    assert_eq!(alice_budget[1], "$5.0000", "{ctx}");
+    assert_eq!(alice_budget[2], "day", "{ctx}");
+    let alice_spent: f64 = rows
+        .iter()
+        .filter(|r| r["key"] == "alice")
+        .map(|r| r["cost_usd"].as_f64().unwrap())
+        .sum();
+    assert_eq!(alice_budget[3], format!("${alice_spent:.4}"), "{ctx}");
+    assert_eq!(
+        alice_budget[4],
+        format!("${:.4}", 5.0 - alice_spent),
+        "{ctx}"
+    );
+    assert!(alice_budget[5].as_str().unwrap().ends_with('Z'), "{ctx}");
+
+    // Live: pushed within a second of the answer's end.
+    let live = &admin["live"];
+    assert_eq!(live["sent"]["status"], 200, "{ctx}");
+    assert!(live["backlog"].as_u64().unwrap() >= 6, "{ctx}");
+    assert!(
+        live["shownAfterMs"].as_u64().unwrap() < 1000,
+        "shown {} ms after the answer ended\n{ctx}",
+        live["shownAfterMs"]
+    );
+    assert_eq!(live["row"][1], "alice", "{ctx}");
+    assert_eq!(live["row"][2], "claude-code", "{ctx}");
+    assert_eq!(live["row"][4], "local,m1", "{ctx}");
+
+    // Keys: carol is made, her secret shown once, and it works.
+    let keys = &admin["keys"];
+    assert!(
+        !keys["before"].as_array().unwrap().contains(&json!("carol")),
+        "{ctx}"
+    );
+    assert!(
+        keys["after"].as_array().unwrap().contains(&json!("carol")),
+        "{ctx}"
+    );
+    assert_eq!(keys["secretHidden"], true, "{ctx}");
+    let carol = keys["secret"].as_str().unwrap();
+    let r = call(&base, "/v1/messages", carol, &ask()).await;
+    assert_eq!(r.status, 200, "carol's new key: {}", r.text());
+
+    // Alice: her own only.
+    let alice = &page["alice"];
+    assert_eq!(alice["tabs"], json!(["now", "live", "spend"]), "{ctx}");
+    assert_eq!(alice["now"]["adminHidden"], true, "{ctx}");
+    assert_eq!(alice["now"]["config"], "", "{ctx}");
+    // Her three, and the one the page sent as her.
+    assert_eq!(alice["now"]["requests"], "4", "{ctx}");
+    for row in alice["spend"]["rows"].as_array().unwrap() {
+        assert_eq!(row[0], "alice", "{ctx}");
+    }
+    let alice_budgets = alice["spend"]["budgets"].as_array().unwrap();
+    assert_eq!(alice_budgets.len(), 1, "{ctx}");
+    assert_eq!(alice_budgets[0][0], "alice", "{ctx}");
+    let live_keys = alice["live"].as_array().unwrap();
+    assert_eq!(live_keys.len(), 4, "{ctx}");
+    assert!(live_keys.iter().all(|k| k == "alice"), "{ctx}");
+    assert_eq!(alice["refused"]["keys"], 403, "{ctx}");
+    assert_eq!(alice["refused"]["bobUsage"], 403, "{ctx}");
+    // And the API gives her no one else's live requests or numbers.
+    let now = get(&base, "/ui/api/now", "alice-secret")
+        .await
+        .json()
+        .unwrap();
+    assert!(now.get("config").is_none(), "{now}");
+    assert_eq!(now["hour"]["requests"], 4, "{now}");
+
+    // A phone-width window: nothing wider than the screen (tables scroll in their boxes).
+    assert!(
+        page["phone"]["scrollWidth"].as_u64().unwrap() <= 390,
+        "{ctx}"
+    );
+    assert!(
+        page["phone"]["spendScrollWidth"].as_u64().unwrap() <= 390,
+        "{ctx}"
+    );
+    for shot in [
+        "now-admin",
+        "spend-admin",
+        "live-admin",
+        "keys-admin",
+        "now-alice",
+        "spend-alice",
+        "live-alice",
+        "now-phone",
+        "spend-phone",
+    ] {
+        let png = std::fs::read(shots.join(format!("{shot}.png"))).unwrap();
+        assert!(png.starts_with(b"\x89PNG") && png.len() > 5_000, "{shot}");
+    }
+}
