@@ -94,6 +94,13 @@ pub enum Command {
     },
     /// What each key, model, target, day or session used and cost (the gateway's ledger).
     Usage(UsageArgs),
+    /// One line for Claude Code's `statusLine` setting: reads the JSON Claude Code passes on
+    /// stdin and prints the target that answered last, the session's tokens and cost, and the
+    /// key's budget left, from the bridge (`claude-bridge claude` sets it up when you have no
+    /// status line of your own).
+    Statusline(DashboardClientArgs),
+    /// The dashboard's Now and Live views in the terminal (for a headless server).
+    Top(DashboardClientArgs),
     /// The gateway's store: `migrate` or `status`.
     Store {
         /// What to do.
@@ -188,6 +195,19 @@ pub enum StoreAction {
     Migrate,
     /// Applied and pending migrations, records and keys.
     Status,
+}
+
+/// Which bridge `statusline` and `top` read, and with which key.
+#[derive(Debug, Clone, Args)]
+pub struct DashboardClientArgs {
+    /// The bridge's address (default: `ANTHROPIC_BASE_URL`, as Claude Code has it, else
+    /// http://127.0.0.1:3456).
+    #[arg(long, env = "CLAUDE_BRIDGE_URL")]
+    pub url: Option<String>,
+    /// The key to read with (default: `ANTHROPIC_AUTH_TOKEN`, else `ANTHROPIC_API_KEY`): an
+    /// admin key sees everything, another key its own.
+    #[arg(long, env = "CLAUDE_BRIDGE_KEY", hide_env_values = true)]
+    pub key: Option<String>,
 }
 
 /// `claude-bridge usage`.

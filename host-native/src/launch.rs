@@ -30,6 +30,9 @@ pub async fn claude(
         claude_bin,
         &cannot_run,
         |command, local, args| {
+            if let Some(settings) = status_line_settings(claude_args) {
+                command.arg("--settings").arg(settings);
+            }
             command
                 .args(claude_args)
                 .env("ANTHROPIC_BASE_URL", format!("http://{local}"));
@@ -45,6 +48,49 @@ pub async fn claude(
         },
     )
     .await
+}
+
+/// `--settings` for Claude Code that make `claude-bridge statusline` its status line — unless
+/// the user has a status line of their own (in `~/.claude/settings.json`, the project's
+/// `.claude/settings.json` or `.claude/settings.local.json`, or a managed settings file) or
+/// passes `--settings` themselves (one would override the other).
+fn status_line_settings(claude_args: &[String]) -> Option<String> {
+    if claude_args
+        .iter()
+        .any(|a| a == "--settings" || a.starts_with("--settings="))
+    {
+        return None;
+    }
+    let config_dir = crate::environment::non_empty("CLAUDE_CONFIG_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| crate::environment::non_empty("HOME").map(|h| Path::new(&h).join(".claude")));
+    let mut files: Vec<std::path::PathBuf> = config_dir
+        .map(|d| d.join("settings.json"))
+        .into_iter()
+        .collect();
+    files.extend([
+        std::path::PathBuf::from(".claude/settings.json"),
+        std::path::PathBuf::from(".claude/settings.local.json"),
+        std::path::PathBuf::from("/etc/claude-code/managed-settings.json"),
+    ]);
+    let theirs = files.iter().any(|file| {
+        std::fs::read_to_string(file)
+            .ok()
+            .and_then(|text| serde_json::from_str::<serde_json::Value>(&text).ok())
+            .is_some_and(|settings| settings.get("statusLine").is_some())
+    });
+    if theirs {
+        return None;
+    }
+    let exe = std::env::current_exe().ok()?;
+    // Claude Code runs the command through a shell: the path is quoted for it.
+    let quoted = format!("'{}'", exe.display().to_string().replace('\'', r"'\''"));
+    Some(
+        serde_json::json!({
+            "statusLine": {"type": "command", "command": format!("{quoted} statusline"), "padding": 0}
+        })
+        .to_string(),
+    )
 }
 
 /// What Claude Code sends the bridge.

@@ -129,6 +129,10 @@ fn main() -> ExitCode {
         Some(Command::Usage(usage)) => {
             runtime.block_on(claude_bridge::gateway::admin::cli::usage(&usage))
         }
+        Some(Command::Statusline(client)) => {
+            runtime.block_on(claude_bridge::dashboard::statusline::run(&client))
+        }
+        Some(Command::Top(client)) => runtime.block_on(claude_bridge::dashboard::top::run(&client)),
         Some(Command::Store { action, store }) => {
             runtime.block_on(claude_bridge::gateway::admin::cli::store(&store, action))
         }

@@ -58,6 +58,51 @@ async fn ask_as(base: &str, key: &str, session: &str) -> http::HttpResponse {
     .unwrap()
 }
 
+/// `claude-bridge statusline` as Claude Code runs it (`sh -c`, JSON on stdin), for `session`.
+async fn status_line(base: &str, key: &str, session: &str) -> String {
+    use tokio::io::AsyncWriteExt as _;
+    let input = json!({
+        "hook_event_name": "Status",
+        "session_id": session,
+        "transcript_path": "/tmp/transcript.jsonl",
+        "cwd": "/tmp",
+        "model": {"id": "claude-sonnet-4-6", "display_name": "Sonnet 4.6"},
+        "workspace": {"current_dir": "/tmp", "project_dir": "/tmp"},
+        "version": "2.1.332",
+        "cost": {"total_cost_usd": 0.01, "total_duration_ms": 1000},
+    });
+    let bin = bridge_tests::bridge::binary_path().unwrap();
+    let mut child = Command::new("sh")
+        .arg("-c")
+        .arg(format!("'{}' statusline", bin.display()))
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("ANTHROPIC_BASE_URL", base)
+        .env("ANTHROPIC_AUTH_TOKEN", key)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.to_string().as_bytes()).await.unwrap();
+    drop(stdin);
+    let out = tokio::time::timeout(Duration::from_secs(10), child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(stdout.lines().count(), 1, "one line: {stdout}");
+    stdout.trim_end().to_owned()
+}
+
 /// A cost as the page prints it (six decimals).
 fn usd(v: &Value) -> String {
     format!("{:.6}", v.as_f64().unwrap())
@@ -90,6 +135,19 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
     }
     let refused = call(&base, "/v1/messages", "sk-nobody", &ask()).await;
     assert_eq!(refused.status, 401);
+
+    // The status line, run as Claude Code runs it: a shell command, its JSON on stdin, the
+    // bridge's address and key in the environment Claude Code has.
+    let line = status_line(&base, "alice-secret", "alice-session").await;
+    assert_eq!(
+        line,
+        "⇄ local,m1 · 303 in 33 out · $0.0004 · $5.00 left today (resets 00:00Z)"
+    );
+    // Another key does not see alice's session; the admin does.
+    let line = status_line(&base, "bob-secret", "alice-session").await;
+    assert_eq!(line, "⇄ claude-bridge · no request yet");
+    let line = status_line(&base, "admin-secret", "alice-session").await;
+    assert!(line.starts_with("⇄ local,m1 · 303 in 33 out"), "{line}");
 
     let shots = shots_dir();
     let spec = json!({
@@ -262,6 +320,8 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
         page["phone"]["spendScrollWidth"].as_u64().unwrap() <= 390,
         "{ctx}"
     );
+    top_shows_now_and_live(&base).await;
+
     for shot in [
         "now-admin",
         "spend-admin",
@@ -276,4 +336,47 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
         let png = std::fs::read(shots.join(format!("{shot}.png"))).unwrap();
         assert!(png.starts_with(b"\x89PNG") && png.len() > 5_000, "{shot}");
     }
+}
+
+/// `claude-bridge top` in a real terminal (tmux): the Now numbers and targets, the recent
+/// requests, and a request that ends while it runs; `q` quits.
+async fn top_shows_now_and_live(base: &str) {
+    use bridge_tests::tmux::Tmux;
+    let root = bridge_tests::tempdir::TempDir::new("dash-top").unwrap();
+    let bin = bridge_tests::bridge::binary_path().unwrap();
+    let command = format!("'{}' top --url {base}", bin.display());
+    let env = [
+        ("PATH", String::from("/usr/bin:/bin")),
+        ("CLAUDE_BRIDGE_KEY", String::from("admin-secret")),
+    ];
+    let term = Tmux::start(root.path(), "top", root.path(), &env, &command).unwrap();
+    // carol's request was the last to end before top started.
+    term.wait_for_visible(&["carol"], Duration::from_secs(30))
+        .await
+        .unwrap_or_else(|e| panic!("top: {e}\n{}", term.screen()));
+    let screen = term.visible();
+    for seen in ["local,m1", "closed", "requests (1 h)", "claude-code"] {
+        assert!(screen.contains(seen), "{seen}:\n{screen}");
+    }
+    assert!(
+        screen.contains("alice") && screen.contains("bob"),
+        "{screen}"
+    );
+    // A request that ends while top runs shows up in its Live table.
+    let r = ask_as(base, "bob-secret", "bob-in-top").await;
+    assert_eq!(r.status, 200);
+    let rows_before = screen.matches("bob").count();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+    while term.visible().matches("bob").count() <= rows_before {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "top did not show bob's new request:\n{}",
+            term.visible()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    term.press(&["q"]).unwrap();
+    term.wait_for(&["[exited 0]"], Duration::from_secs(10))
+        .await
+        .unwrap_or_else(|e| panic!("top did not quit on q: {e}\n{}", term.screen()));
 }

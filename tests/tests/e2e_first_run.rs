@@ -167,7 +167,7 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
 /// Drive an interactive Claude Code to its prompt through the first-run screens a person meets
 /// (theme, security notes, trusting the folder), failing on any that asks about a key or says
 /// it is not logged in; then ask it to create hello.txt and wait for the answer; then quit.
-async fn claude_interactive(term: &Tmux, what: &str) {
+async fn claude_interactive(term: &Tmux, what: &str) -> String {
     const REFUSED: [&str; 4] = [
         "Detected a custom API key",
         "Not logged in",
@@ -247,7 +247,31 @@ async fn claude_interactive(term: &Tmux, what: &str) {
         screen.contains("Bash(echo hello > hello.txt)"),
         "{what}:\n{screen}"
     );
+    // The launcher's status line (`claude-bridge statusline`, run by Claude Code with its JSON
+    // on stdin) names the target that answered and the session's tokens.
+    let status = status_line(term, what).await;
     quit_claude(term, what).await;
+    status
+}
+
+/// Claude Code's status line once it shows the session's first answer.
+async fn status_line(term: &Tmux, what: &str) -> String {
+    let deadline = tokio::time::Instant::now() + SCREEN;
+    loop {
+        let visible = term.visible();
+        let line = visible
+            .lines()
+            .map(str::trim)
+            .find(|l| l.starts_with("⇄ ") && l.contains(" in ") && l.contains(" out"));
+        if let Some(line) = line {
+            return line.to_owned();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: no status line with the session's tokens:\n{visible}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 }
 
 /// Type `prompt` into Claude Code's input box and press Enter until it is taken. Under load an
@@ -362,7 +386,8 @@ async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
         (NO_SELF_UPDATE.0, NO_SELF_UPDATE.1.to_owned()),
     ];
     let term = Tmux::start(root.path(), "claude-1", &work, &env, &command).unwrap();
-    claude_interactive(&term, "first launch").await;
+    let status = claude_interactive(&term, "first launch").await;
+    assert!(status.starts_with("⇄ default,qwen3-coder · "), "{status}");
     assert_eq!(
         std::fs::read_to_string(work.join("hello.txt"))
             .ok()

@@ -28,7 +28,10 @@
 //! ```
 
 pub mod api;
+pub mod client;
 pub mod page;
+pub mod statusline;
+pub mod top;
 pub mod window;
 
 use std::collections::{HashMap, VecDeque};
