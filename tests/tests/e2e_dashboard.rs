@@ -3,7 +3,11 @@
 //! the clock, what a key that is not the admin may see, and `claude-bridge statusline` run as
 //! Claude Code runs it.
 
-#![expect(clippy::unwrap_used, reason = "test helpers fail the test on purpose")]
+#![expect(
+    clippy::unwrap_used,
+    clippy::panic,
+    reason = "test helpers fail the test on purpose"
+)]
 
 use std::path::PathBuf;
 use std::time::Duration;
