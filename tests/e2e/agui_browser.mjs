@@ -6,12 +6,11 @@
 //
 // Usage: node agui_browser.mjs '{"base": "http://127.0.0.1:PORT", "threadId": "…"}'
 import { createServer } from "node:http";
-import { existsSync } from "node:fs";
 import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 
 import { build } from "esbuild";
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const spec = JSON.parse(process.argv[2]);
 const out = { fetch: null, agent: null, error: null };
@@ -40,13 +39,7 @@ try {
   await new Promise((ok) => server.listen(0, "127.0.0.1", ok));
   const pageUrl = `http://127.0.0.1:${server.address().port}/`;
 
-  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-  if (!existsSync(executablePath)) throw new Error(`Chromium not found at ${executablePath}: run scripts/setup-js.sh`);
-  browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-  });
+  browser = await launchChromium();
   const page = await browser.newPage();
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));

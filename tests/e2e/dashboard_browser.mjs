@@ -5,9 +5,9 @@
 //
 // Usage: node dashboard_browser.mjs '{"base": "http://127.0.0.1:PORT", "admin": "…",
 //        "alice": "…", "shots": "/dir/for/screenshots"}'
-import { existsSync, mkdirSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 
-import { chromium } from "playwright-core";
+import { launchChromium } from "./chromium.mjs";
 
 const spec = JSON.parse(process.argv[2]);
 const out = { problems: [], outside: [], error: null };
@@ -50,13 +50,7 @@ async function ask(key) {
 
 let browser;
 try {
-  const executablePath = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
-  if (!existsSync(executablePath)) throw new Error(`Chromium not found at ${executablePath}: run scripts/setup-js.sh`);
-  browser = await chromium.launch({
-    executablePath,
-    headless: true,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"],
-  });
+  browser = await launchChromium();
   const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   // Every request the page makes must stay on the bridge.
   context.on("request", (r) => {

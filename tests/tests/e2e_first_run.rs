@@ -167,7 +167,8 @@ async fn interactive_codex_runs_a_tool_and_leaves_nothing_running() {
 /// Drive an interactive Claude Code to its prompt through the first-run screens a person meets
 /// (theme, security notes, trusting the folder), failing on any that asks about a key or says
 /// it is not logged in; then ask it to create hello.txt and wait for the answer; then quit.
-async fn claude_interactive(term: &Tmux, what: &str) -> String {
+/// Started by the launcher (`launched`), its status line is read and returned.
+async fn claude_interactive(term: &Tmux, what: &str, launched: bool) -> Option<String> {
     const REFUSED: [&str; 4] = [
         "Detected a custom API key",
         "Not logged in",
@@ -249,7 +250,11 @@ async fn claude_interactive(term: &Tmux, what: &str) -> String {
     );
     // The launcher's status line (`claude-bridge statusline`, run by Claude Code with its JSON
     // on stdin) names the target that answered and the session's tokens.
-    let status = status_line(term, what).await;
+    let status = if launched {
+        Some(status_line(term, what).await)
+    } else {
+        None
+    };
     quit_claude(term, what).await;
     status
 }
@@ -386,7 +391,9 @@ async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
         (NO_SELF_UPDATE.0, NO_SELF_UPDATE.1.to_owned()),
     ];
     let term = Tmux::start(root.path(), "claude-1", &work, &env, &command).unwrap();
-    let status = claude_interactive(&term, "first launch").await;
+    let status = claude_interactive(&term, "first launch", true)
+        .await
+        .unwrap_or_default();
     assert!(status.starts_with("⇄ default,qwen3-coder · "), "{status}");
     assert_eq!(
         std::fs::read_to_string(work.join("hello.txt"))
@@ -415,7 +422,7 @@ async fn interactive_claude_code_needs_no_key_dialog_even_after_a_refusal() {
     std::fs::write(&state, config.to_string()).unwrap();
     std::fs::remove_file(work.join("hello.txt")).unwrap();
     let term = Tmux::start(root.path(), "claude-2", &work, &env, &command).unwrap();
-    claude_interactive(&term, "launch after a refusal").await;
+    claude_interactive(&term, "launch after a refusal", true).await;
     assert!(work.join("hello.txt").is_file());
 }
 

@@ -252,7 +252,9 @@ async fn the_readme_commands_run_as_written() {
             Some(Kind::ClaudeInteractive) => {
                 let term =
                     Tmux::start(root.path(), &format!("readme-{n}"), work, &env, command).unwrap();
-                claude_interactive(&term, &what).await;
+                // The launcher sets up its status line; plain `claude` has none.
+                let launched = command.contains("claude-bridge claude");
+                claude_interactive(&term, &what, launched).await;
             }
             Some(Kind::CodexInteractive) => {
                 let term =
