@@ -121,6 +121,22 @@ try {
   await page.screenshot({ path: `${spec.shots}/keys-admin.png` });
   await page.click("#keys-secret-done");
   out.admin.keys = { before: before.map((r) => r[0]), after: (await tableRows(page, "keys-table")).map((r) => r[0]), secret, secretHidden: await page.$eval("#keys-secret", (e) => e.hidden) };
+  // Rotate carol's key (a new secret, shown once), then make dave and revoke him.
+  const carolRow = () => page.locator("#keys-table tbody tr", { has: page.locator("td:first-child", { hasText: /^carol$/ }) });
+  await carolRow().locator("button", { hasText: "Rotate" }).click();
+  await page.waitForSelector("#keys-secret:not([hidden])");
+  out.admin.keys.rotated = await page.textContent("#keys-secret-value");
+  await page.click("#keys-secret-done");
+  await page.fill("#keys-form input[name=name]", "dave");
+  await page.click("#keys-form button[type=submit]");
+  await page.waitForSelector("#keys-secret:not([hidden])");
+  out.admin.keys.dave = await page.textContent("#keys-secret-value");
+  await page.click("#keys-secret-done");
+  page.once("dialog", (d) => d.accept());
+  const daveRow = () => page.locator("#keys-table tbody tr", { has: page.locator("td:first-child", { hasText: /^dave$/ }) });
+  await daveRow().locator("button", { hasText: "Revoke" }).click();
+  await page.waitForFunction(() => [...document.querySelectorAll("#keys-table tbody tr")].some((r) => r.cells[0].textContent === "dave" && r.cells[10].textContent !== "–"));
+  out.admin.keys.daveRow = (await tableRows(page, "keys-table")).find((r) => r[0] === "dave");
 
   // ---- a key that is not the admin ----
   await page.click("#signout");

@@ -122,7 +122,7 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
     let upstream = counting_upstream().await;
     let db = bridge_tests::tempdir::TempDir::new("dash-db").unwrap();
     let store = format!("sqlite://{}", db.path().join("g.db").display());
-    let Served { bridge, dir: _dir } = serve(
+    let Served { bridge, dir } = serve(
         "dash",
         &gateway_config(&upstream.base_url(), &store, KEYS),
         None,
@@ -285,9 +285,29 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
         "{ctx}"
     );
     assert_eq!(keys["secretHidden"], true, "{ctx}");
-    let carol = keys["secret"].as_str().unwrap();
-    let r = call(&base, "/v1/messages", carol, &ask()).await;
-    assert_eq!(r.status, 200, "carol's new key: {}", r.text());
+    // Rotated: the first secret is refused, the one shown at the rotation works.
+    let first = keys["secret"].as_str().unwrap();
+    let rotated = keys["rotated"].as_str().unwrap();
+    assert_ne!(first, rotated, "{ctx}");
+    let r = call(&base, "/v1/messages", first, &ask()).await;
+    assert_eq!(
+        r.status,
+        401,
+        "carol's first key after the rotation: {}",
+        r.text()
+    );
+    let r = call(&base, "/v1/messages", rotated, &ask()).await;
+    assert_eq!(r.status, 200, "carol's rotated key: {}", r.text());
+    // dave, revoked from the page, is refused.
+    assert_ne!(keys["daveRow"][10], "–", "{ctx}");
+    let r = call(
+        &base,
+        "/v1/messages",
+        keys["dave"].as_str().unwrap(),
+        &ask(),
+    )
+    .await;
+    assert_eq!(r.status, 401, "dave after the revocation: {}", r.text());
 
     // Alice: her own only.
     let alice = &page["alice"];
@@ -325,6 +345,52 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
         "{ctx}"
     );
     top_shows_now_and_live(&base).await;
+
+    // A config change the bridge cannot load shows on Now as the last reload, with its error;
+    // the running config stays.
+    let file = dir.path().join("claude-bridge.toml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, format!("{good}\n[router]\nbroken = \n")).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    let reload = loop {
+        let now = get(&base, "/ui/api/now", "admin-secret")
+            .await
+            .json()
+            .unwrap();
+        if !now["reload"].is_null() {
+            break now["reload"].clone();
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no reload shown: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    assert_eq!(reload["ok"], false, "{reload}");
+    assert!(
+        reload["error"]
+            .as_str()
+            .unwrap()
+            .contains("claude-bridge.toml"),
+        "{reload}"
+    );
+    std::fs::write(&file, &good).unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let now = get(&base, "/ui/api/now", "admin-secret")
+            .await
+            .json()
+            .unwrap();
+        if now["reload"]["ok"] == true {
+            assert_eq!(now["reload"]["targets"], json!(["local,m1"]), "{now}");
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no good reload shown: {now}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
 
     for shot in [
         "now-admin",
