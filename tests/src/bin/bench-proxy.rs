@@ -20,6 +20,9 @@
 //!   unchanged. It gets the direct baseline's bodies. What it adds over direct is what any proxy
 //!   on this stack and this machine pays (the extra hop, two cross-core wake-ups, the syscalls);
 //!   what the bridge adds over it is the translation's cost.
+//! - A paced variant of the small stream (`paced`): the upstream leaves `BENCH_PROXY_PACE_US`
+//!   (1000) between chunks, so each chunk reaches the bridge on its own, as from a model that
+//!   generates tokens one by one; its CPU per request is the per-chunk cost of the translation.
 //! - Scenarios: streaming and not; a small request and a Claude Code request of about 300 KB
 //!   (the captured Claude Code request in `tests/fixtures/claude_code_tool_round_trip`, its 12
 //!   tools plus 8 more of the same shape, its history grown with tool-call turns to the size);
@@ -40,7 +43,8 @@
 //!
 //! Environment: `BENCH_PROXY_CONCURRENCY` (`1,16,64,256,512`), `BENCH_PROXY_REQUESTS` (measured
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
-//! (per 300 KB scenario, 500), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
+//! (per 300 KB scenario, 500), `BENCH_PROXY_PACED_REQUESTS` (per paced scenario, 300),
+//! `BENCH_PROXY_PACE_US` (1000), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
 //! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
 //! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+store` engine against its plain
 //! one, small streams, each result the median of its rounds). Writes `tests/bench/results/proxy-<UTC time>.json`.
@@ -108,6 +112,9 @@ fn wants_stream(body: &[u8]) -> bool {
 
 struct Upstream {
     stream_parts: Arc<[Bytes]>,
+    /// The gap between two chunks of a stream, in µs (0: none, each chunk written as soon as
+    /// the previous one was taken): the paced scenario's model generating tokens one by one.
+    pace_us: std::sync::atomic::AtomicU64,
     json_answer: Bytes,
     paused: AtomicBool,
     release: watch::Sender<bool>,
@@ -156,6 +163,7 @@ async fn answer(
             .paused
             .load(Ordering::Relaxed)
             .then(|| up.release.subscribe());
+        let pace = Duration::from_micros(up.pace_us.load(Ordering::Relaxed));
         let frames = futures_util::stream::unfold((0usize, hold), move |(i, mut hold)| {
             let parts = Arc::clone(&parts);
             async move {
@@ -163,6 +171,8 @@ async fn answer(
                     Some(rx) if i == HOLD_AFTER => {
                         let _ = rx.wait_for(|released| *released).await;
                     }
+                    // Paced: a gap before every chunk after the first.
+                    _ if i > 0 && !pace.is_zero() => tokio::time::sleep(pace).await,
                     // Pending once between chunks: hyper writes each chunk on its own.
                     _ if i > 0 => tokio::task::yield_now().await,
                     _ => {}
@@ -957,6 +967,8 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         .collect();
     let small_requests: usize = env_or("BENCH_PROXY_REQUESTS", 3000);
     let large_requests: usize = env_or("BENCH_PROXY_LARGE_REQUESTS", 500);
+    let paced_requests: usize = env_or("BENCH_PROXY_PACED_REQUESTS", 300);
+    let pace_us: u64 = env_or("BENCH_PROXY_PACE_US", 1000);
     let hold: usize = env_or("BENCH_PROXY_HOLD", 512);
     let large_kb: usize = env_or("BENCH_PROXY_LARGE_KB", 300);
     let idle_wait = Duration::from_secs(env_or("BENCH_PROXY_IDLE_WAIT", 36));
@@ -988,6 +1000,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     let (release, _) = watch::channel(false);
     let up = Arc::new(Upstream {
         stream_parts: stream_parts.into(),
+        pace_us: std::sync::atomic::AtomicU64::new(0),
         json_answer: Bytes::from(fold_stream(&short).to_string()),
         paused: AtomicBool::new(false),
         release,
@@ -1066,8 +1079,9 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         ("small", false),
         ("300KB", true),
         ("300KB", false),
+        ("paced", true),
     ] {
-        let client = if size == "small" {
+        let client = if size == "small" || size == "paced" {
             small_request(streaming)
         } else {
             claude_code_request(large_kb * 1000, streaming)?
@@ -1169,11 +1183,17 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     println!("\n{HEADER}");
     let mut rows = Vec::new();
     for (size, streaming, client, upstream_body, upstream_streams) in &bodies {
+        // Paced: the upstream leaves `pace_us` between chunks, so every chunk reaches the
+        // bridge (and its engine) on its own, as tokens do from a model generating them.
+        up.pace_us.store(
+            if *size == "paced" { pace_us } else { 0 },
+            Ordering::Relaxed,
+        );
         for &conc in &concurrency {
-            let base = if *size == "small" {
-                small_requests
-            } else {
-                large_requests
+            let base = match *size {
+                "small" => small_requests,
+                "paced" => paced_requests,
+                _ => large_requests,
             };
             let sc = Scenario {
                 streaming: *streaming,
@@ -1199,6 +1219,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             }
         }
     }
+    up.pace_us.store(0, Ordering::Relaxed);
     for b in bridges.iter().chain([&floor]) {
         if let Some(m) = memory.get_mut(&b.engine) {
             m["rss_after_load_kb"] = json!(rss_kb(b.child.id()).unwrap_or(0));
