@@ -66,7 +66,7 @@ pub async fn serve(
     match api {
         "now" => Ok(json(&now_view(state, &caller, &scope, now))),
         "live" => Ok(live(scope)),
-        "me" => Ok(json(&me(state, &caller, now).await?)),
+        "me" => Ok(json(&me(state, &caller, &scope, now).await?)),
         session if session.starts_with("session/") => {
             let id = &session["session/".len()..];
             let totals = Board::global()
@@ -155,11 +155,15 @@ fn key_name(caller: &Caller) -> Option<&str> {
 }
 
 /// `GET /ui/api/me`: the caller, and the budgets it may see (its own; the admin's: every key's).
-async fn me(state: &AppState, caller: &Caller, now: i64) -> Result<Value, BridgeError> {
-    let scope = Scope::of(caller, state.gateway.is_some());
+async fn me(
+    state: &AppState,
+    caller: &Caller,
+    scope: &Scope,
+    now: i64,
+) -> Result<Value, BridgeError> {
     let mut all = Vec::new();
     if let Some(gateway) = &state.gateway {
-        let names: Vec<String> = match &scope {
+        let names: Vec<String> = match scope {
             Scope::All => gateway.keys().iter().map(|k| k.spec.name.clone()).collect(),
             Scope::Key(key) => vec![key.clone()],
         };
@@ -168,7 +172,7 @@ async fn me(state: &AppState, caller: &Caller, now: i64) -> Result<Value, Bridge
         }
     }
     Ok(json!({
-        "role": role(&scope),
+        "role": role(scope),
         "key": key_name(caller),
         "gateway": state.gateway.is_some(),
         "budgets": all,
@@ -197,12 +201,10 @@ async fn budgets(
         key: Some(key.to_owned()),
         csv: false,
     };
-    // What this replica has not written yet counts too.
-    let _ = tokio::time::timeout(Duration::from_secs(2), gateway.ledger().flush()).await;
-    let rows =
-        gateway.store().usage(&query).await.map_err(|e| {
-            BridgeError::Gateway(crate::gateway::GatewayError::Store(e.to_string()))
-        })?;
+    let rows = gateway
+        .usage(&query)
+        .await
+        .map_err(|e| BridgeError::Gateway(crate::gateway::GatewayError::Store(e.to_string())))?;
     let (cost, tokens) = rows.first().map_or((0.0, 0), |r| {
         (
             r.cost_usd,

@@ -67,6 +67,24 @@ fn text(value: &Value) -> String {
     }
 }
 
+/// A bordered table titled `title` whose columns are `(header, width)`; a width of 0 takes
+/// what is left (at least 10).
+fn table<'a>(rows: Vec<Row<'a>>, columns: &[(&'a str, u16)], title: &'a str) -> Table<'a> {
+    let widths = columns.iter().map(|&(_, w)| {
+        if w == 0 {
+            Constraint::Min(10)
+        } else {
+            Constraint::Length(w)
+        }
+    });
+    Table::new(rows, widths)
+        .header(
+            Row::new(columns.iter().map(|&(h, _)| h))
+                .style(Style::default().add_modifier(Modifier::BOLD)),
+        )
+        .block(Block::default().borders(Borders::ALL).title(title))
+}
+
 /// Draw the view.
 pub fn draw(frame: &mut Frame<'_>, view: &View) {
     let [head, cards, targets, live] = Layout::vertical([
@@ -134,33 +152,20 @@ pub fn draw(frame: &mut Frame<'_>, view: &View) {
         })
         .collect();
     frame.render_widget(
-        Table::new(
+        table(
             target_rows,
-            [
-                Constraint::Length(28),
-                Constraint::Length(10),
-                Constraint::Length(9),
-                Constraint::Length(7),
-                Constraint::Length(9),
-                Constraint::Length(8),
-                Constraint::Length(8),
-                Constraint::Min(10),
+            &[
+                ("target", 28),
+                ("circuit", 10),
+                ("in flight", 9),
+                ("queued", 7),
+                ("latency", 9),
+                ("answers", 8),
+                ("failures", 8),
+                ("last error", 0),
             ],
-        )
-        .header(
-            Row::new(vec![
-                "target",
-                "circuit",
-                "in flight",
-                "queued",
-                "latency",
-                "answers",
-                "failures",
-                "last error",
-            ])
-            .style(Style::default().add_modifier(Modifier::BOLD)),
-        )
-        .block(Block::default().borders(Borders::ALL).title(" Targets ")),
+            " Targets ",
+        ),
         targets,
     );
     let live_rows: Vec<Row<'_>> = view
@@ -196,27 +201,21 @@ pub fn draw(frame: &mut Frame<'_>, view: &View) {
         })
         .collect();
     frame.render_widget(
-        Table::new(
+        table(
             live_rows,
-            [
-                Constraint::Length(8),
-                Constraint::Length(12),
-                Constraint::Length(12),
-                Constraint::Length(24),
-                Constraint::Length(11),
-                Constraint::Length(10),
-                Constraint::Length(8),
-                Constraint::Length(24),
-                Constraint::Min(10),
+            &[
+                ("time", 8),
+                ("key", 12),
+                ("client", 12),
+                ("target", 24),
+                ("in/out", 11),
+                ("cost", 10),
+                ("TTFT", 8),
+                ("status", 24),
+                ("error", 0),
             ],
-        )
-        .header(
-            Row::new(vec![
-                "time", "key", "client", "target", "in/out", "cost", "TTFT", "status", "error",
-            ])
-            .style(Style::default().add_modifier(Modifier::BOLD)),
-        )
-        .block(Block::default().borders(Borders::ALL).title(" Live ")),
+            " Live ",
+        ),
         live,
     );
 }

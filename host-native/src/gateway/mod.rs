@@ -35,6 +35,7 @@ use self::ledger::{Ledger, Record};
 use self::limits::{Held, LimitRefusal, Limiter};
 use self::prices::{Prices, Usage};
 use self::store::Store;
+use crate::server::observe::Sender;
 
 /// What the config says of the gateway (`admin_key`, `[store]`, `[[keys]]`, prices).
 #[derive(Debug, Clone, Default)]
@@ -288,6 +289,19 @@ impl Gateway {
         &self.ledger
     }
 
+    /// The ledger's rows for `query`, with what this replica has not written yet (asked to
+    /// write for up to 2 s first): what `/v1/usage` and the dashboard's budgets read.
+    ///
+    /// # Errors
+    /// The store failed.
+    pub async fn usage(
+        &self,
+        query: &usage::UsageQuery,
+    ) -> Result<Vec<usage::UsageRow>, store::StoreError> {
+        let _ = tokio::time::timeout(Duration::from_secs(2), self.ledger.flush()).await;
+        self.store.usage(query).await
+    }
+
     /// New settings from a reloaded config (keys, prices, the admin key; the store's URL
     /// takes a restart).
     pub async fn reconfigure(&self, settings: Settings) {
@@ -433,9 +447,7 @@ impl Gateway {
     pub async fn admit(
         self: &Arc<Self>,
         caller: &Caller,
-        headers: &HeaderMap,
-        front: &'static str,
-        request_id: &str,
+        sender: &Arc<Sender>,
         now_ms: i64,
     ) -> Result<Arc<Admission>, GatewayError> {
         if self.settings().closed && !self.ledger.healthy() {
@@ -461,18 +473,12 @@ impl Gateway {
             }
             _ => (Vec::new(), None),
         };
-        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
         Ok(Arc::new(Admission {
             gateway: Arc::clone(self),
             key: caller.name().to_owned(),
             targets,
             held,
-            client: ledger::client_kind(header("user-agent").unwrap_or("")),
-            session: header("x-claude-code-session-id")
-                .or_else(|| header("session_id"))
-                .map(|s| s.chars().take(128).collect()),
-            front,
-            request_id: request_id.to_owned(),
+            sender: Arc::clone(sender),
             at_ms: now_ms,
             started: Instant::now(),
             done: AtomicBool::new(false),
@@ -624,10 +630,8 @@ pub struct Admission {
     key: String,
     targets: Vec<String>,
     held: Option<Held>,
-    client: &'static str,
-    session: Option<String>,
-    front: &'static str,
-    request_id: String,
+    /// Who sent it: request id, client, session, front.
+    sender: Arc<Sender>,
     at_ms: i64,
     started: Instant,
     done: AtomicBool,
@@ -638,7 +642,7 @@ impl std::fmt::Debug for Admission {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Admission")
             .field("key", &self.key)
-            .field("request_id", &self.request_id)
+            .field("request_id", &self.sender.request_id)
             .finish_non_exhaustive()
     }
 }
@@ -708,12 +712,12 @@ impl Admission {
             cost.unwrap_or(0.0),
         );
         self.gateway.ledger.record(Record {
-            id: self.request_id.clone(),
+            id: self.sender.request_id.clone(),
             at_ms: self.at_ms,
             key: self.key.clone(),
-            client: self.client.to_owned(),
-            session: self.session.clone(),
-            front: self.front.to_owned(),
+            client: self.sender.client.to_owned(),
+            session: self.sender.session.clone(),
+            front: self.sender.front.to_owned(),
             route: ending.route.clone(),
             target: ending.target.clone(),
             model: ending.model.clone(),
@@ -736,12 +740,6 @@ impl Admission {
             settles,
         });
         cost
-    }
-
-    /// The key's name.
-    #[must_use]
-    pub fn key(&self) -> &str {
-        &self.key
     }
 }
 

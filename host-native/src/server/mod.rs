@@ -502,13 +502,7 @@ async fn serve_endpoint(
                 let admission = match &state.gateway {
                     Some(gateway) if post != Endpoint::CountTokens => Some(
                         gateway
-                            .admit(
-                                &caller,
-                                req.headers(),
-                                front,
-                                request_id,
-                                crate::gateway::store::now_ms(),
-                            )
+                            .admit(&caller, &sender, crate::gateway::store::now_ms())
                             .await?,
                     ),
                     _ => None,

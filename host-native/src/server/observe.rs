@@ -337,12 +337,6 @@ impl Tally {
         self.error = Some(kind.to_owned());
     }
 
-    /// The error type the answer ended with.
-    #[must_use]
-    pub fn error(&self) -> Option<&str> {
-        self.error.as_deref()
-    }
-
     /// Note one piece of SSE sent to the client; returns what the relay needs to know of it
     /// (read in this one pass, not again): whether it holds an `error` event (secrets are masked
     /// in those) and whether it ends the stream.
@@ -478,7 +472,8 @@ pub struct Sender {
     pub key: Option<String>,
     /// The client, from its `user-agent` (`crate::gateway::ledger::client_kind`).
     pub client: &'static str,
-    /// Claude Code's session id (its `x-claude-code-session-id` header).
+    /// Its conversation: Claude Code's `x-claude-code-session-id`, else Codex's `session_id`
+    /// header (at most 128 characters; the ledger keeps it too).
     pub session: Option<String>,
     /// `messages`, `chat` or `responses`.
     pub front: &'static str,
@@ -501,8 +496,9 @@ impl Sender {
                 .map(|c| c.name().to_owned()),
             client: crate::gateway::ledger::client_kind(header("user-agent").unwrap_or("")),
             session: header("x-claude-code-session-id")
+                .or_else(|| header("session_id"))
                 .filter(|s| !s.is_empty())
-                .map(str::to_owned),
+                .map(|s| s.chars().take(128).collect()),
             front,
         }
     }
