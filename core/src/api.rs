@@ -191,6 +191,13 @@ pub struct StreamOptions {
     /// input and cache tokens. Otherwise it goes out with the first upstream bytes, estimated.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub usage_on_first_chunk: bool,
+    /// The front dialects, streaming: each call stops making output once it holds about this
+    /// many bytes, and the rest comes from feeding an empty chunk — so a caller that writes
+    /// each piece before asking for the next holds one large closing event of a long answer at
+    /// a time, not all of them. Output shorter than this means nothing was held back. Unset:
+    /// every call returns all it has.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_limit: Option<usize>,
 }
 
 fn is_default<T: Default + PartialEq>(value: &T) -> bool {
@@ -370,6 +377,14 @@ impl Translator {
     /// A translator for one upstream reply (or, for a front dialect, one OpenAI client's answer).
     #[must_use]
     pub fn new(options: StreamOptions) -> Self {
+        let front = match options.dialect {
+            Dialect::FrontOpenaiChat => Some(Front::Chat),
+            Dialect::FrontOpenaiResponses => Some(Front::Responses),
+            _ => None,
+        };
+        if let Some(front) = front {
+            return Self::front(front, &options);
+        }
         let (model, estimate, seed) = (
             options.model,
             options.input_tokens_estimate,
@@ -397,17 +412,9 @@ impl Translator {
                 text: Utf8Reader::default(),
             },
             Dialect::Anthropic => DialectTranslator::Anthropic(Box::default()),
-            Dialect::FrontOpenaiChat => {
-                return Self::front(Front::Chat, &model, seed, &options.front, options.stream);
-            }
-            Dialect::FrontOpenaiResponses => {
-                return Self::front(
-                    Front::Responses,
-                    &model,
-                    seed,
-                    &options.front,
-                    options.stream,
-                );
+            // Taken above.
+            Dialect::FrontOpenaiChat | Dialect::FrontOpenaiResponses => {
+                DialectTranslator::Anthropic(Box::default())
             }
         };
         Self {
@@ -418,10 +425,12 @@ impl Translator {
         }
     }
 
-    fn front(front: Front, model: &str, seed: u64, options: &FrontOptions, stream: bool) -> Self {
-        let answer = crate::front::facade::answer(front, model, seed, options);
+    fn front(front: Front, options: &StreamOptions) -> Self {
+        let answer =
+            crate::front::facade::answer(front, &options.model, options.id_seed, &options.front);
+        let translator = FrontTranslator::new(&answer, options.stream, options.output_limit);
         Self {
-            mode: Mode::Front(Box::new(FrontTranslator::new(&answer, stream))),
+            mode: Mode::Front(Box::new(translator)),
         }
     }
 

@@ -242,11 +242,16 @@ pub enum FrontTranslator {
 }
 
 impl FrontTranslator {
-    /// A translator for `answer`.
+    /// A translator for `answer`; a streaming one's calls stop making output at about
+    /// `output_limit` bytes (see [`FrontStream`]).
     #[must_use]
-    pub fn new(answer: &FrontAnswer, stream: bool) -> Self {
+    pub fn new(answer: &FrontAnswer, stream: bool, output_limit: Option<usize>) -> Self {
         if stream {
-            Self::Stream(Box::new(FrontStream::new(answer)))
+            let stream = FrontStream::new(answer);
+            Self::Stream(Box::new(match output_limit {
+                Some(limit) => stream.limited(limit),
+                None => stream,
+            }))
         } else {
             Self::Fold(Some(Box::new(FrontFold::new(answer))))
         }

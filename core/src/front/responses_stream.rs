@@ -102,18 +102,6 @@ enum Sink {
 }
 
 impl Sink {
-    fn put(&mut self, frame: ResponsesFrame) {
-        match self {
-            Self::Sse(out) => frame.encode(out),
-            Self::Frames(frames) => frames.push(frame),
-            Self::Terminal(kept) => {
-                if matches!(frame.kind, "response.completed" | "response.incomplete") {
-                    *kept = Some(frame);
-                }
-            }
-        }
-    }
-
     fn into_sse(self) -> String {
         match self {
             Self::Sse(out) => out,
@@ -181,6 +169,24 @@ pub struct ResponsesStreamEncoder {
     stop_seen: bool,
     usage: Usage,
     failure: Option<ApiError>,
+    /// Frames decided but not written yet, oldest first (see [`Owed`]).
+    owed: std::collections::VecDeque<Owed>,
+}
+
+/// A frame the encoder owes: a closed item's `.done` events and the terminal event each repeat
+/// the item's whole text, so they are made one at a time as they are written, from the one copy
+/// in `output` (lent to the frame and taken back), never all at once. Any frame written later
+/// pays what is owed first, so the order on the wire is the order they were decided in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Owed {
+    /// `output_text.done` (a message) or `reasoning_summary_text.done` of output item `.0`.
+    TextDone(usize),
+    /// `content_part.done` or `reasoning_summary_part.done` of output item `.0`.
+    PartDone(usize),
+    /// `output_item.done` of output item `.0`.
+    ItemDone(usize),
+    /// `response.completed`, or `response.incomplete` with this reason: the output goes into it.
+    Terminal(Option<&'static str>),
 }
 
 impl ResponsesStreamEncoder {
@@ -204,6 +210,7 @@ impl ResponsesStreamEncoder {
             stop_seen: false,
             usage: Usage::default(),
             failure: None,
+            owed: std::collections::VecDeque::new(),
         }
     }
 
@@ -211,6 +218,7 @@ impl ResponsesStreamEncoder {
     pub fn push(&mut self, event: &StreamEvent) -> String {
         let mut out = Sink::Sse(String::new());
         self.push_into(event, &mut out);
+        self.pay(&mut out, usize::MAX);
         out.into_sse()
     }
 
@@ -218,7 +226,40 @@ impl ResponsesStreamEncoder {
     pub fn finish(&mut self) -> String {
         let mut out = Sink::Sse(String::new());
         self.finish_into(&mut out);
+        self.pay(&mut out, usize::MAX);
         out.into_sse()
+    }
+
+    /// [`Self::push`] into `out`, writing owed frames only while `out` is shorter than
+    /// `limit` bytes; the rest waits for [`Self::pay_into`] (or goes out before the next frame).
+    pub fn push_bounded(&mut self, event: &StreamEvent, out: &mut String, limit: usize) {
+        let mut sink = Sink::Sse(std::mem::take(out));
+        self.push_into(event, &mut sink);
+        self.pay(&mut sink, limit);
+        *out = sink.into_sse();
+    }
+
+    /// [`Self::finish`] into `out`, bounded as [`Self::push_bounded`].
+    pub fn finish_bounded(&mut self, out: &mut String, limit: usize) {
+        let mut sink = Sink::Sse(std::mem::take(out));
+        self.finish_into(&mut sink);
+        self.pay(&mut sink, limit);
+        *out = sink.into_sse();
+    }
+
+    /// Writes owed frames into `out` while it is shorter than `limit` bytes; whether some are
+    /// still owed.
+    pub fn pay_into(&mut self, out: &mut String, limit: usize) -> bool {
+        let mut sink = Sink::Sse(std::mem::take(out));
+        self.pay(&mut sink, limit);
+        *out = sink.into_sse();
+        self.owes()
+    }
+
+    /// Whether frames are owed (decided, not yet written).
+    #[must_use]
+    pub fn owes(&self) -> bool {
+        !self.owed.is_empty()
     }
 
     /// Whether the terminal event was written.
@@ -231,6 +272,7 @@ impl ResponsesStreamEncoder {
     pub fn push_frames(&mut self, event: &StreamEvent) -> Vec<ResponsesFrame> {
         let mut out = Sink::Frames(Vec::new());
         self.push_into(event, &mut out);
+        self.pay(&mut out, usize::MAX);
         out.into_frames()
     }
 
@@ -305,6 +347,7 @@ impl ResponsesStreamEncoder {
     pub fn finish_frames(&mut self) -> Vec<ResponsesFrame> {
         let mut out = Sink::Frames(Vec::new());
         self.finish_into(&mut out);
+        self.pay(&mut out, usize::MAX);
         out.into_frames()
     }
 
@@ -324,12 +367,127 @@ impl ResponsesStreamEncoder {
     }
 
     fn frame(&mut self, kind: &'static str, fields: Value, out: &mut Sink) {
+        self.pay(out, usize::MAX);
+        self.lend(kind, fields, out);
+    }
+
+    /// Writes a frame of `fields` and gives its JSON back (a copy only when the sink keeps
+    /// frames), so what was moved into it can be taken back.
+    fn lend(&mut self, kind: &'static str, fields: Value, out: &mut Sink) -> Value {
         let mut data = json!({"type": kind, "sequence_number": self.seq});
         if let (Value::Object(data), Value::Object(fields)) = (&mut data, fields) {
             data.extend(fields);
         }
         self.seq += 1;
-        out.put(ResponsesFrame { kind, data });
+        let frame = ResponsesFrame { kind, data };
+        match out {
+            Sink::Sse(sse) => {
+                // A frame of a long answer is made in one allocation, not by doubling one
+                // (each step of which would leave the last one behind to be freed).
+                sse.reserve(json_size_hint(&frame.data) + kind.len() + 16);
+                frame.encode(sse);
+            }
+            Sink::Frames(frames) => frames.push(frame.clone()),
+            Sink::Terminal(kept) => {
+                if matches!(kind, "response.completed" | "response.incomplete") {
+                    *kept = Some(frame);
+                    return Value::Null;
+                }
+            }
+        }
+        frame.data
+    }
+
+    /// Writes owed frames, oldest first, while the SSE written is shorter than `limit` bytes
+    /// (a sink that keeps frames takes them all).
+    fn pay(&mut self, out: &mut Sink, limit: usize) {
+        while !self.owed.is_empty() {
+            if let Sink::Sse(sse) = out
+                && sse.len() >= limit
+            {
+                return;
+            }
+            if let Some(owed) = self.owed.pop_front() {
+                self.pay_one(owed, out);
+            }
+        }
+    }
+
+    fn pay_one(&mut self, owed: Owed, out: &mut Sink) {
+        let index = match owed {
+            Owed::TextDone(i) | Owed::PartDone(i) | Owed::ItemDone(i) => i,
+            Owed::Terminal(incomplete) => return self.terminal(incomplete, out),
+        };
+        let Some(item) = self.output.get_mut(index) else {
+            return;
+        };
+        let id = item.get("id").cloned().unwrap_or(Value::Null);
+        let message = item.get("type").and_then(Value::as_str) == Some("message");
+        let (kind, pointer, name, place) = match (owed, message) {
+            (Owed::TextDone(_), true) => (
+                "response.output_text.done",
+                "/content/0/text",
+                "text",
+                "content_index",
+            ),
+            (Owed::TextDone(_), false) => (
+                "response.reasoning_summary_text.done",
+                "/summary/0/text",
+                "text",
+                "summary_index",
+            ),
+            (Owed::PartDone(_), true) => (
+                "response.content_part.done",
+                "/content/0",
+                "part",
+                "content_index",
+            ),
+            (Owed::PartDone(_), false) => (
+                "response.reasoning_summary_part.done",
+                "/summary/0",
+                "part",
+                "summary_index",
+            ),
+            (_, _) => ("response.output_item.done", "", "item", ""),
+        };
+        let Some(lent) = item.pointer_mut(pointer).map(Value::take) else {
+            return;
+        };
+        let mut fields = if place.is_empty() {
+            vec![("output_index", json!(index))]
+        } else {
+            vec![
+                ("item_id", id),
+                ("output_index", json!(index)),
+                (place, json!(0)),
+            ]
+        };
+        fields.push((name, lent));
+        if matches!(owed, Owed::TextDone(_)) && message {
+            fields.push(("logprobs", json!([])));
+        }
+        let mut data = self.lend(kind, object(fields), out);
+        if let (Some(back), Some(item)) = (
+            data.get_mut(name).map(Value::take),
+            self.output.get_mut(index),
+        ) && let Some(slot) = item.pointer_mut(pointer)
+        {
+            *slot = back;
+        }
+    }
+
+    /// The terminal event: the items go into it, not a copy of them.
+    fn terminal(&mut self, incomplete: Option<&'static str>, out: &mut Sink) {
+        let (kind, status) = match incomplete {
+            Some(_) => ("response.incomplete", "incomplete"),
+            None => ("response.completed", "completed"),
+        };
+        let output = Value::Array(std::mem::take(&mut self.output));
+        let mut response = self.response_with(status, true, output);
+        if let Some(reason) = incomplete {
+            response["incomplete_details"] = json!({ "reason": reason });
+        }
+        self.lend(kind, object(vec![("response", response)]), out);
     }
 
     fn response(&self, status: &str, usage: bool) -> Value {
@@ -529,6 +687,8 @@ impl ResponsesStreamEncoder {
         );
     }
 
+    /// Closes the open item: it goes into `output` with its text moved in, and its `.done`
+    /// frames are owed ([`Owed`]).
     fn close(&mut self, out: &mut Sink) {
         let Some(OpenItem {
             id,
@@ -540,58 +700,27 @@ impl ResponsesStreamEncoder {
         };
         let place = json!({"item_id": id, "output_index": output_index});
         let with = |extra: Value| merge(place.clone(), extra);
-        let item = match kind {
+        let (item, owed) = match kind {
             Kind::Message { text } => {
-                let text = Value::String(text);
-                self.frame(
-                    "response.output_text.done",
-                    with(object(vec![
-                        ("content_index", json!(0)),
-                        ("text", text.clone()),
-                        ("logprobs", json!([])),
-                    ])),
-                    out,
-                );
                 let part = object(vec![
                     ("type", json!("output_text")),
                     ("annotations", json!([])),
-                    ("text", text),
+                    ("text", Value::String(text)),
                 ]);
-                self.frame(
-                    "response.content_part.done",
-                    with(object(vec![
-                        ("content_index", json!(0)),
-                        ("part", part.clone()),
-                    ])),
-                    out,
-                );
-                object(vec![
+                let item = object(vec![
                     ("id", json!(id)),
                     ("type", json!("message")),
                     ("status", json!("completed")),
                     ("role", json!("assistant")),
                     ("content", Value::Array(vec![part])),
-                ])
+                ]);
+                (item, true)
             }
             Kind::Reasoning { text, signature } => {
-                let text = Value::String(text);
-                self.frame(
-                    "response.reasoning_summary_text.done",
-                    with(object(vec![
-                        ("summary_index", json!(0)),
-                        ("text", text.clone()),
-                    ])),
-                    out,
-                );
-                let part = object(vec![("type", json!("summary_text")), ("text", text)]);
-                self.frame(
-                    "response.reasoning_summary_part.done",
-                    with(object(vec![
-                        ("summary_index", json!(0)),
-                        ("part", part.clone()),
-                    ])),
-                    out,
-                );
+                let part = object(vec![
+                    ("type", json!("summary_text")),
+                    ("text", Value::String(text)),
+                ]);
                 let mut item = object(vec![
                     ("id", json!(id)),
                     ("type", json!("reasoning")),
@@ -600,7 +729,7 @@ impl ResponsesStreamEncoder {
                 if self.options.include_encrypted_reasoning && !signature.is_empty() {
                     item["encrypted_content"] = Value::String(signature);
                 }
-                item
+                (item, true)
             }
             Kind::Function {
                 call_id,
@@ -625,11 +754,12 @@ impl ResponsesStreamEncoder {
                     with(json!({"name": name, "arguments": args})),
                     out,
                 );
-                in_namespace(
+                let item = in_namespace(
                     json!({"id": id, "type": "function_call", "status": "completed",
                         "arguments": args, "call_id": call_id, "name": name}),
                     namespace.as_deref(),
-                )
+                );
+                (item, false)
             }
             Kind::Custom {
                 call_id,
@@ -650,21 +780,19 @@ impl ResponsesStreamEncoder {
                     with(json!({"input": input})),
                     out,
                 );
-                in_namespace(
+                let item = in_namespace(
                     json!({"id": id, "type": "custom_tool_call", "status": "completed",
                         "call_id": call_id, "name": name, "input": input}),
                     namespace.as_deref(),
-                )
+                );
+                (item, false)
             }
         };
-        self.frame(
-            "response.output_item.done",
-            object(vec![
-                ("output_index", json!(output_index)),
-                ("item", item.clone()),
-            ]),
-            out,
-        );
+        if owed {
+            self.owed.push_back(Owed::TextDone(output_index));
+            self.owed.push_back(Owed::PartDone(output_index));
+        }
+        self.owed.push_back(Owed::ItemDone(output_index));
         self.output.push(item);
     }
 
@@ -676,17 +804,7 @@ impl ResponsesStreamEncoder {
             Some(StopReason::Refusal) => Some("content_filter"),
             _ => None,
         };
-        let (kind, status) = match incomplete {
-            Some(_) => ("response.incomplete", "incomplete"),
-            None => ("response.completed", "completed"),
-        };
-        // The answer ends here: the items go into the last event, not a copy of them.
-        let output = Value::Array(std::mem::take(&mut self.output));
-        let mut response = self.response_with(status, true, output);
-        if let Some(reason) = incomplete {
-            response["incomplete_details"] = json!({ "reason": reason });
-        }
-        self.frame(kind, object(vec![("response", response)]), out);
+        self.owed.push_back(Owed::Terminal(incomplete));
         self.done = true;
     }
 
@@ -760,6 +878,23 @@ fn response_usage(usage: &Usage) -> Value {
     })
 }
 
+/// About how many bytes `value` takes as JSON: its strings' lengths (escapes not counted) and
+/// a little for everything else.
+fn json_size_hint(value: &Value) -> usize {
+    match value {
+        Value::String(s) => s.len() + 2,
+        Value::Array(items) => items.iter().map(json_size_hint).sum::<usize>() + items.len() + 2,
+        Value::Object(fields) => {
+            fields
+                .iter()
+                .map(|(k, v)| k.len() + 4 + json_size_hint(v))
+                .sum::<usize>()
+                + 2
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => 8,
+    }
+}
+
 fn merge(mut a: Value, b: Value) -> Value {
     if let (Value::Object(a), Value::Object(b)) = (&mut a, b) {
         a.extend(b);
@@ -805,6 +940,7 @@ impl ResponsesFold {
     /// A [`Failure`] when the stream ended with an error or before its stop reason.
     pub fn finish(mut self) -> Result<Value, Failure> {
         self.encoder.finish_into(&mut self.terminal);
+        self.encoder.pay(&mut self.terminal, usize::MAX);
         if let Some(error) = &self.encoder.failure {
             return Err(Failure::from_api_error(error));
         }

@@ -26,6 +26,8 @@
 //! assert!(cut.finish().contains(r#""error""#));
 //! ```
 
+use std::collections::VecDeque;
+
 use crate::anthropic::events::{
     ApiError, BlockStart, ContentBlock, Delta, ErrorKind, Message, MessageDeltaBody, MessageShell,
     StreamEvent,
@@ -119,10 +121,22 @@ enum Encoder {
 }
 
 /// Anthropic SSE in, the client's OpenAI SSE out (sans-IO: feed bytes, get bytes).
+///
+/// With an output limit ([`FrontStream::limited`]) a call stops making output once it holds
+/// that many bytes, and the rest comes from the next call (feed an empty run to get it): a
+/// Responses answer repeats its whole text in four closing events, and so holds one of them at
+/// a time, not all four. Output shorter than the limit means nothing was held back.
 #[derive(Debug)]
 pub struct FrontStream {
     reader: EventReader,
     encoder: Encoder,
+    /// Events read but not yet written (a limited call stopped before them).
+    queued: VecDeque<StreamEvent>,
+    limit: usize,
+    /// `finish` was called: once `queued` is written, the stream's end is.
+    finishing: bool,
+    /// The encoder's end was written.
+    ended: bool,
 }
 
 impl FrontStream {
@@ -146,31 +160,57 @@ impl FrontStream {
         Self {
             reader: EventReader::default(),
             encoder,
+            queued: VecDeque::new(),
+            limit: usize::MAX,
+            finishing: false,
+            ended: false,
         }
     }
 
-    /// The client's bytes for a run of Anthropic SSE (may be empty).
-    pub fn feed(&mut self, anthropic_sse: &[u8]) -> String {
-        let mut out = String::new();
-        for event in self.reader.feed(anthropic_sse) {
-            append(&mut out, self.encoder.push(&event));
+    /// The same stream, each call's output stopping once it reaches `limit` bytes (at least one
+    /// event is always written).
+    #[must_use]
+    pub fn limited(self, limit: usize) -> Self {
+        Self {
+            limit: limit.max(1),
+            ..self
         }
-        out
+    }
+
+    /// The client's bytes for a run of Anthropic SSE (may be empty; an empty run gives what a
+    /// limited call held back).
+    pub fn feed(&mut self, anthropic_sse: &[u8]) -> String {
+        self.queued.extend(self.reader.feed(anthropic_sse));
+        self.pump()
     }
 
     /// The bytes that end the client's stream (its terminal event, `[DONE]` for Chat); nothing
-    /// when it already ended.
+    /// when it already ended. A limited stream gives the rest to the next calls.
     pub fn finish(&mut self) -> String {
-        let mut out = String::new();
-        for event in self.reader.finish() {
-            append(&mut out, self.encoder.push(&event));
+        if !self.finishing {
+            self.finishing = true;
+            self.queued.extend(self.reader.finish());
         }
-        let last = match &mut self.encoder {
-            Encoder::Chat(encoder) => encoder.finish(),
-            Encoder::Responses(encoder) => encoder.finish(),
-        };
-        append(&mut out, last);
-        out
+        self.pump()
+    }
+
+    /// Writes what is owed, then queued events, then (finishing) the end, until the output
+    /// reaches the limit.
+    fn pump(&mut self) -> String {
+        let mut out = String::new();
+        loop {
+            if self.encoder.pay(&mut out, self.limit) || out.len() >= self.limit {
+                return out;
+            }
+            if let Some(event) = self.queued.pop_front() {
+                self.encoder.push(&event, &mut out, self.limit);
+            } else if self.finishing && !self.ended {
+                self.ended = true;
+                self.encoder.finish(&mut out, self.limit);
+            } else {
+                return out;
+            }
+        }
     }
 }
 
@@ -185,10 +225,28 @@ fn append(out: &mut String, more: String) {
 }
 
 impl Encoder {
-    fn push(&mut self, event: &StreamEvent) -> String {
+    /// One event's frames into `out`; a Responses encoder writes what it owes only while `out`
+    /// is under `limit`.
+    fn push(&mut self, event: &StreamEvent, out: &mut String, limit: usize) {
         match self {
-            Self::Chat(encoder) => encoder.push(event),
-            Self::Responses(encoder) => encoder.push(event),
+            Self::Chat(encoder) => append(out, encoder.push(event)),
+            Self::Responses(encoder) => encoder.push_bounded(event, out, limit),
+        }
+    }
+
+    /// The stream's end into `out`, as [`Self::push`].
+    fn finish(&mut self, out: &mut String, limit: usize) {
+        match self {
+            Self::Chat(encoder) => append(out, encoder.finish()),
+            Self::Responses(encoder) => encoder.finish_bounded(out, limit),
+        }
+    }
+
+    /// Owed frames into `out` while it is under `limit`; whether some are still owed.
+    fn pay(&mut self, out: &mut String, limit: usize) -> bool {
+        match self {
+            Self::Chat(_) => false,
+            Self::Responses(encoder) => encoder.pay_into(out, limit),
         }
     }
 }

@@ -40,7 +40,7 @@ use bridge_core::api::{SseFolder, StreamEnd};
 use super::body::ResponseBody;
 use super::json_response;
 use super::observe::{OpenStream, Outcome, Tally};
-use super::shape::{ClientShape, OpenAiClient};
+use super::shape::{self, ClientShape, OpenAiClient};
 use crate::engine::{EngineError, StreamSession};
 use crate::provider::{Answer, EventSource, Next};
 
@@ -423,18 +423,49 @@ impl Outbound {
             return false;
         }
         self.finished = ends;
-        let bytes = match &mut self.front {
-            None => Bytes::from(sse),
-            Some(front) => match front.feed(sse.as_bytes()) {
-                Ok(out) if out.is_empty() => return !self.tx.is_closed(),
-                Ok(out) => Bytes::from(out),
+        let out = match &mut self.front {
+            None => return self.tx.send(Bytes::from(sse)).await.is_ok(),
+            Some(front) => front.feed(sse.as_bytes()),
+        };
+        match out {
+            Ok(out) if out.is_empty() => !self.tx.is_closed(),
+            Ok(out) => self.send_front(out).await,
+            Err(e) => {
+                self.front_failed(&e).await;
+                false
+            }
+        }
+    }
+
+    /// Sends a front translator's output, then what it held back, each piece sent before the
+    /// next is made (a long Responses answer's closing events, one at a time).
+    async fn send_front(&mut self, mut out: String) -> bool {
+        loop {
+            let len = out.len();
+            if self.tx.send(Bytes::from(out)).await.is_err() {
+                return false;
+            }
+            // A long piece waits until the client's writer took it (every slot of the channel
+            // free again), so the pieces do not pile up in the channel while a slow socket
+            // writes the first.
+            if len >= shape::FRONT_OUTPUT_LIMIT
+                && self.tx.reserve_many(CHANNEL_DEPTH).await.is_err()
+            {
+                return false;
+            }
+            let more = match &mut self.front {
+                Some(front) => shape::more_output(front.as_mut(), len),
+                None => Ok(None),
+            };
+            match more {
+                Ok(Some(next)) => out = next,
+                Ok(None) => return true,
                 Err(e) => {
                     self.front_failed(&e).await;
                     return false;
                 }
-            },
-        };
-        self.tx.send(bytes).await.is_ok()
+            }
+        }
     }
 
     /// The front translator failed (an engine trap): the client gets an error, not a stream
@@ -468,7 +499,7 @@ impl Outbound {
             match front.finish(&StreamEnd::default()) {
                 Ok(tail) if tail.body.is_empty() => {}
                 Ok(tail) => {
-                    let _ = self.tx.send(Bytes::from(tail.body)).await;
+                    self.send_front(tail.body).await;
                 }
                 Err(e) => self.front_failed(&e).await,
             }

@@ -16,6 +16,28 @@ use super::error_response::Envelope;
 use super::responses_store::{Keep, Keeping};
 use crate::engine::{Engine, EngineError, StreamSession};
 
+/// How many bytes a streaming front translator makes in one call before it hands back (the
+/// rest comes from feeding it an empty run, [`more_output`]): a Responses answer repeats its
+/// text in four closing events, and each is written before the next is made.
+pub const FRONT_OUTPUT_LIMIT: usize = 1 << 20;
+
+/// What a streaming front translator held back after a call that gave `last_len` bytes: `None`
+/// when that call gave less than [`FRONT_OUTPUT_LIMIT`] (it held nothing back) or nothing more
+/// is left.
+///
+/// # Errors
+/// The engine failed.
+pub fn more_output(
+    session: &mut dyn StreamSession,
+    last_len: usize,
+) -> Result<Option<String>, EngineError> {
+    if last_len < FRONT_OUTPUT_LIMIT {
+        return Ok(None);
+    }
+    let more = session.feed(&[])?;
+    Ok((!more.is_empty()).then_some(more))
+}
+
 /// The client's API.
 #[derive(Debug, Clone)]
 pub enum ClientShape {
@@ -80,6 +102,7 @@ impl OpenAiClient {
     pub fn session(&self, stream: bool) -> Result<Box<dyn StreamSession>, EngineError> {
         let session = self.engine.translator(&StreamOptions {
             stream,
+            output_limit: stream.then_some(FRONT_OUTPUT_LIMIT),
             ..self.options.clone()
         })?;
         Ok(match &self.keep {

@@ -338,8 +338,26 @@ async fn answer(args: &[String]) -> bridge_tests::Result<()> {
     let bytes = usize::try_from(mb << 20).unwrap_or(usize::MAX);
     // Words, so the text is what a model writes (and JSON escapes nothing).
     let text: String = "lorem ipsum ".repeat(bytes / 12);
-    let upstream =
-        Upstream::always(ChatStream::new().role().text(&text).finish("stop").build()).await?;
+    // In one line (the hardest case: every layer holds it whole at once) or in `pieces` deltas.
+    let pieces = args
+        .get(1)
+        .and_then(|a| a.parse::<usize>().ok())
+        .unwrap_or(1)
+        .max(1);
+    let piece_len = text.len().div_ceil(pieces);
+    let parts: Vec<&str> = text
+        .as_bytes()
+        .chunks(piece_len)
+        .filter_map(|p| std::str::from_utf8(p).ok())
+        .collect();
+    let upstream = Upstream::always(
+        ChatStream::new()
+            .role()
+            .texts(&parts)
+            .finish("stop")
+            .build(),
+    )
+    .await?;
     let cases: [(&str, &str, bool); 6] = [
         ("messages", "/v1/messages", true),
         ("messages", "/v1/messages", false),
