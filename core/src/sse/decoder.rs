@@ -89,9 +89,15 @@ impl SseDecoder {
             } else {
                 let mut line = std::mem::take(&mut self.buf);
                 line.extend_from_slice(&input[start..line_end]);
-                self.line(&line, each);
-                // The line's buffer is kept for the next unfinished line, unless it is large.
-                if line.capacity() <= KEEP_CAPACITY {
+                if line.len() > KEEP_CAPACITY {
+                    // A long line that came in pieces is a frame's data far more often than
+                    // not: the line becomes that data, so it is never held twice.
+                    if let Err(line) = self.data_line(line) {
+                        self.line(&line, each);
+                    }
+                } else {
+                    self.line(&line, each);
+                    // The line's buffer is kept for the next unfinished line.
                     line.clear();
                     self.buf = line;
                 }
@@ -121,6 +127,32 @@ impl SseDecoder {
         }
         self.line(b"", &mut each);
         frames
+    }
+
+    /// A whole `data: …` line that starts a frame's data, taken as that data (the field name
+    /// cut off in place); the line back when it is anything else.
+    fn data_line(&mut self, mut line: Vec<u8>) -> Result<(), Vec<u8>> {
+        let skip = match line.strip_prefix(b"data:") {
+            Some(rest) if rest.first() == Some(&b' ') => 6,
+            Some(_) => 5,
+            None => return Err(line),
+        };
+        if self.has_data || !self.seen_first_line || !self.pending.data.is_empty() {
+            return Err(line);
+        }
+        line.drain(..skip);
+        match String::from_utf8(line) {
+            Ok(data) => {
+                self.pending.data = data;
+                self.has_data = true;
+                Ok(())
+            }
+            Err(e) => {
+                let mut line = e.into_bytes();
+                line.splice(..0, b"data: ".iter().copied());
+                Err(line)
+            }
+        }
     }
 
     fn line(&mut self, raw: &[u8], each: &mut impl FnMut(&mut SseFrame)) {
@@ -271,5 +303,45 @@ mod tests {
             |f| each.push(f.clone()),
         );
         assert_eq!(each, frames, "feed_each sees what feed returns");
+    }
+
+    #[test]
+    fn long_lines_in_pieces_read_as_short_ones() {
+        let long = "x".repeat(3 * KEEP_CAPACITY);
+        let cases = [
+            format!("data: {long}\n\n"),
+            format!("data:{long}\n\n"),
+            format!("data:  {long}\n\n"),
+            format!("data: a\ndata: {long}\n\n"),
+            format!("event: e\ndata: {long}\ndata: b\n\n"),
+            format!(": {long}\ndata: c\n\n"),
+            format!("id: {long}\ndata: d\n\n"),
+            format!("{}data: {long}\n\n", "\u{feff}"),
+            format!("data: {long}{}\n\n", "\u{e9}"),
+        ];
+        for input in cases {
+            let whole = all_at_once(input.as_bytes());
+            assert_eq!(whole.len(), 1, "{:.40}", input);
+            for piece in [1000, KEEP_CAPACITY - 1, KEEP_CAPACITY + 7] {
+                let mut d = SseDecoder::new();
+                let mut frames = Vec::new();
+                for chunk in input.as_bytes().chunks(piece) {
+                    frames.extend(d.feed(chunk));
+                }
+                frames.extend(d.finish());
+                assert_eq!(frames, whole, "{:.40} in pieces of {piece}", input);
+            }
+        }
+        // A long line that is not UTF-8 is read as the short ones are (lossily).
+        let mut bytes = b"data: ".to_vec();
+        bytes.extend(std::iter::repeat_n(b'y', 2 * KEEP_CAPACITY));
+        bytes.extend(b"\xff\n\n");
+        let mut d = SseDecoder::new();
+        let mut frames = Vec::new();
+        for chunk in bytes.chunks(1000) {
+            frames.extend(d.feed(chunk));
+        }
+        assert_eq!(frames, all_at_once(&bytes));
+        assert!(frames[0].data.ends_with("y\u{fffd}"));
     }
 }
