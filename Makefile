@@ -140,13 +140,15 @@ soak:
 ## Memory after bursts (not in CI): SOAK_ROUNDS (2) rounds of SOAK_BODIES (10) concurrent requests of
 ## SOAK_BODY_MB (31) MB each, then SOAK_IDLE_S (60) s idle; RSS peak, at the end, after idling, and the
 ## slowest /health meanwhile; then one SOAK_ANSWER_MB (20) MB answer through each front, streamed and
-## folded (peak RSS as a multiple of the answer); SOAK_ENGINE=native|wasm (default: the bridge's).
+## folded, in one upstream line and in SOAK_ANSWER_PIECES (1000) deltas (peak RSS as a multiple of
+## the answer); SOAK_ENGINE=native|wasm (default: the bridge's).
 ## tests/bench/results/burst-*.json, answer-*.json.
 soak-burst:
 	$(CARGO) build --release -q -p claude-bridge
 	$(CARGO) build --release -q -p bridge-tests --bin soak
 	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge E2E_ENGINE=$${SOAK_ENGINE:-} $(TARGET_DIR)/release/soak burst $${SOAK_BODIES:-10} $${SOAK_BODY_MB:-31} $${SOAK_IDLE_S:-60} $${SOAK_ROUNDS:-2}
-	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge E2E_ENGINE=$${SOAK_ENGINE:-} $(TARGET_DIR)/release/soak answer $${SOAK_ANSWER_MB:-20}
+	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge E2E_ENGINE=$${SOAK_ENGINE:-} $(TARGET_DIR)/release/soak answer $${SOAK_ANSWER_MB:-20} 1
+	CLAUDE_BRIDGE_BIN=$(abspath $(TARGET_DIR))/release/claude-bridge E2E_ENGINE=$${SOAK_ENGINE:-} $(TARGET_DIR)/release/soak answer $${SOAK_ANSWER_MB:-20} $${SOAK_ANSWER_PIECES:-1000}
 
 ## Fuzzing (nightly, cargo-fuzz): every target in core/src/fuzz.rs for FUZZ_SECONDS (default 60)
 ## each, seeded with the golden fixtures. `make test` runs the same targets on stable, briefly.

@@ -173,6 +173,10 @@ export interface StreamOptions {
   /** "openai_chat": the upstream reports usage on its first chunk (`continuous_usage_stats`), so
    * `message_start` waits for that chunk and announces the real input and cache tokens. */
   usage_on_first_chunk?: boolean;
+  /** The `front_*` dialects, streaming: each call stops making output once it holds about this
+   * many bytes; feed an empty chunk for the rest (output shorter than this held nothing back).
+   * Unset: every call returns all it has. */
+  output_limit?: number;
 }
 
 /** What `Translator.finish` and `foldSse` return. */

@@ -522,6 +522,54 @@ mod tests {
         }
     }
 
+    /// Every call of a limited stream, the empty runs after it until one gives nothing.
+    fn drained(stream: &mut FrontStream, first: String) -> Vec<String> {
+        let mut pieces = vec![first];
+        loop {
+            let more = stream.feed(b"");
+            if more.is_empty() {
+                return pieces;
+            }
+            pieces.push(more);
+        }
+    }
+
+    #[test]
+    fn a_limited_stream_holds_one_long_closing_event_at_a_time() {
+        let text = "lorem ipsum ".repeat(1000);
+        let message = format!(
+            r#"{{"id":"msg_1","type":"message","role":"assistant","model":"m","content":[{{"type":"text","text":"{text}"}}],"stop_reason":"end_turn","stop_sequence":null,"usage":{{"input_tokens":5,"output_tokens":7}}}}"#
+        );
+        let message: Message = serde_json::from_str(&message).unwrap();
+        let sse: String = events_of_message(&message)
+            .iter()
+            .map(crate::api::encode_event)
+            .collect();
+        let mut whole = FrontStream::new(&responses());
+        let expected = whole.feed(sse.as_bytes()) + &whole.finish();
+        assert_eq!(
+            expected.matches(text.as_str()).count(),
+            5,
+            "a delta and four closing events"
+        );
+        for limit in [1, 1000, text.len() + 1, 4 * text.len()] {
+            let mut limited = FrontStream::new(&responses()).limited(limit);
+            let first = limited.feed(sse.as_bytes());
+            let mut pieces = drained(&mut limited, first);
+            let last = limited.finish();
+            pieces.extend(drained(&mut limited, last));
+            assert_eq!(pieces.concat(), expected, "limit {limit}");
+            for piece in &pieces {
+                let copies = piece.matches(text.as_str()).count();
+                let allowed = limit.div_ceil(text.len()).max(1);
+                assert!(
+                    copies <= allowed,
+                    "limit {limit}: {copies} copies in one call"
+                );
+            }
+        }
+    }
+
     #[test]
     fn a_fold_and_a_complete_message_give_the_same_object() {
         let mut fold = FrontFold::new(&chat(false));

@@ -14,8 +14,10 @@
 //! `tests/bench/results/burst-<UTC time>.json`. The engine is the bridge's default, or
 //! `E2E_ENGINE` (make: SOAK_ENGINE).
 //!
-//! `soak answer MB` (make soak-burst: SOAK_ANSWER_MB, default 20): what one large answer costs
-//! through each front. The upstream answers one line of MB megabytes of text; each front
+//! `soak answer MB [PIECES]` (make soak-burst: SOAK_ANSWER_MB, default 20; run with one piece and
+//! with SOAK_ANSWER_PIECES, default 1000): what one large answer costs through each front. The
+//! upstream answers MB megabytes of text in one line (every layer then holds it whole at once),
+//! or in PIECES deltas as a model writes it; each front
 //! (Messages, Chat Completions, Responses), streamed and folded, gets it from a fresh bridge,
 //! whose RSS is sampled every 10 ms. Prints the peak above the bridge's idle RSS as a multiple
 //! of the answer, and writes `tests/bench/results/answer-<UTC time>.json`.
@@ -371,8 +373,9 @@ async fn answer(args: &[String]) -> bridge_tests::Result<()> {
         .filter(|e| !e.is_empty())
         .unwrap_or_else(|| String::from("default (wasm)"));
     println!(
-        "answer: one {:.1} MB answer through each front, engine {engine}",
-        text.len() as f64 / 1e6
+        "answer: one {:.1} MB answer in {} upstream deltas through each front, engine {engine}",
+        text.len() as f64 / 1e6,
+        parts.len()
     );
     let mut results = Vec::new();
     for (front, path, stream) in cases {
@@ -429,7 +432,7 @@ async fn answer(args: &[String]) -> bridge_tests::Result<()> {
         upstream.clear_requests();
         drop(bridge);
     }
-    let result = json!({"text_bytes": text.len(), "engine": engine, "cases": results});
+    let result = json!({"text_bytes": text.len(), "pieces": parts.len(), "engine": engine, "cases": results});
     let path = write_result("answer", &result)?;
     println!("answer: -> {}", path.display());
     Ok(())

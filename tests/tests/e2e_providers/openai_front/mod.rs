@@ -1009,3 +1009,68 @@ async fn app_sdks_continue_from_what_the_bridge_kept() {
     assert!(message.contains("Item with id 'msg_"), "{r}");
     assert!(message.contains("--responses-store-bytes"), "{r}");
 }
+
+/// A Responses answer longer than what the front translator makes in one call (1 MiB): its
+/// closing events come from the calls the relay makes for what was held back, so the stream
+/// still ends with every event in order, and the store still sees the terminal event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_responses_answer_is_streamed_whole_and_kept() {
+    let piece = "lorem ipsum ".repeat(100_000);
+    let parts = [piece.as_str(), piece.as_str(), piece.as_str()];
+    let text = parts.concat();
+    let script = text_stream(&parts);
+    let upstream = Upstream::start(move |_: &RecordedRequest| script.clone())
+        .await
+        .unwrap();
+    let bridge = Bridge::start(&format!("http://{}", upstream.addr()), "long-responses")
+        .await
+        .unwrap();
+    let response = post(
+        &format!("{}/v1/responses", bridge.base_url()),
+        &serde_json::json!({"model": "gpt-x", "input": "write", "stream": true}),
+    )
+    .await;
+    assert_eq!(response.status, 200, "{}", response.text());
+    let body = response.text();
+    let events: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|frame| frame.lines().find_map(|l| l.strip_prefix("data: ")))
+        .map(|data| serde_json::from_str(data).unwrap())
+        .collect();
+    let kinds: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    let closing = [
+        "response.output_text.done",
+        "response.content_part.done",
+        "response.output_item.done",
+        "response.completed",
+    ];
+    assert_eq!(kinds[kinds.len() - 4..], closing, "{kinds:?}");
+    for (n, event) in events.iter().enumerate() {
+        assert_eq!(event["sequence_number"], n, "{}", kinds[n]);
+    }
+    let last = &events[events.len() - 4..];
+    assert!(last[0]["text"] == text.as_str(), "output_text.done");
+    assert!(
+        last[1]["part"]["text"] == text.as_str(),
+        "content_part.done"
+    );
+    assert!(
+        last[2]["item"]["content"][0]["text"] == text.as_str(),
+        "output_item.done"
+    );
+    let done = &last[3]["response"];
+    assert!(done["output"][0]["content"][0]["text"] == text.as_str());
+    let id = done["id"].as_str().unwrap();
+    let kept = bridge_tests::http::send(
+        "GET",
+        &format!("{}/v1/responses/{id}", bridge.base_url()),
+        &[],
+        None,
+        T,
+    )
+    .await
+    .unwrap();
+    assert_eq!(kept.status, 200, "the answer was kept");
+    let kept = kept.json().unwrap();
+    assert!(kept["output"][0]["content"][0]["text"] == text.as_str());
+}
