@@ -445,6 +445,16 @@ impl Translator {
         }
     }
 
+    /// [`Self::feed`] with bytes the caller gives away: a front dialect's translator takes a
+    /// long event's data from them in place rather than copying it (the others read them as
+    /// `feed` does).
+    pub fn feed_owned(&mut self, chunk: Vec<u8>) -> String {
+        match &mut self.mode {
+            Mode::Front(front) => front.feed_owned(chunk),
+            Mode::Upstream { .. } => self.feed(&chunk),
+        }
+    }
+
     /// The upstream failed (transport error, timeout, disconnect): end the response with an
     /// `error` event (streaming) or make `finish` return the error (folding).
     pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {

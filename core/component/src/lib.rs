@@ -121,7 +121,7 @@ impl wit::GuestTranslator for Translator {
     fn feed(&self, chunk: Vec<u8>) -> String {
         #[cfg(feature = "fault-injection")]
         faults::inject(&chunk);
-        self.0.borrow_mut().feed(&chunk)
+        self.0.borrow_mut().feed_owned(chunk)
     }
 
     fn fail(&self, kind: String, message: String) -> String {

@@ -270,6 +270,14 @@ impl FrontTranslator {
         }
     }
 
+    /// [`Self::feed`] with bytes given away: a long event's data is taken, not copied.
+    pub fn feed_owned(&mut self, anthropic_sse: Vec<u8>) -> String {
+        match self {
+            Self::Stream(stream) => stream.feed_owned(anthropic_sse),
+            Self::Fold(_) => self.feed(&anthropic_sse),
+        }
+    }
+
     /// The answer failed upstream: it ends with an error of `kind` the client's SDK raises.
     pub fn fail(&mut self, kind: ErrorKind, message: &str) -> String {
         let event = format!(

@@ -103,6 +103,13 @@ impl EventReader {
         self.decoder.feed(sse).into_iter().filter_map(event_of)
     }
 
+    fn feed_owned(&mut self, sse: Vec<u8>) -> impl Iterator<Item = StreamEvent> {
+        self.decoder
+            .feed_owned(sse)
+            .into_iter()
+            .filter_map(event_of)
+    }
+
     fn finish(&mut self) -> impl Iterator<Item = StreamEvent> {
         self.decoder.finish().into_iter().filter_map(event_of)
     }
@@ -181,6 +188,12 @@ impl FrontStream {
     /// limited call held back).
     pub fn feed(&mut self, anthropic_sse: &[u8]) -> String {
         self.queued.extend(self.reader.feed(anthropic_sse));
+        self.pump()
+    }
+
+    /// [`Self::feed`] with bytes given away (a long event's data is then not copied).
+    pub fn feed_owned(&mut self, anthropic_sse: Vec<u8>) -> String {
+        self.queued.extend(self.reader.feed_owned(anthropic_sse));
         self.pump()
     }
 

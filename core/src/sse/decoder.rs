@@ -53,6 +53,59 @@ impl SseDecoder {
         frames
     }
 
+    /// [`Self::feed`] with bytes the caller gives away: a long `data:` line in them becomes the
+    /// frame's data in place, not copied (an event of a long answer, handed on whole from one
+    /// translator to the next, is then held once, not twice).
+    pub fn feed_owned(&mut self, mut chunk: Vec<u8>) -> Vec<SseFrame> {
+        let Some((start, end)) = self.long_data_line(&chunk) else {
+            return self.feed(&chunk);
+        };
+        let mut frames = self.feed(chunk.get(..start).unwrap_or_default());
+        // A CR that ended the lines before is settled: the next byte is the `d` of `data:`.
+        self.skip_lf = false;
+        let mut tail = chunk.split_off(end);
+        chunk.drain(..start);
+        match self.data_line(chunk) {
+            Ok(()) => {
+                // The line's end: a CR LF counts once.
+                let skip = match tail.as_slice() {
+                    [b'\r', b'\n', ..] => 2,
+                    [b'\r', ..] if tail.len() == 1 => {
+                        self.skip_lf = true;
+                        1
+                    }
+                    _ => 1,
+                };
+                tail.drain(..skip.min(tail.len()));
+            }
+            Err(line) => {
+                let mut rest = line;
+                rest.append(&mut tail);
+                tail = rest;
+            }
+        }
+        frames.extend(self.feed(&tail));
+        frames
+    }
+
+    /// Where the first long `data:` line of `chunk` starts and ends (its line break not
+    /// included), when it could be taken whole: nothing is held from an earlier chunk, the
+    /// chunk's first line is settled, and the line ends in this chunk.
+    fn long_data_line(&self, chunk: &[u8]) -> Option<(usize, usize)> {
+        if chunk.len() <= KEEP_CAPACITY || !self.buf.is_empty() || self.skip_lf {
+            return None;
+        }
+        let mut start = 0;
+        while let Some(offset) = memchr::memchr2(b'\n', b'\r', chunk.get(start..)?) {
+            let end = start + offset;
+            if end - start > KEEP_CAPACITY && chunk.get(start..)?.starts_with(b"data:") {
+                return (start > 0 || self.seen_first_line).then_some((start, end));
+            }
+            start = end + 1;
+        }
+        None
+    }
+
     /// Feed bytes; `each` sees every frame they complete, in order. What [`Self::feed`] does
     /// without collecting the frames: the frame being built is reused, so a stream of frames
     /// costs no allocation per frame.
@@ -322,6 +375,31 @@ mod tests {
         for input in cases {
             let whole = all_at_once(input.as_bytes());
             assert_eq!(whole.len(), 1, "{:.40}", input);
+            for before in [
+                "",
+                "event: a\n",
+                ": c\r\n",
+                "data: p\r\r",
+                "data: q\r\n\r\n",
+            ] {
+                let text = format!("{before}{input}data: after\r");
+                let expected = all_at_once(text.as_bytes());
+                let mut d = SseDecoder::new();
+                let mut frames = d.feed(b"");
+                frames.extend(d.feed_owned(text.clone().into_bytes()));
+                frames.extend(d.feed(b"\n\n"));
+                frames.extend(d.finish());
+                assert_eq!(frames, expected, "owned: {:.60}", text);
+                let mut d = SseDecoder::new();
+                d.feed(b": first\n");
+                let mut frames = d.feed_owned(text.clone().into_bytes());
+                frames.extend(d.finish());
+                let mut expected = SseDecoder::new();
+                expected.feed(b": first\n");
+                let mut expected_frames = expected.feed(text.as_bytes());
+                expected_frames.extend(expected.finish());
+                assert_eq!(frames, expected_frames, "owned after a line: {:.60}", text);
+            }
             for piece in [1000, KEEP_CAPACITY - 1, KEEP_CAPACITY + 7] {
                 let mut d = SseDecoder::new();
                 let mut frames = Vec::new();
@@ -343,5 +421,23 @@ mod tests {
         }
         assert_eq!(frames, all_at_once(&bytes));
         assert!(frames[0].data.ends_with("y\u{fffd}"));
+    }
+
+    #[test]
+    fn an_owned_long_data_line_becomes_the_data_in_place() {
+        let long = "z".repeat(2 * KEEP_CAPACITY);
+        let chunk = format!("event: e\ndata: {long}\r\n\r\n").into_bytes();
+        let at = chunk.as_ptr();
+        let mut d = SseDecoder::new();
+        d.feed(b": hello\n");
+        let frames = d.feed_owned(chunk);
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].data, long);
+        assert_eq!(frames[0].event.as_deref(), Some("e"));
+        assert_eq!(
+            frames[0].data.as_ptr(),
+            at,
+            "the chunk's own allocation, not a copy"
+        );
     }
 }

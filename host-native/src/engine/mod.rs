@@ -130,6 +130,16 @@ pub trait StreamSession: Send {
     /// [`EngineError::Trap`] when the engine failed; the session is unusable afterwards.
     fn feed(&mut self, chunk: &[u8]) -> Result<String, EngineError>;
 
+    /// [`StreamSession::feed`] with bytes given away, so a front translator can take a long
+    /// event's data from them rather than copy it. The engines that cannot (wasm: the bytes
+    /// are copied into the guest anyway) read them as `feed` does.
+    ///
+    /// # Errors
+    /// As [`StreamSession::feed`].
+    fn feed_owned(&mut self, chunk: Vec<u8>) -> Result<String, EngineError> {
+        self.feed(&chunk)
+    }
+
     /// The upstream failed: end the response with an error of this kind.
     ///
     /// # Errors

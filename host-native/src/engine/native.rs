@@ -58,6 +58,10 @@ impl StreamSession for NativeSession {
         Ok(self.0.feed(chunk))
     }
 
+    fn feed_owned(&mut self, chunk: Vec<u8>) -> Result<String, EngineError> {
+        Ok(self.0.feed_owned(chunk))
+    }
+
     fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
         Ok(self.0.fail(kind, message))
     }

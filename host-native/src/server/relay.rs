@@ -425,7 +425,7 @@ impl Outbound {
         self.finished = ends;
         let out = match &mut self.front {
             None => return self.tx.send(Bytes::from(sse)).await.is_ok(),
-            Some(front) => front.feed(sse.as_bytes()),
+            Some(front) => front.feed_owned(sse.into_bytes()),
         };
         match out {
             Ok(out) if out.is_empty() => !self.tx.is_closed(),

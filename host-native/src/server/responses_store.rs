@@ -318,6 +318,14 @@ impl Keeping {
         }
     }
 
+    /// A streamed piece going by: kept when it holds the terminal event.
+    fn seen(&mut self, out: String) -> String {
+        if self.stream && self.keep.is_some() {
+            self.look(&out);
+        }
+        out
+    }
+
     fn keep_response(&mut self, response: Value, bytes: usize) {
         if let Some(keep) = self.keep.take() {
             keep.store
@@ -329,10 +337,12 @@ impl Keeping {
 impl StreamSession for Keeping {
     fn feed(&mut self, chunk: &[u8]) -> Result<String, EngineError> {
         let out = self.inner.feed(chunk)?;
-        if self.stream && self.keep.is_some() {
-            self.look(&out);
-        }
-        Ok(out)
+        Ok(self.seen(out))
+    }
+
+    fn feed_owned(&mut self, chunk: Vec<u8>) -> Result<String, EngineError> {
+        let out = self.inner.feed_owned(chunk)?;
+        Ok(self.seen(out))
     }
 
     fn fail(&mut self, kind: ErrorKind, message: &str) -> Result<String, EngineError> {
