@@ -580,6 +580,12 @@ impl SseFolder {
         self.push(frames);
     }
 
+    /// [`Self::feed`] with bytes given away: a long event's data is taken, not copied.
+    pub fn feed_owned(&mut self, sse: Vec<u8>) {
+        let frames = self.decoder.feed_owned(sse);
+        self.push(frames);
+    }
+
     /// The stream ended: the `Message` JSON (200), or the error envelope with its status.
     #[must_use]
     pub fn finish(mut self) -> Finished {

@@ -274,7 +274,12 @@ impl FrontTranslator {
     pub fn feed_owned(&mut self, anthropic_sse: Vec<u8>) -> String {
         match self {
             Self::Stream(stream) => stream.feed_owned(anthropic_sse),
-            Self::Fold(_) => self.feed(&anthropic_sse),
+            Self::Fold(fold) => {
+                if let Some(fold) = fold {
+                    fold.feed_owned(anthropic_sse);
+                }
+                String::new()
+            }
         }
     }
 

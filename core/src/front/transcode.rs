@@ -302,6 +302,13 @@ impl FrontFold {
         }
     }
 
+    /// [`Self::feed`] with bytes given away: a long event's data is taken, not copied.
+    pub fn feed_owned(&mut self, anthropic_sse: Vec<u8>) {
+        for event in self.reader.feed_owned(anthropic_sse) {
+            self.fold.push(&event);
+        }
+    }
+
     /// The HTTP status and body: the `chat.completion` / `response` object, or the OpenAI error
     /// the stream ended with.
     #[must_use]

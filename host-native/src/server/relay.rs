@@ -189,14 +189,14 @@ impl Relay {
         let mut tally = Tally::default();
         let mut folded = 0usize;
         let started = Instant::now();
-        let mut take = |folder: &mut Folder, sse: &str| {
-            tally.saw(sse);
-            folder.feed(sse.as_bytes());
+        let mut take = |folder: &mut Folder, sse: String| {
+            tally.saw(&sse);
+            folder.feed(sse);
         };
         loop {
             if self.out_of_time(started) {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
-                take(&mut folder, &last);
+                take(&mut folder, last);
                 break;
             }
             let wait = self.idle_timeout.min(self.time_left(started));
@@ -217,16 +217,16 @@ impl Relay {
                             }
                         };
                         let last = source.fail(ErrorKind::Api, &message);
-                        take(&mut folder, &last);
+                        take(&mut folder, last);
                         break;
                     }
-                    take(&mut folder, &sse);
+                    take(&mut folder, sse);
                 }
                 Ok(Next::End) => break,
                 Err(_) if self.out_of_time(started) => {}
                 Err(_) => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
-                    take(&mut folder, &last);
+                    take(&mut folder, last);
                     break;
                 }
             }
@@ -566,14 +566,15 @@ impl Folder {
         }
     }
 
-    fn feed(&mut self, sse: &[u8]) {
+    /// Folds a run of Anthropic SSE in (given away: a long event's data is taken, not copied).
+    fn feed(&mut self, sse: String) {
         match self {
-            Self::Anthropic(folder) => folder.feed(sse),
+            Self::Anthropic(folder) => folder.feed_owned(sse.into_bytes()),
             Self::Front {
                 session, failed, ..
             } => {
                 if failed.is_none()
-                    && let Err(e) = session.feed(sse)
+                    && let Err(e) = session.feed_owned(sse.into_bytes())
                 {
                     *failed = Some(e);
                 }
