@@ -1010,11 +1010,13 @@ async fn app_sdks_continue_from_what_the_bridge_kept() {
     assert!(message.contains("--responses-store-bytes"), "{r}");
 }
 
-/// A Responses answer longer than what the front translator makes in one call (1 MiB): its
-/// closing events come from the calls the relay makes for what was held back, so the stream
-/// still ends with every event in order, and the store still sees the terminal event.
+/// A long answer (3.6 MB, in three 1.2 MB deltas). Streamed to a Responses client, it is
+/// longer than what the front translator makes in one call (1 MiB): its closing events come
+/// from the calls the relay makes for what was held back, so the stream still ends with every
+/// event in order, and the store still sees the terminal event. Folded for each front, every
+/// long event is handed on whole (taken, not copied) and the answer is still whole.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_long_responses_answer_is_streamed_whole_and_kept() {
+async fn a_long_answer_is_streamed_and_folded_whole_and_kept() {
     let piece = "lorem ipsum ".repeat(100_000);
     let parts = [piece.as_str(), piece.as_str(), piece.as_str()];
     let text = parts.concat();
@@ -1073,4 +1075,35 @@ async fn a_long_responses_answer_is_streamed_whole_and_kept() {
     assert_eq!(kept.status, 200, "the answer was kept");
     let kept = kept.json().unwrap();
     assert!(kept["output"][0]["content"][0]["text"] == text.as_str());
+
+    // Folded, each long event is handed to the fold whole (taken, not copied): still whole.
+    let base = bridge.base_url();
+    let folds = [
+        (
+            "/v1/responses",
+            serde_json::json!({"model": "gpt-x", "input": "write"}),
+            "/output/0/content/0/text",
+        ),
+        (
+            "/v1/chat/completions",
+            serde_json::json!({"model": "gpt-x",
+            "messages": [{"role": "user", "content": "write"}]}),
+            "/choices/0/message/content",
+        ),
+        (
+            "/v1/messages",
+            serde_json::json!({"model": "gpt-x", "max_tokens": 64,
+            "messages": [{"role": "user", "content": "write"}]}),
+            "/content/0/text",
+        ),
+    ];
+    for (path, body, pointer) in folds {
+        let folded = post(&format!("{base}{path}"), &body).await;
+        assert_eq!(folded.status, 200, "{path}");
+        let folded = folded.json().unwrap();
+        assert!(
+            folded.pointer(pointer) == Some(&Value::from(text.as_str())),
+            "{path}"
+        );
+    }
 }
