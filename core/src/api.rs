@@ -377,14 +377,6 @@ impl Translator {
     /// A translator for one upstream reply (or, for a front dialect, one OpenAI client's answer).
     #[must_use]
     pub fn new(options: StreamOptions) -> Self {
-        let front = match options.dialect {
-            Dialect::FrontOpenaiChat => Some(Front::Chat),
-            Dialect::FrontOpenaiResponses => Some(Front::Responses),
-            _ => None,
-        };
-        if let Some(front) = front {
-            return Self::front(front, &options);
-        }
         let (model, estimate, seed) = (
             options.model,
             options.input_tokens_estimate,
@@ -412,9 +404,14 @@ impl Translator {
                 text: Utf8Reader::default(),
             },
             Dialect::Anthropic => DialectTranslator::Anthropic(Box::default()),
-            // Taken above.
             Dialect::FrontOpenaiChat | Dialect::FrontOpenaiResponses => {
-                DialectTranslator::Anthropic(Box::default())
+                let front = options.dialect.front().unwrap_or(Front::Chat);
+                let answer = crate::front::facade::answer(front, &model, seed, &options.front);
+                let translator =
+                    FrontTranslator::new(&answer, options.stream, options.output_limit);
+                return Self {
+                    mode: Mode::Front(Box::new(translator)),
+                };
             }
         };
         Self {
@@ -422,15 +419,6 @@ impl Translator {
                 translator,
                 sink: Sink::new(options.stream),
             },
-        }
-    }
-
-    fn front(front: Front, options: &StreamOptions) -> Self {
-        let answer =
-            crate::front::facade::answer(front, &options.model, options.id_seed, &options.front);
-        let translator = FrontTranslator::new(&answer, options.stream, options.output_limit);
-        Self {
-            mode: Mode::Front(Box::new(translator)),
         }
     }
 

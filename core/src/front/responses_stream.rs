@@ -216,44 +216,47 @@ impl ResponsesStreamEncoder {
 
     /// The SSE bytes for one event.
     pub fn push(&mut self, event: &StreamEvent) -> String {
-        let mut out = Sink::Sse(String::new());
-        self.push_into(event, &mut out);
-        self.pay(&mut out, usize::MAX);
-        out.into_sse()
+        let mut out = String::new();
+        self.push_bounded(event, &mut out, usize::MAX);
+        out
     }
 
     /// The SSE bytes that end the stream (nothing when it already ended).
     pub fn finish(&mut self) -> String {
-        let mut out = Sink::Sse(String::new());
-        self.finish_into(&mut out);
-        self.pay(&mut out, usize::MAX);
-        out.into_sse()
+        let mut out = String::new();
+        self.finish_bounded(&mut out, usize::MAX);
+        out
     }
 
     /// [`Self::push`] into `out`, writing owed frames only while `out` is shorter than
     /// `limit` bytes; the rest waits for [`Self::pay_into`] (or goes out before the next frame).
     pub fn push_bounded(&mut self, event: &StreamEvent, out: &mut String, limit: usize) {
-        let mut sink = Sink::Sse(std::mem::take(out));
-        self.push_into(event, &mut sink);
-        self.pay(&mut sink, limit);
-        *out = sink.into_sse();
+        self.write_sse(out, limit, |encoder, sink| encoder.push_into(event, sink));
     }
 
     /// [`Self::finish`] into `out`, bounded as [`Self::push_bounded`].
     pub fn finish_bounded(&mut self, out: &mut String, limit: usize) {
-        let mut sink = Sink::Sse(std::mem::take(out));
-        self.finish_into(&mut sink);
-        self.pay(&mut sink, limit);
-        *out = sink.into_sse();
+        self.write_sse(out, limit, Self::finish_into);
     }
 
     /// Writes owed frames into `out` while it is shorter than `limit` bytes; whether some are
     /// still owed.
     pub fn pay_into(&mut self, out: &mut String, limit: usize) -> bool {
+        self.write_sse(out, limit, |_, _| {});
+        self.owes()
+    }
+
+    /// `step` writing SSE into `out`, then what is owed while `out` is under `limit`.
+    fn write_sse(
+        &mut self,
+        out: &mut String,
+        limit: usize,
+        step: impl FnOnce(&mut Self, &mut Sink),
+    ) {
         let mut sink = Sink::Sse(std::mem::take(out));
+        step(self, &mut sink);
         self.pay(&mut sink, limit);
         *out = sink.into_sse();
-        self.owes()
     }
 
     /// Whether frames are owed (decided, not yet written).
