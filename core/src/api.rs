@@ -194,8 +194,10 @@ pub struct StreamOptions {
     /// The front dialects, streaming: each call stops making output once it holds about this
     /// many bytes, and the rest comes from feeding an empty chunk — so a caller that writes
     /// each piece before asking for the next holds one large closing event of a long answer at
-    /// a time, not all of them. Output shorter than this means nothing was held back. Unset:
-    /// every call returns all it has.
+    /// a time, not all of them. A call given at least this many bytes makes no output (its
+    /// events wait for the next call), so the caller frees a long input before the output is
+    /// made. Ask again (an empty chunk) after a call whose input or output reached the limit;
+    /// otherwise nothing was held back. Unset: every call returns all it has.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_limit: Option<usize>,
 }
@@ -355,8 +357,8 @@ impl Sink {
             (Self::Sse, Step::Events(events)) => encode_all(&events),
             (Self::Sse, Step::Relayed(relayed)) => relayed.sse,
             (Self::Fold(acc), Step::Events(events) | Step::Relayed(Relayed { events, .. })) => {
-                for event in &events {
-                    acc.push(event);
+                for event in events {
+                    acc.push_owned(event);
                 }
                 String::new()
             }
@@ -588,7 +590,7 @@ impl SseFolder {
                 return;
             }
             match serde_json::from_str::<StreamEvent>(&frame.data) {
-                Ok(event) => self.acc.push(&event),
+                Ok(event) => self.acc.push_owned(event),
                 Err(e) => {
                     let error = ApiError::new(
                         ErrorKind::Api,

@@ -92,11 +92,51 @@ fn next_escape(bytes: &[u8], from: usize) -> Option<usize> {
         .map(|i| at + i)
 }
 
+/// Strings at least this long are measured before they are written ([`escaped_len`]), so the
+/// output grows once, to its size, rather than by doubling (a heap that never shrinks — a wasm
+/// guest's — would keep every smaller buffer it doubled from).
+const MEASURED_STRING: usize = 64 << 10;
+
+/// Room left after a long string for what follows it (the rest of its event or object: closing
+/// braces, a response's usage and options, the frame's blank line), so a long event or a folded
+/// answer is written in one allocation.
+pub(crate) const ROOM_AFTER_STRING: usize = 4096;
+
+/// The bytes `text` takes as a JSON string literal, quotes included.
+fn escaped_len(bytes: &[u8]) -> usize {
+    let mut len = bytes.len() + 2;
+    let mut from = 0;
+    while let Some(at) = next_escape(bytes, from) {
+        let byte = bytes.get(at).copied().unwrap_or_default();
+        len += if ESCAPE[usize::from(byte)] == b'u' {
+            5
+        } else {
+            1
+        };
+        from = at + 1;
+    }
+    len
+}
+
+/// The bytes `text` takes as a JSON string literal: exact for a long string (what
+/// [`write_str`] reserves), its length and quotes for a short one.
+pub(crate) fn str_size_hint(text: &str) -> usize {
+    if text.len() >= MEASURED_STRING {
+        escaped_len(text.as_bytes())
+    } else {
+        text.len() + 2
+    }
+}
+
 /// `text` as a JSON string literal, quotes included.
 pub(crate) fn write_str(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
-    out.reserve(bytes.len() + 2);
+    if bytes.len() >= MEASURED_STRING {
+        out.reserve(escaped_len(bytes) + ROOM_AFTER_STRING);
+    } else {
+        out.reserve(bytes.len() + 2);
+    }
     out.push('"');
     let mut from = 0;
     while let Some(at) = next_escape(bytes, from) {
@@ -678,6 +718,19 @@ mod tests {
 
     fn serde_bytes_like() -> Value {
         json!([0, 255])
+    }
+
+    #[test]
+    fn a_long_string_is_written_in_one_allocation_of_its_size() {
+        let text = "a\"b\n\u{1}\u{e9}\\z".repeat(MEASURED_STRING / 4);
+        let mut out = String::new();
+        write_str(&mut out, &text);
+        assert_eq!(out, serde_json::to_string(&text).unwrap());
+        assert_eq!(escaped_len(text.as_bytes()), out.len());
+        assert_eq!(out.capacity(), out.len() + ROOM_AFTER_STRING);
+        let room = out.capacity();
+        out.push_str("}}\n\n");
+        assert_eq!(out.capacity(), room, "what follows fits");
     }
 
     #[test]

@@ -28,6 +28,49 @@ pub struct Accumulator {
 }
 
 impl Accumulator {
+    /// [`Self::push`] with the event given away: a delta's text moves into its block when that
+    /// is still empty, rather than being copied (the first delta is often a whole answer).
+    pub fn push_owned(&mut self, event: StreamEvent) {
+        let StreamEvent::ContentBlockDelta { index, delta } = event else {
+            return self.push(&event);
+        };
+        if let Some(delta) = self.move_into_empty_block(delta) {
+            self.push(&StreamEvent::ContentBlockDelta { index, delta });
+        }
+    }
+
+    /// Moves a delta's text into the open block when that is empty (what [`Self::push`] would
+    /// append it to); the delta back otherwise.
+    fn move_into_empty_block(&mut self, delta: Delta) -> Option<Delta> {
+        let block = self.message.as_mut().and_then(|m| m.content.last_mut());
+        let Some(json) = self.tool_json.last_mut() else {
+            return Some(delta);
+        };
+        match (block, delta) {
+            (Some(ContentBlock::Text { text, .. }), Delta::TextDelta { text: t })
+                if text.is_empty() =>
+            {
+                *text = t;
+                None
+            }
+            (
+                Some(ContentBlock::Thinking { thinking, .. }),
+                Delta::ThinkingDelta { thinking: t },
+            ) if thinking.is_empty() => {
+                *thinking = t;
+                None
+            }
+            (
+                Some(ContentBlock::ToolUse { .. } | ContentBlock::ServerToolUse { .. }),
+                Delta::InputJsonDelta { partial_json },
+            ) if json.is_empty() => {
+                *json = partial_json;
+                None
+            }
+            (_, delta) => Some(delta),
+        }
+    }
+
     /// Fold one event in.
     pub fn push(&mut self, event: &StreamEvent) {
         match event {
@@ -165,7 +208,7 @@ impl Accumulator {
             "the upstream response ended before the message was complete",
         );
         match (&self.error, &self.message, self.stopped) {
-            (None, Some(message), true) => match serde_json::to_string(message) {
+            (None, Some(message), true) => match crate::compact_json::to_string(message) {
                 Ok(body) => Finished { status: 200, body },
                 Err(e) => error_result(&ApiError::new(ErrorKind::Api, e.to_string())),
             },

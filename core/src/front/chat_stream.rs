@@ -24,14 +24,14 @@
 //! use bridge_core::anthropic::events::*;
 //! use bridge_core::front::chat_stream::ChatCompletionFold;
 //! let mut fold = ChatCompletionFold::new("chatcmpl-1", 1_700_000_000, "gpt-x");
-//! fold.push(&StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) });
-//! fold.push(&StreamEvent::ContentBlockStart { index: 0,
+//! fold.push(StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) });
+//! fold.push(StreamEvent::ContentBlockStart { index: 0,
 //!     content_block: BlockStart::ToolUse { id: "toolu_1".into(), name: "ls".into(), input: serde_json::json!({}) } });
-//! fold.push(&StreamEvent::ContentBlockStop { index: 0 });
-//! fold.push(&StreamEvent::MessageDelta {
+//! fold.push(StreamEvent::ContentBlockStop { index: 0 });
+//! fold.push(StreamEvent::MessageDelta {
 //!     delta: MessageDeltaBody { stop_reason: Some(StopReason::ToolUse), stop_sequence: None },
 //!     usage: Usage { output_tokens: 3, ..Default::default() } });
-//! fold.push(&StreamEvent::MessageStop);
+//! fold.push(StreamEvent::MessageStop);
 //! let done: serde_json::Value = serde_json::from_str(&fold.finish().unwrap().to_json()).unwrap();
 //! assert_eq!(done["choices"][0]["finish_reason"], "tool_calls");
 //! assert_eq!(done["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"], "{}");
@@ -181,9 +181,12 @@ impl ChatFrame {
         out.push_str("data: ");
         match self {
             Self::Chunk(chunk) => {
-                out.push_str(
-                    &crate::compact_json::to_string(chunk).unwrap_or_else(|_| String::from("{}")),
-                );
+                // Written in place: a long answer's chunk is not made twice.
+                let start = out.len();
+                if crate::compact_json::write_into(out, chunk).is_err() {
+                    out.truncate(start);
+                    out.push_str("{}");
+                }
             }
             Self::Error(error) => out.push_str(&openai_error_body(error)),
             Self::Done => out.push_str("[DONE]"),
@@ -258,7 +261,7 @@ impl ChatStreamEncoder {
     }
 
     /// The SSE bytes for one event.
-    pub fn push(&mut self, event: &StreamEvent) -> String {
+    pub fn push(&mut self, event: StreamEvent) -> String {
         encode(&self.push_frames(event))
     }
 
@@ -273,15 +276,15 @@ impl ChatStreamEncoder {
         self.done
     }
 
-    /// The frames for one event.
-    pub fn push_frames(&mut self, event: &StreamEvent) -> Vec<ChatFrame> {
+    /// The frames for one event (taken, so its text moves into them rather than being copied).
+    pub fn push_frames(&mut self, event: StreamEvent) -> Vec<ChatFrame> {
         let mut out = Vec::new();
         if self.done {
             return out;
         }
         match event {
             StreamEvent::MessageStart { message } => {
-                self.usage = message.usage.clone();
+                self.usage = message.usage;
                 self.start(&mut out);
             }
             StreamEvent::ContentBlockStart { content_block, .. } => {
@@ -293,17 +296,17 @@ impl ChatStreamEncoder {
                         self.tools += 1;
                         out.push(self.tool_chunk(ToolCallChunk {
                             index,
-                            id: Some(id.clone()),
+                            id: Some(id),
                             kind: Some("function"),
                             function: FunctionChunk {
-                                name: Some(name.clone()),
+                                name: Some(name),
                                 arguments: String::new(),
                             },
                         }));
                         Open::Tool {
                             index,
                             sent_args: false,
-                            start_input: input.clone(),
+                            start_input: input,
                         }
                     }
                     // Server tools ran where the answer was made; a Chat client gets what
@@ -324,13 +327,13 @@ impl ChatStreamEncoder {
             StreamEvent::MessageDelta { delta, usage } => {
                 self.stop = delta.stop_reason;
                 self.stop_seen = true;
-                merge_usage(&mut self.usage, usage);
+                merge_usage(&mut self.usage, &usage);
             }
             StreamEvent::MessageStop => self.end(&mut out),
             StreamEvent::Ping => {}
             StreamEvent::Error { error } => {
                 self.done = true;
-                out.push(ChatFrame::Error(error.clone()));
+                out.push(ChatFrame::Error(error));
             }
         }
         out
@@ -394,18 +397,18 @@ impl ChatStreamEncoder {
         ));
     }
 
-    fn delta(&mut self, delta: &Delta, out: &mut Vec<ChatFrame>) {
+    fn delta(&mut self, delta: Delta, out: &mut Vec<ChatFrame>) {
         match delta {
             Delta::TextDelta { text } if !text.is_empty() => out.push(self.chunk(
                 ChunkDelta {
-                    content: Some(text.clone()),
+                    content: Some(text),
                     ..ChunkDelta::default()
                 },
                 None,
             )),
             Delta::ThinkingDelta { thinking } if !thinking.is_empty() => out.push(self.chunk(
                 ChunkDelta {
-                    reasoning_content: Some(thinking.clone()),
+                    reasoning_content: Some(thinking),
                     ..ChunkDelta::default()
                 },
                 None,
@@ -425,7 +428,7 @@ impl ChatStreamEncoder {
                     kind: None,
                     function: FunctionChunk {
                         name: None,
-                        arguments: partial_json.clone(),
+                        arguments: partial_json,
                     },
                 }));
             }
@@ -506,7 +509,8 @@ impl ChatCompletion {
     /// The response body.
     #[must_use]
     pub fn to_json(&self) -> String {
-        serde_json::to_string(self).unwrap_or_default()
+        // A long answer's text is measured and written in one allocation (`compact_json`).
+        crate::compact_json::to_string(self).unwrap_or_default()
     }
 }
 
@@ -590,7 +594,7 @@ impl ChatCompletionFold {
     }
 
     /// Fold one event in.
-    pub fn push(&mut self, event: &StreamEvent) {
+    pub fn push(&mut self, event: StreamEvent) {
         for frame in self.encoder.push_frames(event) {
             self.absorb(frame);
         }
@@ -646,10 +650,8 @@ impl ChatCompletionFold {
                         self.finish = Some(reason);
                     }
                     let delta = choice.delta;
-                    self.content
-                        .push_str(delta.content.as_deref().unwrap_or(""));
-                    self.reasoning
-                        .push_str(delta.reasoning_content.as_deref().unwrap_or(""));
+                    append(&mut self.content, delta.content);
+                    append(&mut self.reasoning, delta.reasoning_content);
                     for call in delta.tool_calls.unwrap_or_default() {
                         self.tool_fragment(call);
                     }
@@ -677,6 +679,15 @@ impl ChatCompletionFold {
         if let Some(tool) = self.tools.get_mut(index) {
             tool.function.arguments.push_str(&call.function.arguments);
         }
+    }
+}
+
+/// `text` after `folded`; the first piece is taken as it is (one event may be a whole answer).
+fn append(folded: &mut String, text: Option<String>) {
+    match text {
+        Some(text) if folded.is_empty() => *folded = text,
+        Some(text) => folded.push_str(&text),
+        None => {}
     }
 }
 
@@ -718,7 +729,7 @@ mod tests {
     }
 
     fn run(enc: &mut ChatStreamEncoder, events: &[StreamEvent]) -> String {
-        let mut out: String = events.iter().map(|e| enc.push(e)).collect();
+        let mut out: String = events.iter().map(|e| enc.push(e.clone())).collect();
         out.push_str(&enc.finish());
         out
     }
@@ -766,7 +777,7 @@ mod tests {
             .join("\n\n")
         );
         check_chat_sse(sse.as_bytes(), true).unwrap();
-        assert!(enc.is_done() && enc.push(&StreamEvent::MessageStop).is_empty());
+        assert!(enc.is_done() && enc.push(StreamEvent::MessageStop).is_empty());
     }
 
     #[test]
@@ -867,7 +878,7 @@ mod tests {
 
         let mut fold = ChatCompletionFold::new("t", 1, "m");
         for e in &events {
-            fold.push(e);
+            fold.push(e.clone());
         }
         let done = serde_json::to_value(fold.finish().unwrap()).unwrap();
         assert_eq!(
@@ -899,11 +910,11 @@ mod tests {
     #[test]
     fn a_mid_stream_error_becomes_an_error_chunk_and_ends() {
         let mut enc = ChatStreamEncoder::new("e", 1, "m", true);
-        let mut sse = enc.push(&start(1));
-        sse.push_str(&enc.push(&StreamEvent::Error {
+        let mut sse = enc.push(start(1));
+        sse.push_str(&enc.push(StreamEvent::Error {
             error: ApiError::new(ErrorKind::Overloaded, "Overloaded"),
         }));
-        sse.push_str(&enc.push(&StreamEvent::MessageStop));
+        sse.push_str(&enc.push(StreamEvent::MessageStop));
         sse.push_str(&enc.finish());
         assert!(sse.ends_with(
             "\n\ndata: {\"error\":{\"message\":\"Overloaded\",\"type\":\"server_error\",\"param\":null,\"code\":\"overloaded\"}}\n\n"
@@ -911,7 +922,7 @@ mod tests {
         check_chat_sse(sse.as_bytes(), true).unwrap();
 
         let mut fold = ChatCompletionFold::new("e", 1, "m");
-        fold.push(&StreamEvent::Error {
+        fold.push(StreamEvent::Error {
             error: ApiError::new(ErrorKind::RateLimit, "slow down"),
         });
         let failure = fold.finish().unwrap_err();

@@ -59,7 +59,7 @@
 //!     },
 //!     StreamEvent::MessageStop,
 //! ] {
-//!     sse.push_str(&enc.push(&event));
+//!     sse.push_str(&enc.push(event));
 //! }
 //! sse.push_str(&enc.finish());
 //! assert!(sse.contains(r#""delta":{"content":"Hello"}"#));
@@ -98,7 +98,7 @@
 //!     },
 //!     StreamEvent::MessageStop,
 //! ] {
-//!     sse.push_str(&enc.push(&event));
+//!     sse.push_str(&enc.push(event));
 //! }
 //! let events = check_responses_sse(sse.as_bytes()).unwrap();
 //! let done = &events.last().unwrap()["response"];

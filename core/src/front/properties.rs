@@ -161,9 +161,17 @@ fn custom_tools(ops: &[Op]) -> Vec<String> {
 /// The Anthropic message the accumulator folds: text, thinking, tool calls.
 fn accumulated(events: &[StreamEvent]) -> (String, String, Vec<(String, String, Value)>) {
     let mut acc = Accumulator::default();
+    let mut owned = Accumulator::default();
     for e in events {
         acc.push(e);
+        owned.push_owned(e.clone());
     }
+    assert_eq!(
+        owned.message(),
+        acc.message(),
+        "push_owned folds as push does"
+    );
+    assert_eq!(owned.result(), acc.result());
     let mut text = String::new();
     let mut thinking = String::new();
     let mut tools = Vec::new();
@@ -189,7 +197,7 @@ proptest! {
     ) {
         let events = events(&ops, &end);
         let mut enc = ChatStreamEncoder::new("p", 5, "gpt-x", include_usage);
-        let mut sse: String = events.iter().map(|e| enc.push(e)).collect();
+        let mut sse: String = events.iter().map(|e| enc.push(e.clone())).collect();
         sse.push_str(&enc.finish());
         let checked = check_chat_sse(sse.as_bytes(), include_usage);
         prop_assert!(checked.is_ok(), "{checked:?}\n{sse}");
@@ -204,7 +212,7 @@ proptest! {
         let events = events(&ops, &end);
         let mut fold = ChatCompletionFold::new("p", 5, "gpt-x");
         for e in &events {
-            fold.push(e);
+            fold.push(e.clone());
         }
         let folded = fold.finish();
         let End::Finish(stop, output) = end else {
@@ -244,7 +252,7 @@ proptest! {
             include_encrypted_reasoning: include,
             echo: serde_json::Map::new(),
         });
-        let mut sse: String = events.iter().map(|e| enc.push(e)).collect();
+        let mut sse: String = events.iter().map(|e| enc.push(e.clone())).collect();
         sse.push_str(&enc.finish());
         let checked = check_responses_sse(sse.as_bytes());
         prop_assert!(checked.is_ok(), "{checked:?}\n{sse}");
@@ -273,7 +281,7 @@ proptest! {
             ..ResponsesStreamOptions::default()
         });
         for e in &events {
-            fold.push(e);
+            fold.push(e.clone());
         }
         let folded = fold.finish();
         let End::Finish(_, output) = end else {

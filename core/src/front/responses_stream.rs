@@ -29,8 +29,8 @@
 //! use bridge_core::front::responses_stream::{ResponsesStreamEncoder, ResponsesStreamOptions};
 //! let mut enc = ResponsesStreamEncoder::new(ResponsesStreamOptions {
 //!     id: "r1".into(), created_at: 1_700_000_000, model: "gpt-5.5".into(), ..Default::default() });
-//! let mut sse = enc.push(&StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) });
-//! sse.push_str(&enc.push(&StreamEvent::ContentBlockDelta { index: 0, delta: Delta::TextDelta { text: "Hi".into() } }));
+//! let mut sse = enc.push(StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) });
+//! sse.push_str(&enc.push(StreamEvent::ContentBlockDelta { index: 0, delta: Delta::TextDelta { text: "Hi".into() } }));
 //! sse.push_str(&enc.finish()); // no stop reason came: the response failed
 //! assert!(sse.starts_with("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,"));
 //! assert!(sse.contains("event: response.output_text.delta\n"));
@@ -148,6 +148,18 @@ enum Kind {
     },
 }
 
+impl Kind {
+    /// The text this item's delta frames stream (a message's text, a summary, a call's
+    /// arguments); none for an item streamed without deltas.
+    fn streamed_text(&mut self) -> Option<&mut String> {
+        match self {
+            Self::Message { text } | Self::Reasoning { text, .. } => Some(text),
+            Self::Function { args, .. } => Some(args),
+            Self::Custom { .. } => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq)]
 struct OpenItem {
     id: String,
@@ -215,7 +227,7 @@ impl ResponsesStreamEncoder {
     }
 
     /// The SSE bytes for one event.
-    pub fn push(&mut self, event: &StreamEvent) -> String {
+    pub fn push(&mut self, event: StreamEvent) -> String {
         let mut out = String::new();
         self.push_bounded(event, &mut out, usize::MAX);
         out
@@ -230,7 +242,7 @@ impl ResponsesStreamEncoder {
 
     /// [`Self::push`] into `out`, writing owed frames only while `out` is shorter than
     /// `limit` bytes; the rest waits for [`Self::pay_into`] (or goes out before the next frame).
-    pub fn push_bounded(&mut self, event: &StreamEvent, out: &mut String, limit: usize) {
+    pub fn push_bounded(&mut self, event: StreamEvent, out: &mut String, limit: usize) {
         self.write_sse(out, limit, |encoder, sink| encoder.push_into(event, sink));
     }
 
@@ -271,19 +283,28 @@ impl ResponsesStreamEncoder {
         self.done
     }
 
-    /// The frames for one event.
-    pub fn push_frames(&mut self, event: &StreamEvent) -> Vec<ResponsesFrame> {
+    /// The frames for one event (taken, so a delta's text moves into them rather than being
+    /// copied).
+    pub fn push_frames(&mut self, event: StreamEvent) -> Vec<ResponsesFrame> {
         let mut out = Sink::Frames(Vec::new());
         self.push_into(event, &mut out);
         self.pay(&mut out, usize::MAX);
         out.into_frames()
     }
 
-    fn push_into(&mut self, event: &StreamEvent, out: &mut Sink) {
+    fn push_into(&mut self, event: StreamEvent, out: &mut Sink) {
         if self.done {
             return;
         }
-        match event {
+        let event = match event {
+            StreamEvent::ContentBlockDelta { delta, .. } => {
+                self.start(out);
+                self.delta(delta, out);
+                return;
+            }
+            event => event,
+        };
+        match &event {
             StreamEvent::MessageStart { message } => {
                 self.usage = message.usage.clone();
                 self.start(out);
@@ -330,10 +351,7 @@ impl ResponsesStreamEncoder {
                 };
                 self.open_item(kind, out);
             }
-            StreamEvent::ContentBlockDelta { delta, .. } => {
-                self.start(out);
-                self.delta(delta, out);
-            }
+            StreamEvent::ContentBlockDelta { .. } => {}
             StreamEvent::ContentBlockStop { .. } => self.close(out),
             StreamEvent::MessageDelta { delta, usage } => {
                 self.stop = delta.stop_reason;
@@ -387,7 +405,13 @@ impl ResponsesStreamEncoder {
             Sink::Sse(sse) => {
                 // A frame of a long answer is made in one allocation, not by doubling one
                 // (each step of which would leave the last one behind to be freed).
-                sse.reserve(json_size_hint(&frame.data) + kind.len() + 16);
+                // The room after a long string is the room its writer wants.
+                sse.reserve(
+                    json_size_hint(&frame.data)
+                        + kind.len()
+                        + 16
+                        + crate::compact_json::ROOM_AFTER_STRING,
+                );
                 frame.encode(sse);
             }
             Sink::Frames(frames) => frames.push(frame.clone()),
@@ -602,7 +626,7 @@ impl ResponsesStreamEncoder {
         });
     }
 
-    fn delta(&mut self, delta: &Delta, out: &mut Sink) {
+    fn delta(&mut self, delta: Delta, out: &mut Sink) {
         let wanted = match delta {
             Delta::TextDelta { .. } => Some(BlockStart::Text {
                 text: String::new(),
@@ -618,7 +642,7 @@ impl ResponsesStreamEncoder {
         // A delta with no block of its kind open (a stream that skipped content_block_start)
         // opens one, as the Anthropic accumulator would read it.
         let fits = matches!(
-            (self.open.as_ref().map(|o| &o.kind), delta),
+            (self.open.as_ref().map(|o| &o.kind), &delta),
             (Some(Kind::Message { .. }), Delta::TextDelta { .. })
                 | (
                     Some(Kind::Reasoning { .. }),
@@ -633,61 +657,70 @@ impl ResponsesStreamEncoder {
             let Some(block) = wanted else {
                 return;
             };
-            self.push_frames_into(&block, out);
+            self.push_into(
+                StreamEvent::ContentBlockStart {
+                    index: 0,
+                    content_block: block,
+                },
+                out,
+            );
         }
         let Some(open) = self.open.as_mut() else {
             return;
         };
         let place = json!({"item_id": open.id, "output_index": open.output_index});
-        let event = match (&mut open.kind, delta) {
-            (Kind::Message { text }, Delta::TextDelta { text: piece }) if !piece.is_empty() => {
-                text.push_str(piece);
-                Some((
-                    "response.output_text.delta",
-                    json!({"content_index": 0, "delta": piece, "logprobs": []}),
-                ))
-            }
+        let (kind, mut fields, kept, piece) = match (&mut open.kind, delta) {
+            (Kind::Message { text }, Delta::TextDelta { text: piece }) if !piece.is_empty() => (
+                "response.output_text.delta",
+                json!({"content_index": 0, "delta": "", "logprobs": []}),
+                text,
+                piece,
+            ),
             (Kind::Reasoning { text, .. }, Delta::ThinkingDelta { thinking })
                 if !thinking.is_empty() =>
             {
-                text.push_str(thinking);
-                Some((
+                (
                     "response.reasoning_summary_text.delta",
-                    json!({"summary_index": 0, "delta": thinking}),
-                ))
-            }
-            (Kind::Reasoning { signature, .. }, Delta::SignatureDelta { signature: s }) => {
-                signature.push_str(s);
-                None
+                    json!({"summary_index": 0, "delta": ""}),
+                    text,
+                    thinking,
+                )
             }
             (Kind::Function { args, .. }, Delta::InputJsonDelta { partial_json })
                 if !partial_json.is_empty() =>
             {
-                args.push_str(partial_json);
-                Some((
+                (
                     "response.function_call_arguments.delta",
-                    json!({ "delta": partial_json }),
-                ))
+                    json!({ "delta": "" }),
+                    args,
+                    partial_json,
+                )
+            }
+            (Kind::Reasoning { signature, .. }, Delta::SignatureDelta { signature: s }) => {
+                signature.push_str(&s);
+                return;
             }
             (Kind::Custom { json, .. }, Delta::InputJsonDelta { partial_json }) => {
-                json.push_str(partial_json);
-                None
+                json.push_str(&partial_json);
+                return;
             }
-            _ => None,
+            _ => return,
         };
-        if let Some((kind, fields)) = event {
-            self.frame(kind, merge(place, fields), out);
+        // The item keeps the text and the frame carries the piece. The first piece (often the
+        // whole answer) is lent to the frame and taken back, so it is held once, not twice.
+        let lent = kept.is_empty();
+        if !lent {
+            kept.push_str(&piece);
         }
-    }
-
-    fn push_frames_into(&mut self, block: &BlockStart, out: &mut Sink) {
-        self.push_into(
-            &StreamEvent::ContentBlockStart {
-                index: 0,
-                content_block: block.clone(),
-            },
-            out,
-        );
+        fields["delta"] = Value::String(piece);
+        self.pay(out, usize::MAX);
+        let mut data = self.lend(kind, merge(place, fields), out);
+        if lent
+            && let Some(Value::String(piece)) = data.get_mut("delta").map(Value::take)
+            && let Some(kept) = self.open.as_mut().and_then(|o| o.kind.streamed_text())
+        {
+            *kept = piece;
+        }
     }
 
     /// Closes the open item: it goes into `output` with its text moved in, and its `.done`
@@ -885,7 +918,7 @@ fn response_usage(usage: &Usage) -> Value {
 /// a little for everything else.
 fn json_size_hint(value: &Value) -> usize {
     match value {
-        Value::String(s) => s.len() + 2,
+        Value::String(s) => crate::compact_json::str_size_hint(s),
         Value::Array(items) => items.iter().map(json_size_hint).sum::<usize>() + items.len() + 2,
         Value::Object(fields) => {
             fields
@@ -933,7 +966,7 @@ impl ResponsesFold {
     }
 
     /// Fold one event in.
-    pub fn push(&mut self, event: &StreamEvent) {
+    pub fn push(&mut self, event: StreamEvent) {
         self.encoder.push_into(event, &mut self.terminal);
     }
 
@@ -1026,7 +1059,7 @@ mod tests {
 
     fn run(options: ResponsesStreamOptions, events: &[StreamEvent]) -> (String, Vec<Value>) {
         let mut enc = ResponsesStreamEncoder::new(options);
-        let mut sse: String = events.iter().map(|e| enc.push(e)).collect();
+        let mut sse: String = events.iter().map(|e| enc.push(e.clone())).collect();
         sse.push_str(&enc.finish());
         let checked = check_responses_sse(sse.as_bytes());
         assert!(checked.is_ok(), "{checked:?}\n{sse}");
@@ -1288,8 +1321,8 @@ data: {{"type":"response.completed","sequence_number":8,"response":{}}}"#,
         assert_eq!(cut.last().unwrap()["type"], "response.failed");
 
         let mut fold = ResponsesFold::new(options(&[]));
-        fold.push(&start());
-        fold.push(&overloaded);
+        fold.push(start());
+        fold.push(overloaded);
         let failure = fold.finish().unwrap_err();
         assert_eq!(failure.status, 503);
         assert!(failure.body.contains("Overloaded"));
@@ -1316,7 +1349,7 @@ data: {{"type":"response.completed","sequence_number":8,"response":{}}}"#,
         ];
         events.extend(end(StopReason::EndTurn));
         for e in &events {
-            fold.push(e);
+            fold.push(e.clone());
         }
         let response = fold.finish().unwrap();
         assert_eq!(response["status"], "completed");

@@ -491,7 +491,7 @@ mod tests {
             },
             StreamEvent::MessageStop,
         ];
-        let sse: String = events.iter().map(|e| enc.push(e)).collect();
+        let sse: String = events.iter().map(|e| enc.push(e.clone())).collect();
         check_responses_sse(sse.as_bytes()).unwrap()
     }
 

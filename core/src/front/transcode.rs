@@ -175,7 +175,9 @@ impl FrontStream {
     }
 
     /// The same stream, each call's output stopping once it reaches `limit` bytes (at least one
-    /// event is always written).
+    /// event is always written); a call given at least `limit` bytes writes nothing and keeps
+    /// their events for the next call (an empty run), so the caller can free a long input
+    /// before its output is made, and does not hold the text as both at once.
     #[must_use]
     pub fn limited(self, limit: usize) -> Self {
         Self {
@@ -188,12 +190,22 @@ impl FrontStream {
     /// limited call held back).
     pub fn feed(&mut self, anthropic_sse: &[u8]) -> String {
         self.queued.extend(self.reader.feed(anthropic_sse));
-        self.pump()
+        self.output_after(anthropic_sse.len())
     }
 
     /// [`Self::feed`] with bytes given away (a long event's data is then not copied).
     pub fn feed_owned(&mut self, anthropic_sse: Vec<u8>) -> String {
+        let input_len = anthropic_sse.len();
         self.queued.extend(self.reader.feed_owned(anthropic_sse));
+        self.output_after(input_len)
+    }
+
+    /// The output of a call given `input_len` bytes: none after a long input (see
+    /// [`Self::limited`]).
+    fn output_after(&mut self, input_len: usize) -> String {
+        if input_len >= self.limit {
+            return String::new();
+        }
         self.pump()
     }
 
@@ -216,7 +228,7 @@ impl FrontStream {
                 return out;
             }
             if let Some(event) = self.queued.pop_front() {
-                self.encoder.push(&event, &mut out, self.limit);
+                self.encoder.push(event, &mut out, self.limit);
             } else if self.finishing && !self.ended {
                 self.ended = true;
                 self.encoder.finish(&mut out, self.limit);
@@ -240,7 +252,7 @@ fn append(out: &mut String, more: String) {
 impl Encoder {
     /// One event's frames into `out`; a Responses encoder writes what it owes only while `out`
     /// is under `limit`.
-    fn push(&mut self, event: &StreamEvent, out: &mut String, limit: usize) {
+    fn push(&mut self, event: StreamEvent, out: &mut String, limit: usize) {
         match self {
             Self::Chat(encoder) => append(out, encoder.push(event)),
             Self::Responses(encoder) => encoder.push_bounded(event, out, limit),
@@ -298,14 +310,14 @@ impl FrontFold {
     /// Fold a run of Anthropic SSE in.
     pub fn feed(&mut self, anthropic_sse: &[u8]) {
         for event in self.reader.feed(anthropic_sse) {
-            self.fold.push(&event);
+            self.fold.push(event);
         }
     }
 
     /// [`Self::feed`] with bytes given away: a long event's data is taken, not copied.
     pub fn feed_owned(&mut self, anthropic_sse: Vec<u8>) {
         for event in self.reader.feed_owned(anthropic_sse) {
-            self.fold.push(&event);
+            self.fold.push(event);
         }
     }
 
@@ -314,11 +326,13 @@ impl FrontFold {
     #[must_use]
     pub fn finish(mut self) -> (u16, String) {
         for event in self.reader.finish() {
-            self.fold.push(&event);
+            self.fold.push(event);
         }
         let result = match self.fold {
             Fold::Chat(fold) => fold.finish().map(|c| c.to_json()),
-            Fold::Responses(fold) => fold.finish().map(|r| r.to_string()),
+            Fold::Responses(fold) => fold
+                .finish()
+                .map(|r| crate::compact_json::to_string(&r).unwrap_or_default()),
         };
         match result {
             Ok(body) => (200, body),
@@ -328,7 +342,7 @@ impl FrontFold {
 }
 
 impl Fold {
-    fn push(&mut self, event: &StreamEvent) {
+    fn push(&mut self, event: StreamEvent) {
         match self {
             Self::Chat(fold) => fold.push(event),
             Self::Responses(fold) => fold.push(event),
@@ -346,7 +360,7 @@ pub fn complete(answer: &FrontAnswer, status: u16, body: &[u8]) -> (u16, String)
     {
         let mut fold = FrontFold::new(answer);
         for event in events_of_message(&message) {
-            fold.fold.push(&event);
+            fold.fold.push(event);
         }
         return fold.finish();
     }
@@ -575,6 +589,11 @@ mod tests {
         for limit in [1, 1000, text.len() + 1, 4 * text.len()] {
             let mut limited = FrontStream::new(&responses()).limited(limit);
             let first = limited.feed(sse.as_bytes());
+            assert_eq!(
+                first.is_empty(),
+                sse.len() >= limit,
+                "limit {limit}: a long input's output waits for the next call"
+            );
             let mut pieces = drained(&mut limited, first);
             let last = limited.finish();
             pieces.extend(drained(&mut limited, last));

@@ -26,10 +26,20 @@ pub struct SseFrame {
 /// mostly small); a larger one, held for one large frame, is given back.
 const KEEP_CAPACITY: usize = 4096;
 
+/// An unfinished line longer than this is held in pieces, one per chunk, and joined once when
+/// it ends, into one allocation of its size: a buffer grown by doubling would copy it again at
+/// each step, and a heap that never shrinks (a wasm guest's) would keep every smaller buffer.
+const PIECES_ABOVE: usize = 64 << 10;
+
 /// The decoder's state between chunks.
 #[derive(Debug, Default)]
 pub struct SseDecoder {
+    /// The unfinished line (its start, when it is held in `pieces`).
     buf: Vec<u8>,
+    /// The rest of a long unfinished line, a piece per chunk, in order after `buf`.
+    pieces: Vec<Vec<u8>>,
+    /// The bytes in `pieces`.
+    pieces_len: usize,
     pending: SseFrame,
     has_data: bool,
     seen_first_line: bool,
@@ -92,7 +102,7 @@ impl SseDecoder {
     /// included), when it could be taken whole: nothing is held from an earlier chunk, the
     /// chunk's first line is settled, and the line ends in this chunk.
     fn long_data_line(&self, chunk: &[u8]) -> Option<(usize, usize)> {
-        if chunk.len() <= KEEP_CAPACITY || !self.buf.is_empty() || self.skip_lf {
+        if chunk.len() <= KEEP_CAPACITY || self.holds_line() || self.skip_lf {
             return None;
         }
         let mut start = 0;
@@ -137,11 +147,10 @@ impl SseDecoder {
                     None => self.skip_lf = true,
                 }
             }
-            if self.buf.is_empty() {
+            if !self.holds_line() {
                 self.line(&input[start..line_end], each);
             } else {
-                let mut line = std::mem::take(&mut self.buf);
-                line.extend_from_slice(&input[start..line_end]);
+                let mut line = self.joined(&input[start..line_end]);
                 if line.len() > KEEP_CAPACITY {
                     // A long line that came in pieces is a frame's data far more often than
                     // not: the line becomes that data, so it is never held twice.
@@ -157,13 +166,54 @@ impl SseDecoder {
             }
             start = next;
         }
-        self.buf.extend_from_slice(&input[start..]);
+        self.hold(&input[start..]);
+    }
+
+    /// Whether part of a line is held from an earlier chunk.
+    fn holds_line(&self) -> bool {
+        !self.buf.is_empty() || !self.pieces.is_empty()
+    }
+
+    /// Keep the start of an unfinished line for the next chunk: in `buf` while it is short, in
+    /// pieces once it is long.
+    fn hold(&mut self, rest: &[u8]) {
+        if rest.is_empty() {
+            return;
+        }
+        if self.pieces.is_empty() && self.buf.len() + rest.len() <= PIECES_ABOVE {
+            self.buf.extend_from_slice(rest);
+            return;
+        }
+        if self.pieces.is_empty() && !self.buf.is_empty() {
+            let start = std::mem::take(&mut self.buf);
+            self.pieces_len += start.len();
+            self.pieces.push(start);
+        }
+        self.pieces_len += rest.len();
+        self.pieces.push(rest.to_vec());
+    }
+
+    /// The held line with its `end`, in one allocation of its size when it was held in pieces.
+    fn joined(&mut self, end: &[u8]) -> Vec<u8> {
+        if self.pieces.is_empty() {
+            let mut line = std::mem::take(&mut self.buf);
+            line.extend_from_slice(end);
+            return line;
+        }
+        let mut line = Vec::with_capacity(self.pieces_len + end.len());
+        for piece in std::mem::take(&mut self.pieces) {
+            line.extend_from_slice(&piece);
+        }
+        self.pieces_len = 0;
+        line.extend_from_slice(end);
+        line
     }
 
     /// Bytes held between calls: the unfinished line and the frame being built.
     #[must_use]
     pub fn held(&self) -> usize {
         self.buf.len()
+            + self.pieces_len
             + self.pending.data.len()
             + self.pending.event.as_ref().map_or(0, String::len)
             + self.pending.id.as_ref().map_or(0, String::len)
@@ -174,8 +224,8 @@ impl SseDecoder {
     pub fn finish(&mut self) -> Vec<SseFrame> {
         let mut frames = Vec::new();
         let mut each = |frame: &mut SseFrame| frames.push(std::mem::take(frame));
-        if !self.buf.is_empty() {
-            let line = std::mem::take(&mut self.buf);
+        if self.holds_line() {
+            let line = self.joined(b"");
             self.line(&line, &mut each);
         }
         self.line(b"", &mut each);
@@ -360,7 +410,28 @@ mod tests {
 
     #[test]
     fn long_lines_in_pieces_read_as_short_ones() {
-        let long = "x".repeat(3 * KEEP_CAPACITY);
+        // Longer than a kept buffer, and longer than a line held in one buffer.
+        for long in [
+            "x".repeat(3 * KEEP_CAPACITY),
+            "x".repeat(PIECES_ABOVE + 5000),
+        ] {
+            long_line_cases(&long);
+        }
+        // A long line that is not UTF-8 is read as the short ones are (lossily).
+        let mut bytes = b"data: ".to_vec();
+        bytes.extend(std::iter::repeat_n(b'y', 2 * KEEP_CAPACITY));
+        bytes.extend(b"\xff\n\n");
+        let mut d = SseDecoder::new();
+        let mut frames = Vec::new();
+        for chunk in bytes.chunks(1000) {
+            frames.extend(d.feed(chunk));
+        }
+        assert_eq!(frames, all_at_once(&bytes));
+        assert!(frames[0].data.ends_with("y\u{fffd}"));
+    }
+
+    /// Every way of feeding a frame with a line of `long` gives the frames of one feed.
+    fn long_line_cases(long: &str) {
         let cases = [
             format!("data: {long}\n\n"),
             format!("data:{long}\n\n"),
@@ -410,17 +481,27 @@ mod tests {
                 assert_eq!(frames, whole, "{:.40} in pieces of {piece}", input);
             }
         }
-        // A long line that is not UTF-8 is read as the short ones are (lossily).
-        let mut bytes = b"data: ".to_vec();
-        bytes.extend(std::iter::repeat_n(b'y', 2 * KEEP_CAPACITY));
-        bytes.extend(b"\xff\n\n");
+    }
+
+    #[test]
+    fn a_long_line_in_pieces_is_joined_once_at_its_size() {
+        let text = "w".repeat(3 * PIECES_ABOVE + 11);
+        let input = format!("data: {text}\n\n");
         let mut d = SseDecoder::new();
-        let mut frames = Vec::new();
-        for chunk in bytes.chunks(1000) {
+        // After the stream's first line, the joined line becomes the data in place.
+        let mut frames = d.feed(b": open\n");
+        for chunk in input.as_bytes().chunks(1000) {
             frames.extend(d.feed(chunk));
+            assert!(d.buf.capacity() <= 2 * PIECES_ABOVE, "held in pieces");
         }
-        assert_eq!(frames, all_at_once(&bytes));
-        assert!(frames[0].data.ends_with("y\u{fffd}"));
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].data, text);
+        assert_eq!(
+            frames[0].data.capacity(),
+            "data: ".len() + text.len(),
+            "one allocation of the line's size, not a doubled buffer"
+        );
+        assert_eq!((d.held(), d.pieces.capacity()), (0, 0), "nothing kept");
     }
 
     #[test]

@@ -423,13 +423,13 @@ impl Outbound {
             return false;
         }
         self.finished = ends;
+        let input_len = sse.len();
         let out = match &mut self.front {
             None => return self.tx.send(Bytes::from(sse)).await.is_ok(),
             Some(front) => front.feed_owned(sse.into_bytes()),
         };
         match out {
-            Ok(out) if out.is_empty() => !self.tx.is_closed(),
-            Ok(out) => self.send_front(out).await,
+            Ok(out) => self.send_front(out, input_len).await,
             Err(e) => {
                 self.front_failed(&e).await;
                 false
@@ -437,12 +437,17 @@ impl Outbound {
         }
     }
 
-    /// Sends a front translator's output, then what it held back, each piece sent before the
-    /// next is made (a long Responses answer's closing events, one at a time).
-    async fn send_front(&mut self, mut out: String) -> bool {
+    /// Sends a front translator's output for a run of `input_len` bytes, then what it held
+    /// back, each piece sent before the next is made (a long Responses answer's closing
+    /// events, one at a time; a long run's output, made once the run was let go).
+    async fn send_front(&mut self, mut out: String, mut input_len: usize) -> bool {
         loop {
             let len = out.len();
-            if self.tx.send(Bytes::from(out)).await.is_err() {
+            if len == 0 {
+                if self.tx.is_closed() {
+                    return false;
+                }
+            } else if self.tx.send(Bytes::from(out)).await.is_err() {
                 return false;
             }
             // A long piece waits until the client's writer took it (every slot of the channel
@@ -454,9 +459,10 @@ impl Outbound {
                 return false;
             }
             let more = match &mut self.front {
-                Some(front) => shape::more_output(front.as_mut(), len),
+                Some(front) => shape::more_output(front.as_mut(), input_len, len),
                 None => Ok(None),
             };
+            input_len = 0;
             match more {
                 Ok(Some(next)) => out = next,
                 Ok(None) => return true,
@@ -499,7 +505,7 @@ impl Outbound {
             match front.finish(&StreamEnd::default()) {
                 Ok(tail) if tail.body.is_empty() => {}
                 Ok(tail) => {
-                    self.send_front(tail.body).await;
+                    self.send_front(tail.body, 0).await;
                 }
                 Err(e) => self.front_failed(&e).await,
             }

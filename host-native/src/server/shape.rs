@@ -21,17 +21,19 @@ use crate::engine::{Engine, EngineError, StreamSession};
 /// text in four closing events, and each is written before the next is made.
 pub const FRONT_OUTPUT_LIMIT: usize = 1 << 20;
 
-/// What a streaming front translator held back after a call that gave `last_len` bytes: `None`
-/// when that call gave less than [`FRONT_OUTPUT_LIMIT`] (it held nothing back) or nothing more
-/// is left.
+/// What a streaming front translator held back after a call that took `input_len` bytes and
+/// gave `output_len`: `None` when both were under [`FRONT_OUTPUT_LIMIT`] (it held nothing
+/// back) or nothing more is left. (A call given a long run makes its output only when asked
+/// again, once the caller has let the run go.)
 ///
 /// # Errors
 /// The engine failed.
 pub fn more_output(
     session: &mut dyn StreamSession,
-    last_len: usize,
+    input_len: usize,
+    output_len: usize,
 ) -> Result<Option<String>, EngineError> {
-    if last_len < FRONT_OUTPUT_LIMIT {
+    if input_len < FRONT_OUTPUT_LIMIT && output_len < FRONT_OUTPUT_LIMIT {
         return Ok(None);
     }
     let more = session.feed(&[])?;

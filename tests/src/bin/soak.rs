@@ -360,13 +360,18 @@ async fn answer(args: &[String]) -> bridge_tests::Result<()> {
             .build(),
     )
     .await?;
-    let cases: [(&str, &str, bool); 6] = [
+    // Responses twice: kept for `previous_response_id` and `GET` (`store`, the default: the
+    // bridge then holds a copy of the answer after the request, within
+    // `--responses-store-bytes`), and with `store: false`.
+    let cases: [(&str, &str, bool); 8] = [
         ("messages", "/v1/messages", true),
         ("messages", "/v1/messages", false),
         ("chat", "/v1/chat/completions", true),
         ("chat", "/v1/chat/completions", false),
         ("responses", "/v1/responses", true),
         ("responses", "/v1/responses", false),
+        ("unstored", "/v1/responses", true),
+        ("unstored", "/v1/responses", false),
     ];
     let engine = std::env::var("E2E_ENGINE")
         .ok()
@@ -392,7 +397,8 @@ async fn answer(args: &[String]) -> bridge_tests::Result<()> {
                                  "messages": [{"role": "user", "content": "write"}]}),
             "chat" => json!({"model": "m", "stream": stream,
                              "messages": [{"role": "user", "content": "write"}]}),
-            _ => json!({"model": "m", "stream": stream, "input": "write"}),
+            "responses" => json!({"model": "m", "stream": stream, "input": "write"}),
+            _ => json!({"model": "m", "stream": stream, "input": "write", "store": false}),
         };
         tokio::time::sleep(Duration::from_millis(300)).await;
         let idle_kb = rss_kb(pid).unwrap_or(0);
