@@ -174,8 +174,9 @@ export interface StreamOptions {
    * `message_start` waits for that chunk and announces the real input and cache tokens. */
   usage_on_first_chunk?: boolean;
   /** The `front_*` dialects, streaming: each call stops making output once it holds about this
-   * many bytes; feed an empty chunk for the rest (output shorter than this held nothing back).
-   * Unset: every call returns all it has. */
+   * many bytes, and a call given at least this many bytes makes none yet; after either, feed an
+   * empty chunk for the rest (otherwise nothing was held back). Unset: every call returns all
+   * it has. */
   output_limit?: number;
 }
 

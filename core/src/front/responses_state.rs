@@ -188,14 +188,13 @@ impl Serialize for Items<'_> {
 }
 
 /// The items a response adds to a conversation: its `output` (for the next request's
-/// `previous_response_id` and `item_reference`s).
-#[must_use]
-pub fn output_items(response: &Value) -> Vec<Arc<Value>> {
-    response
-        .get("output")
-        .and_then(Value::as_array)
-        .map(|items| items.iter().cloned().map(Arc::new).collect())
-        .unwrap_or_default()
+/// `previous_response_id` and `item_reference`s), taken out of it — its `output` is left an
+/// empty list — so a keeper holds them once, shared, rather than a copy beside the response.
+pub fn take_output_items(response: &mut Value) -> Vec<Arc<Value>> {
+    match response.get_mut("output") {
+        Some(Value::Array(items)) => std::mem::take(items).into_iter().map(Arc::new).collect(),
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
@@ -318,11 +317,12 @@ mod tests {
     }
 
     #[test]
-    fn output_items_are_the_response_output() {
-        let response = json!({"id": "resp_1", "output": [{"type": "message", "id": "msg_1"}]});
-        let items = output_items(&response);
+    fn output_items_are_the_response_output_taken_out() {
+        let mut response = json!({"id": "resp_1", "output": [{"type": "message", "id": "msg_1"}]});
+        let items = take_output_items(&mut response);
         assert_eq!(items.len(), 1);
         assert_eq!(items[0]["id"], "msg_1");
-        assert!(output_items(&json!({"id": "r"})).is_empty());
+        assert_eq!(response, json!({"id": "resp_1", "output": []}), "held once");
+        assert!(take_output_items(&mut json!({"id": "r"})).is_empty());
     }
 }

@@ -55,6 +55,9 @@ struct Entry {
     response: Arc<Value>,
     /// Input (references resolved) and output: what `previous_response_id` stands for.
     context: Vec<Arc<Value>>,
+    /// How many items at the end of `context` are the response's `output` (kept there only,
+    /// not in `response` too: a long answer is held once).
+    outputs: usize,
     item_ids: Vec<String>,
     bytes: usize,
 }
@@ -81,7 +84,13 @@ impl ResponseStore {
     }
 
     /// Keep `response` (its JSON `bytes` long), made from `input` (`input_bytes` of request).
-    pub fn put(&self, response: Value, bytes: usize, input: Vec<Arc<Value>>, input_bytes: usize) {
+    pub fn put(
+        &self,
+        mut response: Value,
+        bytes: usize,
+        input: Vec<Arc<Value>>,
+        input_bytes: usize,
+    ) {
         let Some(id) = response
             .get("id")
             .and_then(Value::as_str)
@@ -94,7 +103,9 @@ impl ResponseStore {
             return;
         }
         let mut context = input;
-        context.extend(responses_state::output_items(&response));
+        let output = responses_state::take_output_items(&mut response);
+        let outputs = output.len();
+        context.extend(output);
         let now = Instant::now();
         let mut inner = self.lock();
         inner.remove(&id);
@@ -114,6 +125,7 @@ impl ResponseStore {
             Entry {
                 response: Arc::new(response),
                 context,
+                outputs,
                 item_ids,
                 bytes: size,
             },
@@ -124,9 +136,19 @@ impl ResponseStore {
     /// The response object `id`, if kept.
     #[must_use]
     pub fn get(&self, id: &str) -> Option<Arc<Value>> {
-        let mut inner = self.lock();
-        inner.evict(Instant::now(), self.ttl, self.max_bytes);
-        inner.responses.get(id).map(|e| Arc::clone(&e.response))
+        let (response, output) = {
+            let mut inner = self.lock();
+            inner.evict(Instant::now(), self.ttl, self.max_bytes);
+            let e = inner.responses.get(id)?;
+            let start = e.context.len().saturating_sub(e.outputs);
+            (Arc::clone(&e.response), e.context.get(start..)?.to_vec())
+        };
+        // The output goes back in (a copy made for this answer, outside the lock).
+        let mut response = Value::clone(&response);
+        if let Some(slot) = response.get_mut("output") {
+            *slot = Value::Array(output.iter().map(|item| Value::clone(item)).collect());
+        }
+        Some(Arc::new(response))
     }
 
     /// Forget the response `id`; whether it was kept.
@@ -392,7 +414,15 @@ mod tests {
             store.item("msg_resp_1").unwrap()["content"][0]["text"],
             "Hello."
         );
-        assert_eq!(store.get("resp_1").unwrap()["id"], "resp_1");
+        assert_eq!(
+            *store.get("resp_1").unwrap(),
+            response("resp_1", "Hello."),
+            "GET gives the whole response back"
+        );
+        assert!(
+            Arc::ptr_eq(&store.item("msg_resp_1").unwrap(), &context[1]),
+            "an output item is held once, shared by the context and the item index"
+        );
         assert_eq!(store.usage(), (150, 1));
         assert!(store.delete("resp_1"));
         assert!(!store.delete("resp_1"));
