@@ -100,7 +100,18 @@ const MEASURED_STRING: usize = 64 << 10;
 /// Room left after a long string for what follows it (the rest of its event or object: closing
 /// braces, a response's usage and options, the frame's blank line), so a long event or a folded
 /// answer is written in one allocation.
-pub(crate) const ROOM_AFTER_STRING: usize = 4096;
+const ROOM_AFTER_STRING: usize = 4096;
+
+/// The room to reserve beyond `size`, the bytes a value is about to take when written: what
+/// [`write_str`] will want after a long string in it, none for a short value (a small event is
+/// not given 4 KiB).
+pub(crate) fn room_after(size: usize) -> usize {
+    if size >= MEASURED_STRING {
+        ROOM_AFTER_STRING
+    } else {
+        0
+    }
+}
 
 /// The bytes `text` takes as a JSON string literal, quotes included.
 fn escaped_len(bytes: &[u8]) -> usize {

@@ -406,12 +406,8 @@ impl ResponsesStreamEncoder {
                 // A frame of a long answer is made in one allocation, not by doubling one
                 // (each step of which would leave the last one behind to be freed).
                 // The room after a long string is the room its writer wants.
-                sse.reserve(
-                    json_size_hint(&frame.data)
-                        + kind.len()
-                        + 16
-                        + crate::compact_json::ROOM_AFTER_STRING,
-                );
+                let size = json_size_hint(&frame.data) + kind.len() + 16;
+                sse.reserve(size + crate::compact_json::room_after(size));
                 frame.encode(sse);
             }
             Sink::Frames(frames) => frames.push(frame.clone()),
