@@ -175,7 +175,9 @@ impl SseDecoder {
     }
 
     /// Keep the start of an unfinished line for the next chunk: in `buf` while it is short, in
-    /// pieces once it is long.
+    /// pieces once it is long. Each piece is filled before the next is made (at least
+    /// [`PIECES_ABOVE`] bytes), so a line that comes a few bytes per chunk costs its bytes, not
+    /// an allocation per chunk.
     fn hold(&mut self, rest: &[u8]) {
         if rest.is_empty() {
             return;
@@ -190,7 +192,18 @@ impl SseDecoder {
             self.pieces.push(start);
         }
         self.pieces_len += rest.len();
-        self.pieces.push(rest.to_vec());
+        let mut rest = rest;
+        if let Some(last) = self.pieces.last_mut() {
+            let room = last.capacity() - last.len();
+            let (now, later) = rest.split_at(room.min(rest.len()));
+            last.extend_from_slice(now);
+            rest = later;
+        }
+        if !rest.is_empty() {
+            let mut piece = Vec::with_capacity(rest.len().max(PIECES_ABOVE));
+            piece.extend_from_slice(rest);
+            self.pieces.push(piece);
+        }
     }
 
     /// The held line with its `end`, in one allocation of its size when it was held in pieces.
@@ -502,6 +515,20 @@ mod tests {
             "one allocation of the line's size, not a doubled buffer"
         );
         assert_eq!((d.held(), d.pieces.capacity()), (0, 0), "nothing kept");
+    }
+
+    #[test]
+    fn a_long_line_a_byte_at_a_time_is_held_in_full_pieces() {
+        let text = "b".repeat(3 * PIECES_ABOVE);
+        let input = format!("data: {text}\n\n");
+        let mut d = SseDecoder::new();
+        let mut frames = d.feed(b": open\n");
+        for byte in input.as_bytes().chunks(1) {
+            frames.extend(d.feed(byte));
+            assert!(d.pieces.len() <= 4, "{} pieces", d.pieces.len());
+        }
+        assert_eq!(frames.len(), 1);
+        assert_eq!(frames[0].data, text);
     }
 
     #[test]
