@@ -143,10 +143,12 @@ pub(crate) fn str_size_hint(text: &str) -> usize {
 pub(crate) fn write_str(out: &mut String, text: &str) {
     const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
-    if bytes.len() >= MEASURED_STRING {
-        out.reserve(escaped_len(bytes) + ROOM_AFTER_STRING);
-    } else {
+    if bytes.len() < MEASURED_STRING {
         out.reserve(bytes.len() + 2);
+    } else if out.capacity() - out.len() < bytes.len() + 2 + ROOM_AFTER_STRING {
+        // Measured unless the caller reserved for the whole value already (a size hint that
+        // counts escapes): a long string is not scanned twice.
+        out.reserve(escaped_len(bytes) + ROOM_AFTER_STRING);
     }
     out.push('"');
     let mut from = 0;

@@ -45,7 +45,7 @@ use crate::anthropic::accumulate::merge_usage;
 use crate::anthropic::events::{
     ApiError, BlockStart, Delta, ErrorKind, StopReason, StreamEvent, Usage,
 };
-use crate::front::{Failure, openai_error_body};
+use crate::front::{Failure, append_taken, openai_error_body};
 
 /// One streamed `chat.completion.chunk`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -650,8 +650,12 @@ impl ChatCompletionFold {
                         self.finish = Some(reason);
                     }
                     let delta = choice.delta;
-                    append(&mut self.content, delta.content);
-                    append(&mut self.reasoning, delta.reasoning_content);
+                    if let Some(content) = delta.content {
+                        append_taken(&mut self.content, content);
+                    }
+                    if let Some(reasoning) = delta.reasoning_content {
+                        append_taken(&mut self.reasoning, reasoning);
+                    }
                     for call in delta.tool_calls.unwrap_or_default() {
                         self.tool_fragment(call);
                     }
@@ -679,15 +683,6 @@ impl ChatCompletionFold {
         if let Some(tool) = self.tools.get_mut(index) {
             tool.function.arguments.push_str(&call.function.arguments);
         }
-    }
-}
-
-/// `text` after `folded`; the first piece is taken as it is (one event may be a whole answer).
-fn append(folded: &mut String, text: Option<String>) {
-    match text {
-        Some(text) if folded.is_empty() => *folded = text,
-        Some(text) => folded.push_str(&text),
-        None => {}
     }
 }
 

@@ -126,3 +126,13 @@ mod properties;
 mod request_properties;
 
 pub use error::{Failure, FrontError, openai_error_body, openai_error_fields, openai_status};
+
+/// `out` followed by `more`; the first piece is taken as it is, not copied (one event can be a
+/// whole answer, tens of MB).
+pub(crate) fn append_taken(out: &mut String, more: String) {
+    if out.is_empty() {
+        *out = more;
+    } else {
+        out.push_str(&more);
+    }
+}

@@ -32,12 +32,12 @@ use crate::anthropic::events::{
     ApiError, BlockStart, ContentBlock, Delta, ErrorKind, Message, MessageDeltaBody, MessageShell,
     StreamEvent,
 };
-use crate::front::Failure;
 use crate::front::chat_stream::{ChatCompletionFold, ChatStreamEncoder};
 use crate::front::client_tools::ResponsesTools;
 use crate::front::responses_stream::{
     ResponsesFold, ResponsesStreamEncoder, ResponsesStreamOptions,
 };
+use crate::front::{Failure, append_taken};
 use crate::sse::decoder::{SseDecoder, SseFrame};
 
 /// Which OpenAI API the client speaks, and what its encoder needs from the request.
@@ -239,22 +239,12 @@ impl FrontStream {
     }
 }
 
-/// `out` followed by `more`; the first piece is taken as it is, not copied (one upstream event
-/// can make tens of MB of client events).
-fn append(out: &mut String, more: String) {
-    if out.is_empty() {
-        *out = more;
-    } else {
-        out.push_str(&more);
-    }
-}
-
 impl Encoder {
     /// One event's frames into `out`; a Responses encoder writes what it owes only while `out`
     /// is under `limit`.
     fn push(&mut self, event: StreamEvent, out: &mut String, limit: usize) {
         match self {
-            Self::Chat(encoder) => append(out, encoder.push(event)),
+            Self::Chat(encoder) => append_taken(out, encoder.push(event)),
             Self::Responses(encoder) => encoder.push_bounded(event, out, limit),
         }
     }
@@ -262,7 +252,7 @@ impl Encoder {
     /// The stream's end into `out`, as [`Self::push`].
     fn finish(&mut self, out: &mut String, limit: usize) {
         match self {
-            Self::Chat(encoder) => append(out, encoder.finish()),
+            Self::Chat(encoder) => append_taken(out, encoder.finish()),
             Self::Responses(encoder) => encoder.finish_bounded(out, limit),
         }
     }
