@@ -153,7 +153,9 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
     }
     fold_mid_conversation_system(&mut messages, mid_system);
 
-    let (tools, web_search) = convert_tools(req.tools.as_deref(), options, &mut warnings);
+    // Counted before the tools are moved out of the request into the body.
+    let input_tokens_estimate = crate::tokens::estimate_request(&req);
+    let (tools, web_search) = convert_tools(req.tools.take(), options, &mut warnings);
     let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
     } else if options.drop_tool_choice {
@@ -220,7 +222,7 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
         upstream_model,
         client_model: req.model.clone(),
         client_stream: req.stream.unwrap_or(false),
-        input_tokens_estimate: crate::tokens::estimate_request(&req),
+        input_tokens_estimate,
         warnings,
         tool_names,
     })
@@ -615,7 +617,7 @@ fn convert_assistant(
 
 /// The function tools, and OpenRouter's web search for the client's (its name returned).
 fn convert_tools(
-    tools: Option<&[Tool]>,
+    tools: Option<Vec<Tool>>,
     options: &ConvertOptions,
     warnings: &mut Vec<String>,
 ) -> (Option<Vec<Value>>, Option<String>) {
@@ -634,7 +636,7 @@ fn convert_tools(
             web_search = Some(tool.name.clone());
             continue;
         }
-        let Some(schema) = &tool.input_schema else {
+        let Some(schema) = tool.input_schema else {
             warnings.push(format!(
                 "tool {:?} ({}) dropped: server tools have no Chat Completions equivalent",
                 tool.name,
@@ -642,19 +644,20 @@ fn convert_tools(
             ));
             continue;
         };
-        let mut function = Map::new();
-        function.insert(String::from("name"), Value::String(tool.name.clone()));
-        if let Some(description) = &tool.description {
-            function.insert(
-                String::from("description"),
-                Value::String(description.clone()),
-            );
+        let mut function = Map::with_capacity(3);
+        function.insert(String::from("name"), Value::String(tool.name));
+        if let Some(description) = tool.description {
+            function.insert(String::from("description"), Value::String(description));
         }
         function.insert(
             String::from("parameters"),
             clean_schema(schema, options.strict_schemas),
         );
-        out.push(json!({"type": "function", "function": function}));
+        // Built as values, not with `json!`: it would serialize the schema into a copy.
+        let mut entry = Map::with_capacity(2);
+        entry.insert(String::from("type"), Value::from("function"));
+        entry.insert(String::from("function"), Value::Object(function));
+        out.push(Value::Object(entry));
     }
     ((!out.is_empty()).then_some(out), web_search)
 }

@@ -53,7 +53,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::anthropic::request::system_text;
-use crate::anthropic::request::{Block, Content, ImageSource, KnownBlock, MessagesRequest, Role};
+use crate::anthropic::request::{
+    Block, Content, ImageSource, KnownBlock, MessagesRequest, Role, Tool as AnthropicTool,
+};
 use crate::error::RequestError;
 use crate::openai::responses::{
     ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText, Tool,
@@ -136,6 +138,8 @@ pub fn convert(
     let (mut req, warnings) =
         crate::anthropic::fields::read_for_translation(request, options.require_max_tokens)?;
     let tool_names = crate::translate::tool_names::rename_request(&mut req);
+    // Counted before the tools are moved out of the request into the body.
+    let input_tokens_estimate = crate::tokens::estimate_request(&req);
     let mut warnings = Warnings(warnings);
     let instructions = req
         .system
@@ -165,7 +169,7 @@ pub fn convert(
         tools,
         max_tool_calls,
         web_search,
-    } = tools(&req, options, &mut warnings);
+    } = tools(req.tools.take(), options, &mut warnings);
     let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
     } else if options.drop_tool_choice {
@@ -239,7 +243,7 @@ pub fn convert(
         upstream_model,
         client_model: req.model.clone(),
         client_stream: req.stream.unwrap_or(false),
-        input_tokens_estimate: crate::tokens::estimate_request(&req),
+        input_tokens_estimate,
         warnings: warnings.0,
         tool_names,
     })
@@ -553,11 +557,15 @@ struct Tools {
     web_search: Option<String>,
 }
 
-fn tools(req: &MessagesRequest, options: &ResponsesOptions, warnings: &mut Warnings) -> Tools {
+fn tools(
+    tools: Option<Vec<AnthropicTool>>,
+    options: &ResponsesOptions,
+    warnings: &mut Warnings,
+) -> Tools {
     let mut out = Vec::new();
     let mut max_tool_calls = None;
     let mut web_search = None;
-    for tool in req.tools.as_deref().unwrap_or_default() {
+    for tool in tools.unwrap_or_default() {
         let hosted = options
             .hosted_web_search
             .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
@@ -568,7 +576,7 @@ fn tools(req: &MessagesRequest, options: &ResponsesOptions, warnings: &mut Warni
             web_search = Some(tool.name.clone());
             continue;
         }
-        let Some(schema) = &tool.input_schema else {
+        let Some(schema) = tool.input_schema else {
             warnings.add(format!(
                 "tool {:?} ({}) dropped: server tools have no Responses function equivalent",
                 tool.name,
@@ -578,8 +586,8 @@ fn tools(req: &MessagesRequest, options: &ResponsesOptions, warnings: &mut Warni
         };
         out.push(Tool::Function(FunctionTool {
             kind: "function",
-            name: tool.name.clone(),
-            description: tool.description.clone(),
+            name: tool.name,
+            description: tool.description,
             parameters: clean_schema(schema, options.strict_schemas),
             strict: false,
         }));
@@ -657,7 +665,7 @@ fn text_format(output_config: Option<&Value>) -> Option<Value> {
     let schema = if strict {
         format.get("schema")?.clone()
     } else {
-        clean_schema(format.get("schema")?, false)
+        clean_schema(format.get("schema")?.clone(), false)
     };
     let name = format
         .get("name")

@@ -8,62 +8,65 @@
 //! ```
 //! use bridge_core::translate::schema::clean_schema;
 //! let schema = serde_json::json!({"$schema":"x","type":"object","properties":{"format":{"type":"string","format":"uri"}}});
-//! let strict = clean_schema(&schema, true);
+//! let strict = clean_schema(schema, true);
 //! assert_eq!(strict, serde_json::json!({"type":"object","properties":{"format":{"type":"string"}}}));
 //! ```
 
 use serde_json::{Map, Value};
 
-/// A cleaned copy of `schema`.
+/// `schema` cleaned, in place of it: its keys and values are moved, not copied (a Claude Code
+/// request's tool schemas are most of its size).
 #[must_use]
-pub fn clean_schema(schema: &Value, strict: bool) -> Value {
+pub fn clean_schema(schema: Value, strict: bool) -> Value {
     match schema {
         Value::Object(map) => Value::Object(clean_object(map, strict)),
-        other => other.clone(),
+        other => other,
     }
 }
 
-fn clean_object(map: &Map<String, Value>, strict: bool) -> Map<String, Value> {
+/// Each member of an array of schemas cleaned; anything else as it is.
+fn clean_each(value: Value, strict: bool) -> Value {
+    match value {
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|s| clean_schema(s, strict)).collect())
+        }
+        other => other,
+    }
+}
+
+fn clean_object(map: Map<String, Value>, strict: bool) -> Map<String, Value> {
     let mut out = Map::with_capacity(map.len());
     for (key, value) in map {
         match key.as_str() {
             "$schema" => {}
             "format" | "exclusiveMinimum" | "exclusiveMaximum" | "propertyNames" if strict => {}
             "const" if strict => {
-                out.insert(String::from("enum"), Value::Array(vec![value.clone()]));
+                out.insert(String::from("enum"), Value::Array(vec![value]));
             }
             "properties" | "$defs" | "definitions" | "patternProperties" => {
                 let cleaned = match value {
                     Value::Object(props) => Value::Object(
                         props
-                            .iter()
-                            .map(|(name, sub)| (name.clone(), clean_schema(sub, strict)))
+                            .into_iter()
+                            .map(|(name, sub)| (name, clean_schema(sub, strict)))
                             .collect(),
                     ),
-                    other => other.clone(),
+                    other => other,
                 };
-                out.insert(key.clone(), cleaned);
+                out.insert(key, cleaned);
             }
             "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
                 let cleaned = match value {
-                    Value::Array(items) => {
-                        Value::Array(items.iter().map(|s| clean_schema(s, strict)).collect())
-                    }
+                    items @ Value::Array(_) => clean_each(items, strict),
                     other => clean_schema(other, strict),
                 };
-                out.insert(key.clone(), cleaned);
+                out.insert(key, cleaned);
             }
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
-                let cleaned = match value {
-                    Value::Array(items) => {
-                        Value::Array(items.iter().map(|s| clean_schema(s, strict)).collect())
-                    }
-                    other => other.clone(),
-                };
-                out.insert(key.clone(), cleaned);
+                out.insert(key, clean_each(value, strict));
             }
             _ => {
-                out.insert(key.clone(), value.clone());
+                out.insert(key, value);
             }
         }
     }
@@ -95,7 +98,7 @@ mod tests {
             }
         });
         assert_eq!(
-            clean_schema(&schema, true),
+            clean_schema(schema, true),
             json!({
                 "type": "object",
                 "properties": {
@@ -112,7 +115,7 @@ mod tests {
     fn lenient_mode_only_drops_dollar_schema() {
         let schema = json!({"$schema": "x", "type": "string", "format": "uri", "const": "a"});
         assert_eq!(
-            clean_schema(&schema, false),
+            clean_schema(schema, false),
             json!({"type": "string", "format": "uri", "const": "a"})
         );
     }

@@ -46,6 +46,7 @@
 //! (per 300 KB scenario, 500), `BENCH_PROXY_PACED_REQUESTS` (per paced scenario, 300),
 //! `BENCH_PROXY_PACE_US` (1000), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
 //! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
+//! (an engine written `wasm@/path/to/claude-bridge` runs that binary: a build before a change),
 //! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+store` engine against its plain
 //! one, small streams, each result the median of its rounds). Writes `tests/bench/results/proxy-<UTC time>.json`.
 
@@ -403,11 +404,16 @@ async fn start_bridge(
     pinned: bool,
     gateway: Option<&Path>,
 ) -> Result<BridgeProc> {
-    let bin = bridge_tests::bridge::binary_path()?;
+    // `wasm@/path/to/claude-bridge`: that engine of another binary (the build before a
+    // change, measured in the same run).
+    let (spec, bin) = match engine.split_once('@') {
+        Some((spec, bin)) => (spec, PathBuf::from(bin)),
+        None => (engine, bridge_tests::bridge::binary_path()?),
+    };
     let port = free_port()?;
     let log_path = std::env::temp_dir().join(format!(
         "bench-proxy-{}-{}.log",
-        engine.replace('+', "-"),
+        engine.replace(['+', '@', '/'], "-"),
         std::process::id()
     ));
     let log = File::create(&log_path)?;
@@ -415,7 +421,7 @@ async fn start_bridge(
     cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
     // `native+sqlite`, `native+postgres`: the gateway on (a key with limits, prices, the
     // ledger, a store), from a config file; the engine is the part before `+`.
-    let (engine_name, _) = engine.split_once('+').unwrap_or((engine, ""));
+    let (engine_name, _) = spec.split_once('+').unwrap_or((spec, ""));
     match gateway {
         Some(config) => {
             cmd.arg("--config")
