@@ -38,7 +38,7 @@ pub fn to_string<T: ?Sized + Serialize>(value: &T) -> Result<String, Error> {
 /// # Errors
 /// As [`to_string`].
 pub fn write_into<T: ?Sized + Serialize>(out: &mut String, value: &T) -> Result<(), Error> {
-    value.serialize(Writer { out })
+    value.serialize(Writer { out, raw: false })
 }
 
 /// What a byte becomes inside a JSON string: 0 = itself, `u` = `\u00XX`, else `\` + that byte.
@@ -173,13 +173,15 @@ pub(crate) fn write_str(out: &mut String, text: &str) {
     out.push('"');
 }
 
-/// The struct name a `serde_json::value::RawValue` serializes under (serde_json writes its text
-/// as it is; this writer refuses it rather than write it as an object).
+/// The struct name a `serde_json::value::RawValue` serializes under: its one field is its text,
+/// which serde_json writes as it is, and so does this writer (compact only if the text is).
 const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
 /// A serializer writing compact JSON into `out`.
 struct Writer<'a> {
     out: &'a mut String,
+    /// Inside a `RawValue`: its text is written as it is, not as a JSON string.
+    raw: bool,
 }
 
 /// Room for the longest scalar serde_json writes (an `i128` takes 40 bytes, an `f64` 24).
@@ -246,7 +248,11 @@ impl<'a> ser::Serializer for Writer<'a> {
         Ok(())
     }
     fn serialize_str(self, v: &str) -> Result<(), Error> {
-        write_str(self.out, v);
+        if self.raw {
+            self.out.push_str(v);
+        } else {
+            write_str(self.out, v);
+        }
         Ok(())
     }
     fn serialize_bytes(self, v: &[u8]) -> Result<(), Error> {
@@ -296,6 +302,7 @@ impl<'a> ser::Serializer for Writer<'a> {
         write_key(self.out, variant);
         value.serialize(Writer {
             out: &mut *self.out,
+            raw: false,
         })?;
         self.out.push('}');
         Ok(())
@@ -329,9 +336,12 @@ impl<'a> ser::Serializer for Writer<'a> {
     }
     fn serialize_struct(self, name: &'static str, _len: usize) -> Result<Compound<'a>, Error> {
         if name == RAW_VALUE {
-            return Err(ser::Error::custom(
-                "compact_json cannot write a serde_json RawValue; use serde_json::to_string",
-            ));
+            return Ok(Compound {
+                out: self.out,
+                first: true,
+                close: "",
+                raw: true,
+            });
         }
         Ok(Compound::open(self.out, '{', "}"))
     }
@@ -354,6 +364,8 @@ struct Compound<'a> {
     out: &'a mut String,
     first: bool,
     close: &'static str,
+    /// A `RawValue`: its one field is its text, written as it is (no key, no braces).
+    raw: bool,
 }
 
 impl<'a> Compound<'a> {
@@ -363,6 +375,7 @@ impl<'a> Compound<'a> {
             out,
             first: true,
             close,
+            raw: false,
         }
     }
 
@@ -376,14 +389,22 @@ impl<'a> Compound<'a> {
         self.comma();
         value.serialize(Writer {
             out: &mut *self.out,
+            raw: false,
         })
     }
 
     fn field<T: ?Sized + Serialize>(&mut self, key: &'static str, value: &T) -> Result<(), Error> {
+        if self.raw {
+            return value.serialize(Writer {
+                out: &mut *self.out,
+                raw: true,
+            });
+        }
         self.comma();
         write_key(self.out, key);
         value.serialize(Writer {
             out: &mut *self.out,
+            raw: false,
         })
     }
 
@@ -430,6 +451,7 @@ impl ser::SerializeMap for Compound<'_> {
     fn serialize_value<T: ?Sized + Serialize>(&mut self, value: &T) -> Result<(), Error> {
         value.serialize(Writer {
             out: &mut *self.out,
+            raw: false,
         })
     }
     fn end(self) -> Result<(), Error> {
@@ -700,8 +722,10 @@ mod tests {
             (FloatKey(1e21), 3),
         ]));
         assert!(to_string(&FloatMap(vec![(FloatKey(f64::NAN), 1)])).is_err());
+        // A RawValue's text as it is (serde_json does not compact it either).
         let raw = serde_json::value::RawValue::from_string(String::from("[1, 2]")).unwrap();
-        assert!(to_string(&raw).is_err());
+        same(&raw);
+        same(&BTreeMap::from([("schema", raw)]));
         same(&serde_bytes_like());
         assert!(to_string(&BTreeMap::from([(vec![1], 1)])).is_err());
     }

@@ -9,4 +9,6 @@ pub mod fields;
 pub mod overflow;
 pub mod repair;
 pub mod request;
+pub mod schema;
 pub mod stream;
+pub mod tool_schema;

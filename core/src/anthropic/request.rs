@@ -231,7 +231,7 @@ pub struct Tool {
     pub description: Option<String>,
     /// JSON schema of the input (absent for server tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub input_schema: Option<Value>,
+    pub input_schema: Option<crate::anthropic::tool_schema::ToolSchema>,
     /// `custom` or a versioned server-tool type.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<String>,

@@ -25,6 +25,7 @@ use crate::anthropic::request::system_text;
 use crate::anthropic::request::{
     Block, Content, ImageSource, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
+use crate::anthropic::tool_schema::ToolSchema;
 use crate::chatml::tool_calls::ToolHint;
 use crate::error::RequestError;
 use crate::tokens::estimate_text;
@@ -160,7 +161,10 @@ pub fn render(request: &[u8], options: &ChatmlOptions) -> Result<ChatmlPrompt, R
     }
     let tools = offered
         .iter()
-        .map(|t| ToolHint::from_schema(&t.name, t.input_schema.as_ref()))
+        .map(|t| {
+            let schema = t.input_schema.as_ref().map(ToolSchema::to_value);
+            ToolHint::from_schema(&t.name, schema.as_ref())
+        })
         .collect();
     let max_tokens = req
         .max_tokens
@@ -216,7 +220,9 @@ fn tool_instructions(tools: &[&Tool], choice: Option<&Value>, format: ToolFormat
         }
         def.insert(
             "parameters".into(),
-            tool.input_schema.clone().unwrap_or_else(|| json!({})),
+            tool.input_schema
+                .as_ref()
+                .map_or_else(|| json!({}), ToolSchema::to_value),
         );
         out.push_str(&Value::Object(def).to_string());
         out.push('\n');

@@ -59,6 +59,7 @@ use serde_json::{Map, Value, json};
 use crate::anthropic::request::{
     Block, Content, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
+use crate::anthropic::tool_schema::ToolSchema;
 use crate::front::FrontError;
 use crate::front::convert::{
     arguments_object, data_url, effort_to_thinking, image_source, non_null, optional_bool,
@@ -499,7 +500,7 @@ impl Converter {
             out.push(Tool {
                 name: name.to_owned(),
                 description,
-                input_schema: Some(schema),
+                input_schema: Some(ToolSchema::from_value(&schema)),
                 kind: None,
                 extra: Map::new(),
             });

@@ -61,6 +61,7 @@ use serde_json::{Map, Value, json};
 use crate::anthropic::request::{
     Block, Content, InputMessage, KnownBlock, MessagesRequest, Role, Tool,
 };
+use crate::anthropic::tool_schema::ToolSchema;
 use crate::front::FrontError;
 use crate::front::chat_request::JSON_OBJECT_INSTRUCTION;
 use crate::front::client_tools::{NamespacedTool, ResponsesTools};
@@ -702,7 +703,7 @@ fn read_tools(
         tools.push(Tool {
             name: sent,
             description,
-            input_schema: Some(schema),
+            input_schema: Some(ToolSchema::from_value(&schema)),
             kind: None,
             extra: Map::new(),
         });

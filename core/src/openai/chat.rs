@@ -1,5 +1,6 @@
 //! OpenAI Chat Completions request (written) and stream chunk (read, tolerantly) types.
 
+use crate::anthropic::tool_schema::CleanedSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -27,7 +28,7 @@ pub struct ChatRequest {
     pub stop: Option<Vec<String>>,
     /// Function tools.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub tools: Option<Vec<Value>>,
+    pub tools: Option<Vec<ChatTool>>,
     /// `auto` / `required` / `none` / `{type:function,…}`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_choice: Option<Value>,
@@ -76,6 +77,34 @@ pub struct ChatChunk {
     /// A mid-stream error object.
     #[serde(default)]
     pub error: Option<Value>,
+}
+
+/// One entry of a request's `tools`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum ChatTool {
+    /// `{"type":"function","function":{…}}`.
+    Function {
+        /// Always `function`.
+        #[serde(rename = "type")]
+        kind: &'static str,
+        /// The function.
+        function: ChatFunction,
+    },
+    /// Another kind, as JSON (OpenRouter's web search).
+    Other(Value),
+}
+
+/// A function tool's `function`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ChatFunction {
+    /// Tool name.
+    pub name: String,
+    /// Description.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// JSON schema of the arguments.
+    pub parameters: CleanedSchema,
 }
 
 /// One choice of a chunk.

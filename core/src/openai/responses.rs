@@ -16,6 +16,7 @@
 //! assert_eq!(encrypted_reasoning("EqQBCkgIARABGAIiQ…"), None); // an Anthropic signature
 //! ```
 
+use crate::anthropic::tool_schema::CleanedSchema;
 use serde::de::{DeserializeOwned, Deserializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -220,7 +221,7 @@ pub struct FunctionTool {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// JSON schema of the arguments.
-    pub parameters: Value,
+    pub parameters: CleanedSchema,
     /// Always `false`: Anthropic schemas are not written for OpenAI's strict mode.
     pub strict: bool,
 }

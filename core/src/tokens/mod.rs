@@ -12,7 +12,7 @@
 //! assert!(n >= 8 && n <= 20, "{n}");
 //! ```
 
-use serde_json::Value;
+use crate::anthropic::tool_schema::json_chars;
 
 use crate::anthropic::request::parse_request;
 use crate::anthropic::request::{Block, Content, KnownBlock, MessagesRequest};
@@ -45,7 +45,10 @@ pub fn estimate_request(req: &MessagesRequest) -> u32 {
     for tool in req.tools.iter().flatten() {
         chars += tool.name.len();
         chars += tool.description.as_ref().map_or(0, String::len);
-        chars += tool.input_schema.as_ref().map_or(0, json_chars);
+        chars += tool
+            .input_schema
+            .as_ref()
+            .map_or(0, crate::anthropic::tool_schema::ToolSchema::json_chars);
     }
     let tokens = chars.div_ceil(CHARS_PER_TOKEN) + extra;
     u32::try_from(tokens.max(1)).unwrap_or(u32::MAX)
@@ -79,22 +82,5 @@ fn block_chars(block: &Block, extra: &mut usize) -> usize {
         Block::Known(KnownBlock::RedactedThinking { data }) => data.len() / 4,
         Block::Known(KnownBlock::Document { source, .. }) => json_chars(source),
         Block::Other(value) => json_chars(value),
-    }
-}
-
-fn json_chars(value: &Value) -> usize {
-    match value {
-        Value::Null => 4,
-        Value::Bool(_) => 5,
-        Value::Number(n) => n.to_string().len(),
-        Value::String(s) => s.len() + 2,
-        Value::Array(items) => 2 + items.iter().map(json_chars).sum::<usize>() + items.len(),
-        Value::Object(map) => {
-            2 + map
-                .iter()
-                .map(|(k, v)| k.len() + 3 + json_chars(v))
-                .sum::<usize>()
-                + map.len()
-        }
     }
 }

@@ -26,9 +26,8 @@ use crate::anthropic::request::{
     Block, Content, ImageSource, InputMessage, KnownBlock, Role, Tool,
 };
 use crate::error::RequestError;
-use crate::openai::chat::{ChatMessage, ChatRequest};
+use crate::openai::chat::{ChatFunction, ChatMessage, ChatRequest, ChatTool};
 use crate::server_tools::hosted::{HostedSearch, history_text, is_search_block};
-use crate::translate::schema::clean_schema;
 use crate::translate::tool_names::ToolNames;
 
 /// How to shape the upstream request (set by the host from flags and routes).
@@ -620,7 +619,7 @@ fn convert_tools(
     tools: Option<Vec<Tool>>,
     options: &ConvertOptions,
     warnings: &mut Vec<String>,
-) -> (Option<Vec<Value>>, Option<String>) {
+) -> (Option<Vec<ChatTool>>, Option<String>) {
     let Some(tools) = tools else {
         return (None, None);
     };
@@ -632,7 +631,7 @@ fn convert_tools(
             .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
             .flatten();
         if let Some(search) = hosted {
-            out.push(search.openrouter_tool());
+            out.push(ChatTool::Other(search.openrouter_tool()));
             web_search = Some(tool.name.clone());
             continue;
         }
@@ -644,20 +643,14 @@ fn convert_tools(
             ));
             continue;
         };
-        let mut function = Map::with_capacity(3);
-        function.insert(String::from("name"), Value::String(tool.name));
-        if let Some(description) = tool.description {
-            function.insert(String::from("description"), Value::String(description));
-        }
-        function.insert(
-            String::from("parameters"),
-            clean_schema(schema, options.strict_schemas),
-        );
-        // Built as values, not with `json!`: it would serialize the schema into a copy.
-        let mut entry = Map::with_capacity(2);
-        entry.insert(String::from("type"), Value::from("function"));
-        entry.insert(String::from("function"), Value::Object(function));
-        out.push(Value::Object(entry));
+        out.push(ChatTool::Function {
+            kind: "function",
+            function: ChatFunction {
+                name: tool.name,
+                description: tool.description,
+                parameters: schema.cleaned(options.strict_schemas),
+            },
+        });
     }
     ((!out.is_empty()).then_some(out), web_search)
 }

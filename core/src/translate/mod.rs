@@ -18,7 +18,6 @@ pub mod chat_stream;
 pub mod passthrough;
 pub mod responses_request;
 pub mod responses_stream;
-pub mod schema;
 pub mod token_stream;
 pub mod tool_names;
 pub mod writer;

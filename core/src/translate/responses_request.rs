@@ -56,6 +56,7 @@ use crate::anthropic::request::system_text;
 use crate::anthropic::request::{
     Block, Content, ImageSource, KnownBlock, MessagesRequest, Role, Tool as AnthropicTool,
 };
+use crate::anthropic::schema::clean_schema;
 use crate::error::RequestError;
 use crate::openai::responses::{
     ContentPart, FunctionTool, InputItem, ReasoningConfig, ResponsesRequest, SummaryText, Tool,
@@ -65,7 +66,6 @@ use crate::server_tools::hosted::{
     HostedSearch, history_text, is_search_block, result_pages, upstream_search_id,
 };
 use crate::translate::chat_request::ConvertedRequest;
-use crate::translate::schema::clean_schema;
 
 /// The Responses API refuses a smaller `max_output_tokens`.
 const MIN_OUTPUT_TOKENS: u64 = 16;
@@ -588,7 +588,7 @@ fn tools(
             kind: "function",
             name: tool.name,
             description: tool.description,
-            parameters: clean_schema(schema, options.strict_schemas),
+            parameters: schema.cleaned(options.strict_schemas),
             strict: false,
         }));
     }

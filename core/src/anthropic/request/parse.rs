@@ -66,7 +66,7 @@ fn validate(req: MessagesRequest) -> Result<MessagesRequest, RequestError> {
             ));
         }
         match &tool.input_schema {
-            Some(Value::Object(_)) => {}
+            Some(schema) if schema.is_object() => {}
             Some(_) => {
                 return Err(RequestError::field(
                     format!("tools.{i}.input_schema"),

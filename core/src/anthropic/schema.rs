@@ -6,7 +6,7 @@
 //! Property *names* are never touched: only schema keywords are.
 //!
 //! ```
-//! use bridge_core::translate::schema::clean_schema;
+//! use bridge_core::anthropic::schema::clean_schema;
 //! let schema = serde_json::json!({"$schema":"x","type":"object","properties":{"format":{"type":"string","format":"uri"}}});
 //! let strict = clean_schema(schema, true);
 //! assert_eq!(strict, serde_json::json!({"type":"object","properties":{"format":{"type":"string"}}}));
