@@ -30,6 +30,7 @@ node -e '
     native: r.native,
     wasmtime: r.wasmtime,
     node: n.node,
+    prepare: r.prepare,
     node_version: n.node_version,
     npm_wasm_bytes: n.wasm_bytes,
     npm_wasm_gzip_bytes: n.wasm_gzip_bytes,
@@ -45,6 +46,8 @@ node -e '
   console.log(row("native", r.native));
   console.log(row("wasmtime", r.wasmtime));
   console.log(row("node", n.node));
+  const p = r.prepare;
+  console.log(`converting a captured ${(p.native.request_bytes / 1000).toFixed(0)} KB Claude Code request for a Chat upstream: native ${p.native.median_us.toFixed(0)} µs, wasmtime ${p.wasmtime.median_us.toFixed(0)} µs (${(p.wasmtime.median_us / p.native.median_us).toFixed(2)}x; medians of ${p.native.runs}/${p.wasmtime.runs})`);
   console.log(`npm .wasm: ${result.npm_wasm_bytes} bytes raw, ${result.npm_wasm_gzip_bytes} gzipped (gzip -9); Node load + compile ${n.node.load_ms.toFixed(1)} ms`);
   console.log(`written to ${out}`);
 ' "$rust_json" "$node_json" "$out" "$stamp"

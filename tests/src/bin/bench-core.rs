@@ -1,5 +1,6 @@
 //! `make bench` (core translation part): throughput of the large-stream translation through the
-//! native core and through the WASI component in wasmtime, measured in the same run. Writes the
+//! native core and through the WASI component in wasmtime, measured in the same run, and the
+//! time one conversion of a captured Claude Code request takes in each. Writes the
 //! input to `DIR/large-stream.sse` (+ `DIR/request.json`) so the Node run
 //! (`pkg-js/bench/node-bench.mjs`) translates the very same bytes, and prints a JSON result.
 //!
@@ -60,6 +61,31 @@ fn measure(
     }))
 }
 
+/// The captured Claude Code request (52 KB: 12 tools, a tool round trip), as Claude Code sends
+/// it every turn.
+const CLAUDE_CODE_REQUEST: &str =
+    include_str!("../../fixtures/claude_code_tool_round_trip/request.json");
+
+/// Converting [`CLAUDE_CODE_REQUEST`] for a Chat Completions upstream: the median time of one
+/// conversion (what it adds before the first token).
+fn measure_prepare(engine: &dyn Engine) -> bridge_tests::Result<serde_json::Value> {
+    let request = CLAUDE_CODE_REQUEST.as_bytes();
+    let options = ConvertOptions::default();
+    engine.convert_request(request, &options)?; // warm-up
+    let mut times = Vec::new();
+    let started = Instant::now();
+    while times.len() < 50 || (started.elapsed().as_secs_f64() < 2.0 && times.len() < 2000) {
+        let one = Instant::now();
+        engine.convert_request(request, &options)?;
+        times.push(one.elapsed().as_secs_f64());
+    }
+    Ok(serde_json::json!({
+        "request_bytes": request.len(),
+        "runs": times.len(),
+        "median_us": median(times) * 1e6,
+    }))
+}
+
 fn main() -> bridge_tests::Result<()> {
     let mut args = std::env::args().skip(1);
     let dir = PathBuf::from(args.next().ok_or("usage: bench-core DIR [MEGABYTES]")?);
@@ -103,6 +129,10 @@ fn main() -> bridge_tests::Result<()> {
         "chunk_bytes": CHUNK,
         "native": measure(native.as_ref(), &options, upstream.as_bytes())?,
         "wasmtime": measure(wasm.as_ref(), &options, upstream.as_bytes())?,
+        "prepare": {
+            "native": measure_prepare(native.as_ref())?,
+            "wasmtime": measure_prepare(wasm.as_ref())?,
+        },
     });
     println!("{result}");
     Ok(())

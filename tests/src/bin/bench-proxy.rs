@@ -45,10 +45,14 @@
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
 //! (per 300 KB scenario, 500), `BENCH_PROXY_PACED_REQUESTS` (per paced scenario, 300),
 //! `BENCH_PROXY_PACE_US` (1000), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
-//! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
+//! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_LARGE_TOOLS` (20: the fixture's 12 tools, then
+//! copies of them; fewer takes its first ones), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
 //! (an engine written `wasm@/path/to/claude-bridge` runs that binary: a build before a change),
 //! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+store` engine against its plain
-//! one, small streams, each result the median of its rounds). Writes `tests/bench/results/proxy-<UTC time>.json`.
+//! one, small streams, each result the median of its rounds), `BENCH_PROXY_PAIRS`
+//! (`native:wasm`: `baseline:subject` engine pairs measured the same way on the small, paced and
+//! large streams at 1 and 64 concurrent, CPU per request as a ratio) and
+//! `BENCH_PROXY_PAIR_ROUNDS` (5). Writes `tests/bench/results/proxy-<UTC time>.json`.
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
 
@@ -480,6 +484,105 @@ async fn start_bridge(
     })
 }
 
+/// Two bridges measured on one scenario in alternating rounds (the baseline first, then the
+/// subject first, …), so that drift in the machine's speed falls on both; each figure is the
+/// median of its rounds (CPU in ms per request: CPU-seconds per 1000 requests).
+struct Paired {
+    ttft_delta: f64,
+    ttft_deltas: Vec<f64>,
+    rate_ratio: f64,
+    rate_ratios: String,
+    cpu_delta: f64,
+    cpu_ratio: f64,
+    cpu_ratios: String,
+    base_cpu: f64,
+    subject_cpu: f64,
+}
+
+impl Paired {
+    async fn measure(
+        sc: &Scenario<'_>,
+        [base, subject]: [&BridgeProc; 2],
+        body: &Bytes,
+        rounds: usize,
+        tck: f64,
+    ) -> Result<Self> {
+        let target = |b: &BridgeProc| {
+            Arc::new(Target {
+                name: b.engine.clone(),
+                addr: b.addr,
+                path: "/v1/messages?beta=true",
+                headers: vec![
+                    ("anthropic-version", "2023-06-01"),
+                    ("x-api-key", "sk-client"),
+                ],
+                content: b"\"text_delta\"",
+                end: b"message_stop",
+            })
+        };
+        let (mut ttft, mut rate, mut cpu_delta, mut cpu_ratio, mut base_cpu, mut subject_cpu) =
+            (vec![], vec![], vec![], vec![], vec![], vec![]);
+        for round in 0..rounds.max(1) {
+            let mut order = [base, subject];
+            if round % 2 == 1 {
+                order.reverse();
+            }
+            let mut results = Vec::new();
+            for bridge in order {
+                let r = run(
+                    sc,
+                    &target(bridge),
+                    body,
+                    true,
+                    Some(bridge.child.id()),
+                    tck,
+                )
+                .await?;
+                results.push((bridge.engine.clone(), r));
+            }
+            let of = |b: &BridgeProc, field: &str| {
+                results
+                    .iter()
+                    .find(|(e, _)| *e == b.engine)
+                    .and_then(|(_, r)| r[field].as_f64())
+                    .unwrap_or(f64::NAN)
+            };
+            ttft.push(of(subject, "ttft_p50_ms") - of(base, "ttft_p50_ms"));
+            rate.push(of(subject, "per_s") / of(base, "per_s"));
+            let (b, s) = (
+                of(base, "bridge_cpu_s_per_1000"),
+                of(subject, "bridge_cpu_s_per_1000"),
+            );
+            cpu_delta.push(s - b);
+            cpu_ratio.push(s / b);
+            base_cpu.push(b);
+            subject_cpu.push(s);
+        }
+        let median = |v: &[f64]| {
+            let mut v = v.to_vec();
+            v.sort_by(f64::total_cmp);
+            percentile(&v, 0.5)
+        };
+        let list = |v: &[f64]| {
+            v.iter()
+                .map(|r| format!("{r:.2}"))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        Ok(Self {
+            ttft_delta: median(&ttft),
+            rate_ratio: median(&rate),
+            rate_ratios: list(&rate),
+            cpu_delta: median(&cpu_delta),
+            cpu_ratio: median(&cpu_ratio),
+            cpu_ratios: list(&cpu_ratio),
+            base_cpu: median(&base_cpu),
+            subject_cpu: median(&subject_cpu),
+            ttft_deltas: ttft,
+        })
+    }
+}
+
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -808,7 +911,7 @@ fn small_request(stream: bool) -> Value {
 
 /// The captured Claude Code request, 20 tools, its history grown to about `bytes` bytes with
 /// turns of text + tool call + a 4 KB tool result (source lines), as Claude Code resends it.
-fn claude_code_request(bytes: usize, stream: bool) -> Result<Value> {
+fn claude_code_request(bytes: usize, tool_count: usize, stream: bool) -> Result<Value> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("fixtures/claude_code_tool_round_trip/request.json");
     let mut req: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)?;
@@ -816,9 +919,9 @@ fn claude_code_request(bytes: usize, stream: bool) -> Result<Value> {
         .as_array()
         .cloned()
         .ok_or_else(|| err("fixture request has no tools"))?;
-    let mut all_tools = tools.clone();
+    let mut all_tools: Vec<Value> = tools.iter().take(tool_count).cloned().collect();
     let mut i = 0;
-    while all_tools.len() < 20 {
+    while all_tools.len() < tool_count {
         let mut t = tools
             .get(i % tools.len())
             .cloned()
@@ -977,6 +1080,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     let pace_us: u64 = env_or("BENCH_PROXY_PACE_US", 1000);
     let hold: usize = env_or("BENCH_PROXY_HOLD", 512);
     let large_kb: usize = env_or("BENCH_PROXY_LARGE_KB", 300);
+    let large_tools: usize = env_or("BENCH_PROXY_LARGE_TOOLS", 20);
     let idle_wait = Duration::from_secs(env_or("BENCH_PROXY_IDLE_WAIT", 36));
     let engines = env_list("BENCH_PROXY_ENGINES", "native,wasm");
     let tck = clock_ticks_per_s();
@@ -1090,7 +1194,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         let client = if size == "small" || size == "paced" {
             small_request(streaming)
         } else {
-            claude_code_request(large_kb * 1000, streaming)?
+            claude_code_request(large_kb * 1000, large_tools, streaming)?
         };
         let client = Bytes::from(client.to_string());
         let first = bridges
@@ -1285,10 +1389,14 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     // over the run falls on both, each target's result the median of its rounds.
     let rounds: usize = env_or("BENCH_PROXY_GATEWAY_ROUNDS", 5);
     let mut paired = serde_json::Map::new();
-    let small_stream_body = bodies
-        .first()
-        .map(|b| b.2.clone())
-        .ok_or_else(|| err("no bodies"))?;
+    let body_of = |size: &str| {
+        bodies
+            .iter()
+            .find(|b| b.0 == size && b.1)
+            .map(|b| b.2.clone())
+            .ok_or_else(|| err(format!("no streaming {size} body")))
+    };
+    let small_stream_body = body_of("small")?;
     for b in bridges.iter().filter(|b| b.engine.contains('+')) {
         let (plain_name, _) = b.engine.split_once('+').unwrap_or((&b.engine, ""));
         let Some(plain) = bridges.iter().find(|p| p.engine == plain_name) else {
@@ -1301,65 +1409,80 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
                 concurrency: conc,
                 requests: small_requests.max(2 * conc),
             };
-            let mut deltas = Vec::new();
-            let mut ratios = Vec::new();
-            let mut cpu = Vec::new();
-            for round in 0..rounds.max(1) {
-                let mut pair = [plain, b];
-                if round % 2 == 1 {
-                    pair.reverse();
-                }
-                let mut results = Vec::new();
-                for bridge in pair {
-                    let r = run(
-                        &sc,
-                        &bridge_target(bridge),
-                        &small_stream_body,
-                        true,
-                        Some(bridge.child.id()),
-                        tck,
-                    )
-                    .await?;
-                    results.push((bridge.engine.clone(), r));
-                }
-                let of = |name: &str, field: &str| {
-                    results
-                        .iter()
-                        .find(|(e, _)| e == name)
-                        .and_then(|(_, r)| r[field].as_f64())
-                        .unwrap_or(f64::NAN)
-                };
-                deltas.push(of(&b.engine, "ttft_p50_ms") - of(plain_name, "ttft_p50_ms"));
-                ratios.push(of(&b.engine, "per_s") / of(plain_name, "per_s"));
-                cpu.push(
-                    of(&b.engine, "bridge_cpu_s_per_1000")
-                        - of(plain_name, "bridge_cpu_s_per_1000"),
-                );
-            }
-            let median = |v: &mut Vec<f64>| {
-                v.sort_by(f64::total_cmp);
-                percentile(v, 0.5)
-            };
-            let (delta, ratio, extra_cpu) =
-                (median(&mut deltas), median(&mut ratios), median(&mut cpu));
+            let pair = Paired::measure(&sc, [plain, b], &small_stream_body, rounds, tck).await?;
             println!(
-                "  gateway {} stream small c={conc}, median of {rounds} alternating rounds: TTFT p50 {delta:+.3} ms, {ratio:.2}x the streams/s of {plain_name}, {:+.1} ms CPU per 1000 requests (rounds: {})",
+                "  gateway {} stream small c={conc}, median of {rounds} alternating rounds: TTFT p50 {:+.3} ms, {:.2}x the streams/s of {plain_name}, {:+.1} ms CPU per 1000 requests (rounds: {})",
                 b.engine,
-                extra_cpu * 1000.0,
-                ratios
-                    .iter()
-                    .map(|r| format!("{r:.2}"))
-                    .collect::<Vec<_>>()
-                    .join(" ")
+                pair.ttft_delta,
+                pair.rate_ratio,
+                pair.cpu_delta * 1000.0,
+                pair.rate_ratios
             );
             paired.insert(
                 format!("{} stream small c={conc}", b.engine),
-                json!({"rounds": rounds, "ttft_p50_delta_ms": delta, "per_s_ratio": ratio,
-                       "bridge_cpu_ms_per_1000_delta": extra_cpu * 1000.0,
-                       "per_s_ratios": ratios, "ttft_p50_deltas_ms": deltas}),
+                json!({"rounds": rounds, "ttft_p50_delta_ms": pair.ttft_delta, "per_s_ratio": pair.rate_ratio,
+                       "bridge_cpu_ms_per_1000_delta": pair.cpu_delta * 1000.0,
+                       "per_s_ratios": pair.rate_ratios, "ttft_p50_deltas_ms": pair.ttft_deltas}),
             );
         }
     }
+
+    // Engine against engine (`BENCH_PROXY_PAIRS`, `baseline:subject,…`; `native:wasm` by
+    // default): CPU per request and TTFT of the small, paced and large streams, one and 64 at a
+    // time, in alternating rounds, each the median of its rounds (issue 34's targets).
+    let mut engines_paired = serde_json::Map::new();
+    let pair_rounds: usize = env_or("BENCH_PROXY_PAIR_ROUNDS", 5);
+    for spec in env_list("BENCH_PROXY_PAIRS", "native:wasm") {
+        let Some((base_name, subject_name)) = spec.split_once(':') else {
+            return Err(err(format!(
+                "BENCH_PROXY_PAIRS: `{spec}` is not baseline:subject"
+            )));
+        };
+        let find = |name: &str| bridges.iter().find(|b| b.engine == name);
+        let (Some(base), Some(subject)) = (find(base_name), find(subject_name)) else {
+            println!("  pair {spec}: both must be in BENCH_PROXY_ENGINES; skipped");
+            continue;
+        };
+        for size in ["small", "paced", "300KB"] {
+            let Ok(body) = body_of(size) else { continue };
+            up.pace_us
+                .store(if size == "paced" { pace_us } else { 0 }, Ordering::Relaxed);
+            for conc in concurrency.iter().copied().filter(|c| [1, 64].contains(c)) {
+                let base_requests = match size {
+                    "small" => small_requests,
+                    // A paced stream lasts ~0.1 s: one at a time, a third of the scenario's.
+                    "paced" if conc == 1 => paced_requests / 3,
+                    "paced" => paced_requests,
+                    _ => large_requests,
+                };
+                let sc = Scenario {
+                    streaming: true,
+                    size,
+                    concurrency: conc,
+                    requests: base_requests.max(2 * conc),
+                };
+                let pair = Paired::measure(&sc, [base, subject], &body, pair_rounds, tck).await?;
+                println!(
+                    "  {subject_name} vs {base_name}, stream {size} c={conc}, median of {pair_rounds} alternating rounds: CPU per request {:.2}x ({:.3} vs {:.3} ms), TTFT p50 {:+.3} ms, {:.2}x the streams/s (CPU ratios: {})",
+                    pair.cpu_ratio,
+                    pair.subject_cpu,
+                    pair.base_cpu,
+                    pair.ttft_delta,
+                    pair.rate_ratio,
+                    pair.cpu_ratios
+                );
+                engines_paired.insert(
+                    format!("{subject_name} vs {base_name} stream {size} c={conc}"),
+                    json!({"rounds": pair_rounds, "cpu_ratio": pair.cpu_ratio,
+                           "subject_cpu_ms_per_request": pair.subject_cpu,
+                           "base_cpu_ms_per_request": pair.base_cpu,
+                           "ttft_p50_delta_ms": pair.ttft_delta, "per_s_ratio": pair.rate_ratio,
+                           "cpu_ratios": pair.cpu_ratios, "ttft_p50_deltas_ms": pair.ttft_deltas}),
+                );
+            }
+        }
+    }
+    up.pace_us.store(0, Ordering::Relaxed);
 
     let mut ledger = serde_json::Map::new();
     let sqlite_url = format!(
@@ -1381,6 +1504,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         "date": date,
         "gateway": gateway,
         "gateway_paired": paired,
+        "engines_paired": engines_paired,
         "ledger": ledger,
         "machine": {"cpu": model, "cores": cores, "pinned": pinned},
         "config": {
