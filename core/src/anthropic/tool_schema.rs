@@ -497,6 +497,15 @@ mod tests {
         assert_eq!(strict, r#"{"type":"string"}"#);
     }
 
+    /// A repaired history is read again from its parsed form (`repair::parse_and_repair`).
+    #[test]
+    fn a_schema_reads_from_a_parsed_value_too() {
+        let from_value: ToolSchema =
+            serde_json::from_value(json!({"$schema": "x", "type": "object"})).unwrap();
+        assert_eq!(from_value.cleaned(false).get(), r#"{"type":"object"}"#);
+        assert!(from_value.is_object());
+    }
+
     #[test]
     fn only_an_object_is_an_object() {
         assert!(schema(" {}").is_object());

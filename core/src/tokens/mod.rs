@@ -12,7 +12,7 @@
 //! assert!(n >= 8 && n <= 20, "{n}");
 //! ```
 
-use crate::anthropic::tool_schema::json_chars;
+use crate::anthropic::tool_schema::{ToolSchema, json_chars};
 
 use crate::anthropic::request::parse_request;
 use crate::anthropic::request::{Block, Content, KnownBlock, MessagesRequest};
@@ -45,10 +45,7 @@ pub fn estimate_request(req: &MessagesRequest) -> u32 {
     for tool in req.tools.iter().flatten() {
         chars += tool.name.len();
         chars += tool.description.as_ref().map_or(0, String::len);
-        chars += tool
-            .input_schema
-            .as_ref()
-            .map_or(0, crate::anthropic::tool_schema::ToolSchema::json_chars);
+        chars += tool.input_schema.as_ref().map_or(0, ToolSchema::json_chars);
     }
     let tokens = chars.div_ceil(CHARS_PER_TOKEN) + extra;
     u32::try_from(tokens.max(1)).unwrap_or(u32::MAX)
