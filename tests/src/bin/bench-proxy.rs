@@ -484,6 +484,21 @@ async fn start_bridge(
     })
 }
 
+/// A bridge as the load generator sees it: the Messages API, a streamed answer.
+fn bridge_target(b: &BridgeProc) -> Arc<Target> {
+    Arc::new(Target {
+        name: b.engine.clone(),
+        addr: b.addr,
+        path: "/v1/messages?beta=true",
+        headers: vec![
+            ("anthropic-version", "2023-06-01"),
+            ("x-api-key", "sk-client"),
+        ],
+        content: b"\"text_delta\"",
+        end: b"message_stop",
+    })
+}
+
 /// Two bridges measured on one scenario in alternating rounds (the baseline first, then the
 /// subject first, …), so that drift in the machine's speed falls on both; each figure is the
 /// median of its rounds (CPU in ms per request: CPU-seconds per 1000 requests).
@@ -507,19 +522,6 @@ impl Paired {
         rounds: usize,
         tck: f64,
     ) -> Result<Self> {
-        let target = |b: &BridgeProc| {
-            Arc::new(Target {
-                name: b.engine.clone(),
-                addr: b.addr,
-                path: "/v1/messages?beta=true",
-                headers: vec![
-                    ("anthropic-version", "2023-06-01"),
-                    ("x-api-key", "sk-client"),
-                ],
-                content: b"\"text_delta\"",
-                end: b"message_stop",
-            })
-        };
         let (mut ttft, mut rate, mut cpu_delta, mut cpu_ratio, mut base_cpu, mut subject_cpu) =
             (vec![], vec![], vec![], vec![], vec![], vec![]);
         for round in 0..rounds.max(1) {
@@ -531,7 +533,7 @@ impl Paired {
             for bridge in order {
                 let r = run(
                     sc,
-                    &target(bridge),
+                    &bridge_target(bridge),
                     body,
                     true,
                     Some(bridge.child.id()),
@@ -1155,19 +1157,6 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         bridges.push(start_bridge(up_addr, engine, pinned, gateway.as_deref()).await?);
     }
     let floor = start_pass_through(up_addr, pinned).await?;
-    let bridge_target = |b: &BridgeProc| {
-        Arc::new(Target {
-            name: b.engine.clone(),
-            addr: b.addr,
-            path: "/v1/messages?beta=true",
-            headers: vec![
-                ("anthropic-version", "2023-06-01"),
-                ("x-api-key", "sk-client"),
-            ],
-            content: b"\"text_delta\"",
-            end: b"message_stop",
-        })
-    };
     let direct = Arc::new(Target {
         name: "direct".into(),
         addr: up_addr,
