@@ -34,39 +34,67 @@ fn clean_each(value: Value, strict: bool) -> Value {
     }
 }
 
+/// The key cleaning always leaves out of a schema object (many servers reject it).
+pub(crate) const DROPPED: &str = "$schema";
+
+/// What a member of a schema object holds, by its key: where cleaning goes on inside it. The
+/// one list of these keywords, for this cleaning and for the one pass over a schema's text
+/// (`tool_schema`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Member {
+    /// `properties`, `$defs`, …: an object whose every member is a schema.
+    SchemaMap,
+    /// `items`, `not`, …: a schema, or an array of schemas.
+    SchemaOrList,
+    /// `anyOf`, …: an array of schemas (anything else as it is).
+    SchemaList,
+    /// Anything else: kept as it is.
+    Plain,
+}
+
+impl Member {
+    /// The member under `key`.
+    pub(crate) fn of(key: &str) -> Self {
+        match key {
+            "properties" | "$defs" | "definitions" | "patternProperties" => Self::SchemaMap,
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                Self::SchemaOrList
+            }
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => Self::SchemaList,
+            _ => Self::Plain,
+        }
+    }
+
+    /// `value`, held under a key of this kind, cleaned.
+    fn clean(self, value: Value, strict: bool) -> Value {
+        match (self, value) {
+            (Self::SchemaMap, Value::Object(props)) => Value::Object(
+                props
+                    .into_iter()
+                    .map(|(name, sub)| (name, clean_schema(sub, strict)))
+                    .collect(),
+            ),
+            (Self::SchemaOrList | Self::SchemaList, items @ Value::Array(_)) => {
+                clean_each(items, strict)
+            }
+            (Self::SchemaOrList, other) => clean_schema(other, strict),
+            (_, other) => other,
+        }
+    }
+}
+
 fn clean_object(map: Map<String, Value>, strict: bool) -> Map<String, Value> {
     let mut out = Map::with_capacity(map.len());
     for (key, value) in map {
         match key.as_str() {
-            "$schema" => {}
+            DROPPED => {}
             "format" | "exclusiveMinimum" | "exclusiveMaximum" | "propertyNames" if strict => {}
             "const" if strict => {
                 out.insert(String::from("enum"), Value::Array(vec![value]));
             }
-            "properties" | "$defs" | "definitions" | "patternProperties" => {
-                let cleaned = match value {
-                    Value::Object(props) => Value::Object(
-                        props
-                            .into_iter()
-                            .map(|(name, sub)| (name, clean_schema(sub, strict)))
-                            .collect(),
-                    ),
-                    other => other,
-                };
-                out.insert(key, cleaned);
-            }
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
-                let cleaned = match value {
-                    items @ Value::Array(_) => clean_each(items, strict),
-                    other => clean_schema(other, strict),
-                };
-                out.insert(key, cleaned);
-            }
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
-                out.insert(key, clean_each(value, strict));
-            }
             _ => {
-                out.insert(key, value);
+                let cleaned = Member::of(&key).clean(value, strict);
+                out.insert(key, cleaned);
             }
         }
     }

@@ -30,7 +30,7 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::value::RawValue;
 use serde_json::{Number, Value};
 
-use crate::anthropic::schema::clean_schema;
+use crate::anthropic::schema::{DROPPED, Member, clean_schema};
 
 /// A tool's JSON schema as the client sent it (checked to be valid JSON).
 #[derive(Debug, Clone)]
@@ -60,24 +60,22 @@ impl ToolSchema {
     /// byte for byte what `clean_schema` of the parsed schema writes.
     #[must_use]
     pub fn cleaned(&self, strict: bool) -> CleanedSchema {
-        if !strict {
-            let mut pass = Pass::new(self.0.get(), true);
-            if pass.value(Place::Schema).is_ok() && pass.at_end() {
-                return CleanedSchema(raw(pass.out));
-            }
-        }
-        CleanedSchema(raw(clean_schema(self.to_value(), strict).to_string()))
+        let one_pass = (!strict)
+            .then(|| Pass::whole(self.0.get(), Place::Schema, true))
+            .flatten();
+        let text = match one_pass {
+            Some((_, text)) => text,
+            None => clean_schema(self.to_value(), strict).to_string(),
+        };
+        CleanedSchema(raw(text))
     }
 
     /// Its size as the token estimate counts a JSON value (`tokens::json_chars` of the parsed
     /// schema).
     #[must_use]
     pub fn json_chars(&self) -> usize {
-        let mut pass = Pass::new(self.0.get(), false);
-        match pass.value(Place::Plain) {
-            Ok(chars) if pass.at_end() => chars,
-            _ => json_chars(&self.to_value()),
-        }
+        Pass::whole(self.0.get(), PLAIN, false)
+            .map_or_else(|| json_chars(&self.to_value()), |(chars, _)| chars)
     }
 }
 
@@ -145,11 +143,9 @@ impl<'de> Deserialize<'de> for ToolSchema {
 impl Serialize for ToolSchema {
     /// Compact, as the parsed schema would be written (the client's spacing is not kept).
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut pass = Pass::new(self.0.get(), true);
-        if pass.value(Place::Plain).is_ok() && pass.at_end() {
-            raw(pass.out).serialize(serializer)
-        } else {
-            self.to_value().serialize(serializer)
+        match Pass::whole(self.0.get(), PLAIN, true) {
+            Some((_, text)) => raw(text).serialize(serializer),
+            None => self.to_value().serialize(serializer),
         }
     }
 }
@@ -159,29 +155,12 @@ impl Serialize for ToolSchema {
 enum Place {
     /// A schema: an object's `$schema` is left out and its keywords say where its members are.
     Schema,
-    /// `properties`, `$defs`, …: an object whose every member is a schema.
-    SchemaMap,
-    /// `items`, `not`, …: a schema, or an array of schemas.
-    SchemaOrList,
-    /// `anyOf`, …: an array of schemas (anything else as it is).
-    SchemaList,
-    /// Anything else: written as it is (compact).
-    Plain,
+    /// A member of a schema object, by its key ([`Member::Plain`]: anything not in a schema).
+    In(Member),
 }
 
-impl Place {
-    /// Where a member of a schema object with this key sits.
-    fn of_member(key: &str) -> Self {
-        match key {
-            "properties" | "$defs" | "definitions" | "patternProperties" => Self::SchemaMap,
-            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
-                Self::SchemaOrList
-            }
-            "anyOf" | "oneOf" | "allOf" | "prefixItems" => Self::SchemaList,
-            _ => Self::Plain,
-        }
-    }
-}
+/// Anything else: written as it is (compact).
+const PLAIN: Place = Place::In(Member::Plain);
 
 /// The pass gave up: the parsed form is used instead.
 struct Declined;
@@ -203,6 +182,14 @@ impl<'a> Pass<'a> {
             write,
             out: String::with_capacity(if write { text.len() } else { 0 }),
         }
+    }
+
+    /// `text`, a value at `place`, in one pass: its `json_chars` and (when `write`) the text
+    /// written; `None` when the pass declines it or something follows the value.
+    fn whole(text: &'a str, place: Place, write: bool) -> Option<(usize, String)> {
+        let mut pass = Self::new(text, write);
+        let chars = pass.value(place).ok()?;
+        pass.at_end().then_some((chars, pass.out))
     }
 
     fn at_end(&mut self) -> bool {
@@ -235,7 +222,7 @@ impl<'a> Pass<'a> {
     fn value(&mut self, place: Place) -> Result<usize, Declined> {
         match self.peek().ok_or(Declined)? {
             // An object where a schema or a list of them goes is a schema.
-            b'{' if place == Place::SchemaOrList => self.object(Place::Schema),
+            b'{' if place == Place::In(Member::SchemaOrList) => self.object(Place::Schema),
             b'{' => self.object(place),
             b'[' => self.array(place),
             b'"' => {
@@ -331,8 +318,8 @@ impl<'a> Pass<'a> {
 
     fn array(&mut self, place: Place) -> Result<usize, Declined> {
         let item = match place {
-            Place::SchemaOrList | Place::SchemaList => Place::Schema,
-            Place::Schema | Place::SchemaMap | Place::Plain => Place::Plain,
+            Place::In(Member::SchemaOrList | Member::SchemaList) => Place::Schema,
+            Place::Schema | Place::In(Member::SchemaMap | Member::Plain) => PLAIN,
         };
         self.at += 1;
         self.push("[");
@@ -384,9 +371,11 @@ impl<'a> Pass<'a> {
                 }
                 self.at += 1;
                 let (keep, member) = match place {
-                    Place::Schema => (key != "$schema", Place::of_member(&key)),
-                    Place::SchemaMap => (true, Place::Schema),
-                    Place::SchemaOrList | Place::SchemaList | Place::Plain => (true, Place::Plain),
+                    Place::Schema => (key != DROPPED, Place::In(Member::of(&key))),
+                    Place::In(Member::SchemaMap) => (true, Place::Schema),
+                    Place::In(Member::SchemaOrList | Member::SchemaList | Member::Plain) => {
+                        (true, PLAIN)
+                    }
                 };
                 let write = self.write;
                 if keep && write {
@@ -439,13 +428,8 @@ mod tests {
     /// Whether the one pass takes `text` itself (else the parsed form stands in, with the same
     /// output, so the comparisons alone would not show that the pass works).
     fn pass_takes(text: &str) -> bool {
-        let mut cleaning = Pass::new(text, true);
-        let mut counting = Pass::new(text, false);
-        let taken = cleaning.value(Place::Schema).is_ok() && cleaning.at_end();
-        assert_eq!(
-            taken,
-            counting.value(Place::Plain).is_ok() && counting.at_end()
-        );
+        let taken = Pass::whole(text, Place::Schema, true).is_some();
+        assert_eq!(taken, Pass::whole(text, PLAIN, false).is_some());
         taken
     }
 
