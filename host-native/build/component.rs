@@ -47,6 +47,8 @@ impl ComponentBuild<'_> {
             "wit",
             "Cargo.toml",
             "Cargo.lock",
+            // The component's rustflags (wasm SIMD).
+            ".cargo/config.toml",
         ] {
             println!(
                 "cargo::rerun-if-changed={}",

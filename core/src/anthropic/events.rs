@@ -13,8 +13,9 @@ pub use crate::error::ErrorKind;
 pub enum StreamEvent {
     /// First event: the message shell with input usage.
     MessageStart {
-        /// The message with empty content.
-        message: MessageShell,
+        /// The message with empty content (boxed: inline, its 200-odd bytes made every event,
+        /// the text delta each upstream chunk becomes, that large).
+        message: Box<MessageShell>,
     },
     /// A content block opens at `index`.
     ContentBlockStart {
@@ -424,4 +425,19 @@ pub enum ContentBlock {
         /// Page or error, as streamed.
         content: Value,
     },
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Nearly every upstream chunk becomes one text delta, moved through a `Vec<StreamEvent>`:
+    /// an event is as large as its largest variant, so no variant may hold a large struct
+    /// inline (`MessageStart`'s shell made every event 200-odd bytes; a block start, 128
+    /// bytes, is the largest now).
+    #[test]
+    fn an_event_is_small() {
+        let size = std::mem::size_of::<StreamEvent>();
+        assert!(size <= 136, "StreamEvent is {size} bytes");
+    }
 }

@@ -24,7 +24,7 @@
 //! use bridge_core::anthropic::events::*;
 //! use bridge_core::front::chat_stream::ChatCompletionFold;
 //! let mut fold = ChatCompletionFold::new("chatcmpl-1", 1_700_000_000, "gpt-x");
-//! fold.push(StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) });
+//! fold.push(StreamEvent::MessageStart { message: Box::new(MessageShell::new("msg_1".into(), "m".into(), 5)) });
 //! fold.push(StreamEvent::ContentBlockStart { index: 0,
 //!     content_block: BlockStart::ToolUse { id: "toolu_1".into(), name: "ls".into(), input: serde_json::json!({}) } });
 //! fold.push(StreamEvent::ContentBlockStop { index: 0 });
@@ -695,7 +695,7 @@ mod tests {
 
     fn start(input: u32) -> StreamEvent {
         StreamEvent::MessageStart {
-            message: MessageShell::new("msg_1".into(), "claude".into(), input),
+            message: Box::new(MessageShell::new("msg_1".into(), "claude".into(), input)),
         }
     }
 

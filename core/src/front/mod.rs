@@ -49,7 +49,7 @@
 //! let mut enc = ChatStreamEncoder::new("abc", 1_700_000_000, "gpt-x", front.include_usage);
 //! let mut sse = String::new();
 //! for event in [
-//!     StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "gpt-x".into(), 9) },
+//!     StreamEvent::MessageStart { message: Box::new(MessageShell::new("msg_1".into(), "gpt-x".into(), 9)) },
 //!     StreamEvent::ContentBlockStart { index: 0, content_block: BlockStart::Text { text: String::new() } },
 //!     StreamEvent::ContentBlockDelta { index: 0, delta: Delta::TextDelta { text: "Hello".into() } },
 //!     StreamEvent::ContentBlockStop { index: 0 },
@@ -86,7 +86,7 @@
 //! });
 //! let mut sse = String::new();
 //! for event in [
-//!     StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "gpt-5.5".into(), 9) },
+//!     StreamEvent::MessageStart { message: Box::new(MessageShell::new("msg_1".into(), "gpt-5.5".into(), 9)) },
 //!     StreamEvent::ContentBlockStart { index: 0, content_block: BlockStart::ToolUse {
 //!         id: "toolu_1".into(), name: "apply_patch".into(), input: serde_json::json!({}) } },
 //!     StreamEvent::ContentBlockDelta { index: 0,

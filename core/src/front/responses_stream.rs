@@ -29,7 +29,7 @@
 //! use bridge_core::front::responses_stream::{ResponsesStreamEncoder, ResponsesStreamOptions};
 //! let mut enc = ResponsesStreamEncoder::new(ResponsesStreamOptions {
 //!     id: "r1".into(), created_at: 1_700_000_000, model: "gpt-5.5".into(), ..Default::default() });
-//! let mut sse = enc.push(StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) });
+//! let mut sse = enc.push(StreamEvent::MessageStart { message: Box::new(MessageShell::new("msg_1".into(), "m".into(), 5)) });
 //! sse.push_str(&enc.push(StreamEvent::ContentBlockDelta { index: 0, delta: Delta::TextDelta { text: "Hi".into() } }));
 //! sse.push_str(&enc.finish()); // no stop reason came: the response failed
 //! assert!(sse.starts_with("event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0,"));
@@ -1020,7 +1020,7 @@ mod tests {
 
     fn start() -> StreamEvent {
         StreamEvent::MessageStart {
-            message: MessageShell::new("msg_1".into(), "claude".into(), 10),
+            message: Box::new(MessageShell::new("msg_1".into(), "claude".into(), 10)),
         }
     }
 

@@ -454,7 +454,7 @@ mod tests {
         });
         let events = [
             StreamEvent::MessageStart {
-                message: MessageShell::new("m".into(), "m".into(), 1),
+                message: Box::new(MessageShell::new("m".into(), "m".into(), 1)),
             },
             StreamEvent::ContentBlockStart {
                 index: 0,

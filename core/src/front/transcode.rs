@@ -387,7 +387,9 @@ pub fn events_of_message(message: &Message) -> Vec<StreamEvent> {
     );
     shell.usage = message.usage.clone();
     shell.usage.output_tokens = 0;
-    let mut events = vec![StreamEvent::MessageStart { message: shell }];
+    let mut events = vec![StreamEvent::MessageStart {
+        message: Box::new(shell),
+    }];
     for (index, block) in (0u32..).zip(&message.content) {
         let (start, deltas) = match block {
             ContentBlock::Text { text, citations } => (

@@ -2,7 +2,7 @@
 
 use crate::anthropic::tool_schema::CleanedSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// `POST /v1/chat/completions` body.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -162,9 +162,8 @@ pub struct ToolCallDelta {
     /// Name and argument fragment.
     #[serde(default)]
     pub function: Option<FunctionDelta>,
-    /// Everything else (e.g. Gemini's `extra_content`).
-    #[serde(flatten)]
-    pub extra: Map<String, Value>,
+    // Other members (`type`, Gemini's `extra_content`) are skipped unread: a `flatten` map here
+    // made serde buffer every fragment's members before reading them, on every tool-call chunk.
 }
 
 /// Name and arguments fragment.

@@ -26,7 +26,7 @@
 //!   "tools":[{"type":"web_search_20250305","name":"web_search"}]}"#;
 //! let mut turn = ServerToolLoop::new(plan(body).unwrap().unwrap(), 7);
 //! let mut out = String::new();
-//! turn.push(StreamEvent::MessageStart { message: MessageShell::new("msg_1".into(), "m".into(), 5) }, &mut out);
+//! turn.push(StreamEvent::MessageStart { message: Box::new(MessageShell::new("msg_1".into(), "m".into(), 5)) }, &mut out);
 //! turn.push(StreamEvent::ContentBlockStart { index: 0, content_block: BlockStart::ToolUse {
 //!     id: "call_1".into(), name: "web_search".into(), input: serde_json::json!({}) } }, &mut out);
 //! turn.push(StreamEvent::ContentBlockDelta { index: 0, delta: Delta::InputJsonDelta {

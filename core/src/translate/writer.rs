@@ -245,7 +245,9 @@ impl AnthropicWriter {
         if let Some(usage) = self.early_usage.take() {
             message.usage = usage;
         }
-        self.out.push(StreamEvent::MessageStart { message });
+        self.out.push(StreamEvent::MessageStart {
+            message: Box::new(message),
+        });
     }
 
     /// Open a text block (closing the open one).

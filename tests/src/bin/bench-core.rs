@@ -1,17 +1,24 @@
 //! `make bench` (core translation part): throughput of the large-stream translation through the
-//! native core and through the WASI component in wasmtime, measured in the same run, and the
-//! time one conversion of a captured Claude Code request takes in each. Writes the
+//! native core and through the WASI component in wasmtime, measured in the same run, the time
+//! one small stream takes when every upstream chunk is fed on its own (what a model server
+//! writing token by token costs per chunk), and the time one conversion of a captured Claude
+//! Code request takes in each. Writes the
 //! input to `DIR/large-stream.sse` (+ `DIR/request.json`) so the Node run
 //! (`pkg-js/bench/node-bench.mjs`) translates the very same bytes, and prints a JSON result.
 //!
 //! ```text
 //! cargo run --release -p bridge-tests --bin bench-core -- DIR [MEGABYTES]
 //! ```
+//!
+//! `BENCH_CORE_COMPONENT=FILE` runs that component (e.g. one built with its name section, for
+//! `perf` with `CLAUDE_BRIDGE_WASM_PERFMAP=1`) in place of the embedded one;
+//! `BENCH_CORE_ONLY=chunks` runs only the per-chunk measurement (for a profile).
 
 use std::path::PathBuf;
 use std::time::Instant;
 
 use bridge_tests::bench_stream::{REQUEST, large_stream};
+use bridge_tests::chunks::ChatStream;
 use claude_bridge::engine::{self, ConvertOptions, Engine, StreamEnd, StreamOptions};
 
 /// Bytes fed per call: what one network read of a busy upstream typically gives.
@@ -61,6 +68,59 @@ fn measure(
     }))
 }
 
+/// The small stream of `make bench-proxy` (and of issue 34's measurement): a role chunk, 50
+/// text chunks of four characters, the finish and usage chunks and `[DONE]`, each as its own
+/// piece, as a server generating token by token writes them.
+fn small_stream_parts() -> Vec<bytes::Bytes> {
+    let mut script = ChatStream::new().role();
+    for i in 0..50 {
+        script = script.text(&format!("w{i:02} "));
+    }
+    script.finish("stop").usage(40, 50, 0).sse_parts()
+}
+
+/// One small stream fed piece by piece; returns the SSE it produced.
+fn stream_pieces(
+    engine: &dyn Engine,
+    options: &StreamOptions,
+    pieces: &[bytes::Bytes],
+) -> bridge_tests::Result<String> {
+    let mut session = engine.translator(options)?;
+    let mut produced = String::new();
+    for piece in pieces {
+        produced.push_str(&session.feed(piece)?);
+    }
+    produced.push_str(&session.finish(&StreamEnd::default())?.body);
+    Ok(produced)
+}
+
+/// [`small_stream_parts`] translated over and over: the median time of one stream, and per chunk.
+fn measure_chunks(
+    engine: &dyn Engine,
+    options: &StreamOptions,
+    pieces: &[bytes::Bytes],
+    seconds: f64,
+) -> bridge_tests::Result<serde_json::Value> {
+    const BATCH: usize = 200;
+    stream_pieces(engine, options, pieces)?; // warm-up
+    let mut times = Vec::new();
+    let started = Instant::now();
+    while times.len() < 5 || started.elapsed().as_secs_f64() < seconds {
+        let one = Instant::now();
+        for _ in 0..BATCH {
+            stream_pieces(engine, options, pieces)?;
+        }
+        times.push(one.elapsed().as_secs_f64() / BATCH as f64);
+    }
+    let stream = median(times.clone());
+    Ok(serde_json::json!({
+        "runs": times.len() * BATCH,
+        "chunks": pieces.len(),
+        "median_us_per_stream": stream * 1e6,
+        "median_us_per_chunk": stream * 1e6 / pieces.len() as f64,
+    }))
+}
+
 /// The captured Claude Code request (52 KB: 12 tools, a tool round trip), as Claude Code sends
 /// it every turn.
 const CLAUDE_CODE_REQUEST: &str =
@@ -104,7 +164,21 @@ fn main() -> bridge_tests::Result<()> {
         id_seed: 42,
         ..StreamOptions::default()
     };
-    let wasm = engine::wasm(None)?;
+    let component = std::env::var_os("BENCH_CORE_COMPONENT").filter(|v| !v.is_empty());
+    let wasm = engine::wasm(component.as_deref().map(std::path::Path::new))?;
+    let pieces = small_stream_parts();
+    let small = stream_pieces(native.as_ref(), &options, &pieces)?;
+    if small != stream_pieces(wasm.as_ref(), &options, &pieces)? {
+        return Err("native and wasm outputs differ on the small stream".into());
+    }
+    if std::env::var("BENCH_CORE_ONLY").is_ok_and(|only| only == "chunks") {
+        let result = serde_json::json!({
+            "native": measure_chunks(native.as_ref(), &options, &pieces, 10.0)?,
+            "wasmtime": measure_chunks(wasm.as_ref(), &options, &pieces, 10.0)?,
+        });
+        println!("{result}");
+        return Ok(());
+    }
     // Same bytes out of both before anything is timed.
     let mut a = native.translator(&options)?;
     let mut b = wasm.translator(&options)?;
@@ -129,6 +203,10 @@ fn main() -> bridge_tests::Result<()> {
         "chunk_bytes": CHUNK,
         "native": measure(native.as_ref(), &options, upstream.as_bytes())?,
         "wasmtime": measure(wasm.as_ref(), &options, upstream.as_bytes())?,
+        "chunks": {
+            "native": measure_chunks(native.as_ref(), &options, &pieces, 2.0)?,
+            "wasmtime": measure_chunks(wasm.as_ref(), &options, &pieces, 2.0)?,
+        },
         "prepare": {
             "native": measure_prepare(native.as_ref())?,
             "wasmtime": measure_prepare(wasm.as_ref())?,

@@ -8,7 +8,7 @@ use crate::server_tools::plan::plan;
 
 fn start(input_tokens: u32) -> StreamEvent {
     StreamEvent::MessageStart {
-        message: MessageShell::new("msg_up".into(), "m".into(), input_tokens),
+        message: Box::new(MessageShell::new("msg_up".into(), "m".into(), input_tokens)),
     }
 }
 
