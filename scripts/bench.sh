@@ -30,6 +30,7 @@ node -e '
     native: r.native,
     wasmtime: r.wasmtime,
     node: n.node,
+    chunks: r.chunks,
     prepare: r.prepare,
     node_version: n.node_version,
     npm_wasm_bytes: n.wasm_bytes,
@@ -46,6 +47,8 @@ node -e '
   console.log(row("native", r.native));
   console.log(row("wasmtime", r.wasmtime));
   console.log(row("node", n.node));
+  const c = r.chunks;
+  console.log(`a small stream (${c.native.chunks} chunks, each fed on its own): native ${c.native.median_us_per_chunk.toFixed(2)} µs a chunk, wasmtime ${c.wasmtime.median_us_per_chunk.toFixed(2)} µs (${(c.wasmtime.median_us_per_chunk / c.native.median_us_per_chunk).toFixed(2)}x)`);
   const p = r.prepare;
   console.log(`converting a captured ${(p.native.request_bytes / 1000).toFixed(0)} KB Claude Code request for a Chat upstream: native ${p.native.median_us.toFixed(0)} µs, wasmtime ${p.wasmtime.median_us.toFixed(0)} µs (${(p.wasmtime.median_us / p.native.median_us).toFixed(2)}x; medians of ${p.native.runs}/${p.wasmtime.runs})`);
   console.log(`npm .wasm: ${result.npm_wasm_bytes} bytes raw, ${result.npm_wasm_gzip_bytes} gzipped (gzip -9); Node load + compile ${n.node.load_ms.toFixed(1)} ms`);
