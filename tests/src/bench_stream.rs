@@ -1,9 +1,15 @@
-//! The large-stream benchmark input: a deterministic OpenAI Chat Completions stream shaped like a
-//! long agentic answer (reasoning, text, parallel tool calls with many argument fragments, a usage
-//! chunk), in the exact chunk format real servers send. `bench-core` writes it to a file so the
-//! native, wasmtime and Node measurements translate the very same bytes.
+//! The benchmarks' upstream answers. The large stream: a deterministic OpenAI Chat Completions
+//! stream shaped like a long agentic answer (reasoning, text, parallel tool calls with many
+//! argument fragments, a usage chunk), in the exact chunk format real servers send; `bench-core`
+//! writes it to a file so the native, wasmtime and Node measurements translate the very same
+//! bytes. The small stream ([`small_stream_parts`]): what `make bench-proxy`'s upstream answers
+//! and what `make bench` feeds a chunk at a time.
 
 use std::fmt::Write as _;
+
+use bytes::Bytes;
+
+use crate::chunks::ChatStream;
 
 /// The Anthropic request the stream answers.
 pub const REQUEST: &str = r#"{"model":"claude-sonnet-4-6","max_tokens":32000,"stream":true,"tools":[{"name":"Bash","description":"Run a command","input_schema":{"type":"object","properties":{"command":{"type":"string"}},"required":["command"]}}],"messages":[{"role":"user","content":"Refactor the project and run the tests."}]}"#;
@@ -93,4 +99,16 @@ pub fn large_stream(target_bytes: usize) -> String {
     sse.push_str("data: {\"id\":\"chatcmpl-bench\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":5000,\"completion_tokens\":90000,\"total_tokens\":95000}}\n\n");
     sse.push_str("data: [DONE]\n\n");
     sse
+}
+
+/// The small streamed answer: a role chunk, 50 text chunks of four characters, the finish chunk,
+/// the usage chunk and `[DONE]`, each its own piece, as a server generating token by token
+/// writes them.
+#[must_use]
+pub fn small_stream_parts() -> Vec<Bytes> {
+    let mut script = ChatStream::new().role();
+    for i in 0..50 {
+        script = script.text(&format!("w{i:02} "));
+    }
+    script.finish("stop").usage(40, 50, 0).sse_parts()
 }

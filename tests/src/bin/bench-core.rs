@@ -17,8 +17,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use bridge_tests::bench_stream::{REQUEST, large_stream};
-use bridge_tests::chunks::ChatStream;
+use bridge_tests::bench_stream::{REQUEST, large_stream, small_stream_parts};
 use claude_bridge::engine::{self, ConvertOptions, Engine, StreamEnd, StreamOptions};
 
 /// Bytes fed per call: what one network read of a busy upstream typically gives.
@@ -68,17 +67,6 @@ fn measure(
     }))
 }
 
-/// The small stream of `make bench-proxy` (and of issue 34's measurement): a role chunk, 50
-/// text chunks of four characters, the finish and usage chunks and `[DONE]`, each as its own
-/// piece, as a server generating token by token writes them.
-fn small_stream_parts() -> Vec<bytes::Bytes> {
-    let mut script = ChatStream::new().role();
-    for i in 0..50 {
-        script = script.text(&format!("w{i:02} "));
-    }
-    script.finish("stop").usage(40, 50, 0).sse_parts()
-}
-
 /// One small stream fed piece by piece; returns the SSE it produced.
 fn stream_pieces(
     engine: &dyn Engine,
@@ -94,7 +82,8 @@ fn stream_pieces(
     Ok(produced)
 }
 
-/// [`small_stream_parts`] translated over and over: the median time of one stream, and per chunk.
+/// [`small_stream_parts`] (`make bench-proxy`'s small stream) translated over and over, a piece
+/// at a time: the median time of one stream, and per chunk.
 fn measure_chunks(
     engine: &dyn Engine,
     options: &StreamOptions,
@@ -112,9 +101,10 @@ fn measure_chunks(
         }
         times.push(one.elapsed().as_secs_f64() / BATCH as f64);
     }
-    let stream = median(times.clone());
+    let runs = times.len() * BATCH;
+    let stream = median(times);
     Ok(serde_json::json!({
-        "runs": times.len() * BATCH,
+        "runs": runs,
         "chunks": pieces.len(),
         "median_us_per_stream": stream * 1e6,
         "median_us_per_chunk": stream * 1e6 / pieces.len() as f64,

@@ -2,8 +2,11 @@
 //! connection in the same run. Measurement only: it never fails on a number (it exits non-zero
 //! only when it could not run).
 //!
-//! - A scripted OpenAI Chat Completions upstream in this process (hyper): a 53-chunk SSE answer
-//!   (role, 50 small text chunks, usage, finish) written as fast as the socket takes it, each
+//! - A scripted OpenAI Chat Completions upstream in this process (hyper): a 54-piece SSE answer
+//!   (role, 50 text chunks of four characters, finish, usage, `[DONE]`:
+//!   `bench_stream::small_stream_parts`, which `make bench` also feeds a chunk at a time; before
+//!   2026-11-29 05:00 UTC the chunks were `w0 `…`w49 ` and usage came before finish) written as
+//!   fast as the socket takes it, each
 //!   chunk its own write (the body yields between chunks so hyper flushes each one, as a model
 //!   streams them), or a short `chat.completion` JSON when the request does not ask for a stream.
 //!   It keeps no per-request state, so it is never the bottleneck.
@@ -1098,11 +1101,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     }
 
     // The upstream's answers.
-    let mut script = ChatStream::new().role();
-    for i in 0..50 {
-        script = script.text(&format!("w{i} "));
-    }
-    let stream_parts = script.usage(40, 50, 0).finish("stop").sse_parts();
+    let stream_parts = bridge_tests::bench_stream::small_stream_parts();
     let short = ChatStream::new()
         .role()
         .text("w Short answer.")
@@ -1279,26 +1278,29 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         );
     }
 
+    // Measured requests per scenario of each size.
+    let requests_of = |size: &str| match size {
+        "small" => small_requests,
+        "paced" => paced_requests,
+        _ => large_requests,
+    };
+    // Paced: the upstream leaves `pace_us` between chunks, so every chunk reaches the bridge
+    // (and its engine) on its own, as tokens do from a model generating them.
+    let pace = |size: &str| {
+        up.pace_us
+            .store(if size == "paced" { pace_us } else { 0 }, Ordering::Relaxed);
+    };
+
     println!("\n{HEADER}");
     let mut rows = Vec::new();
     for (size, streaming, client, upstream_body, upstream_streams) in &bodies {
-        // Paced: the upstream leaves `pace_us` between chunks, so every chunk reaches the
-        // bridge (and its engine) on its own, as tokens do from a model generating them.
-        up.pace_us.store(
-            if *size == "paced" { pace_us } else { 0 },
-            Ordering::Relaxed,
-        );
+        pace(size);
         for &conc in &concurrency {
-            let base = match *size {
-                "small" => small_requests,
-                "paced" => paced_requests,
-                _ => large_requests,
-            };
             let sc = Scenario {
                 streaming: *streaming,
                 size,
                 concurrency: conc,
-                requests: base.max(2 * conc),
+                requests: requests_of(size).max(2 * conc),
             };
             let d = run(&sc, &direct, upstream_body, *upstream_streams, None, tck).await?;
             println!("{}", row(&d, None));
@@ -1434,21 +1436,18 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         };
         for size in ["small", "paced", "300KB"] {
             let Ok(body) = body_of(size) else { continue };
-            up.pace_us
-                .store(if size == "paced" { pace_us } else { 0 }, Ordering::Relaxed);
+            pace(size);
             for conc in concurrency.iter().copied().filter(|c| [1, 64].contains(c)) {
-                let base_requests = match size {
-                    "small" => small_requests,
-                    // A paced stream lasts ~0.1 s: one at a time, a third of the scenario's.
-                    "paced" if conc == 1 => paced_requests / 3,
-                    "paced" => paced_requests,
-                    _ => large_requests,
+                // A paced stream lasts ~0.1 s: one at a time, a third of the scenario's.
+                let requests = match size {
+                    "paced" if conc == 1 => requests_of(size) / 3,
+                    _ => requests_of(size),
                 };
                 let sc = Scenario {
                     streaming: true,
                     size,
                     concurrency: conc,
-                    requests: base_requests.max(2 * conc),
+                    requests: requests.max(2 * conc),
                 };
                 let pair = Paired::measure(&sc, [base, subject], &body, pair_rounds, tck).await?;
                 println!(
