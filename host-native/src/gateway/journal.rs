@@ -38,6 +38,8 @@ pub const STEP: usize = 256 * 1024;
 #[derive(Debug)]
 pub struct Journal {
     file: File,
+    /// Where it is now ([`Journal::rename`] moves it).
+    path: PathBuf,
     /// `None` only while being dropped.
     map: Option<MmapMut>,
     /// Bytes of lines in it.
@@ -64,6 +66,7 @@ impl Journal {
             .unwrap_or(existing.len());
         let mut journal = Self {
             file,
+            path: path.to_owned(),
             map: None,
             len,
         };
@@ -89,6 +92,34 @@ impl Journal {
             .copy_from_slice(line);
         self.len = end;
         Ok(())
+    }
+
+    /// Forget its lines, to use the file again: they are zeroed where they are (a reader sees
+    /// none from the first byte on, so a process killed meanwhile leaves an empty journal), and
+    /// the next line is written at the start. The file keeps its size and its mapping, so its
+    /// next lines cost neither a new file nor new pages. Only for a journal whose lines are all
+    /// in the store.
+    pub fn reset(&mut self) {
+        if let Some(lines) = self.map.as_mut().and_then(|map| map.get_mut(..self.len)) {
+            lines.fill(0);
+        }
+        self.len = 0;
+    }
+
+    /// Move the file to `to` (it stays open, mapped and locked).
+    ///
+    /// # Errors
+    /// The rename failed; the file is where it was.
+    pub fn rename(&mut self, to: &Path) -> io::Result<()> {
+        std::fs::rename(&self.path, to)?;
+        to.clone_into(&mut self.path);
+        Ok(())
+    }
+
+    /// Bytes of the file (and its mapping): what it grew to.
+    #[must_use]
+    pub fn size(&self) -> usize {
+        self.map.as_ref().map_or(0, |map| map.len())
     }
 
     /// Make the file (and its mapping) at least `need` bytes: a multiple of [`STEP`], at least
@@ -219,6 +250,39 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(lines(&text).last(), Some("four"));
         assert_eq!(lines(&text).count(), 5);
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_reset_journal_has_no_lines_and_takes_new_ones_from_its_start_under_its_new_name() {
+        let dir = dir("reset");
+        let path = dir.join("journal-a-00000000.jsonl");
+        let mut journal = Journal::create(&path).unwrap();
+        journal.append(b"one\n").unwrap();
+        journal.append(b"two\n").unwrap();
+        journal.reset();
+        // What a process killed now would leave: no lines (zeros from the first byte).
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(text.len(), STEP, "the file keeps its size");
+        assert!(text.bytes().all(|b| b == 0), "the old lines are zeroed");
+        assert_eq!(lines(&text).count(), 0);
+        let next = dir.join("journal-a-00000002.jsonl");
+        journal.rename(&next).unwrap();
+        assert!(!path.exists());
+        journal.append(b"three\n").unwrap();
+        assert_eq!(
+            lines(&std::fs::read_to_string(&next).unwrap()).collect::<Vec<_>>(),
+            ["three"]
+        );
+        // Still its own: locked where it is now.
+        let claimed = Journal::claimed_path(&next, "b");
+        assert!(Journal::claim(&next, &claimed).unwrap().is_none());
+        drop(journal);
+        assert_eq!(
+            std::fs::read_to_string(&next).unwrap(),
+            "three\n",
+            "cut to its line"
+        );
         std::fs::remove_dir_all(dir).unwrap();
     }
 

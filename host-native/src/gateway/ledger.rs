@@ -3,7 +3,8 @@
 //! went.
 //!
 //! Every record is also appended to a local journal file as it is queued, and the files are
-//! deleted once the store has the records: when the store is down or slow, records wait in
+//! deleted once the store has the records (the last one is emptied and kept for the next
+//! records instead, so a busy bridge does not make a file every batch): when the store is down or slow, records wait in
 //! memory (up to [`MEMORY_RECORDS`]) and in the journal; a process that ends without writing
 //! them (SIGKILL, the store away at SIGTERM) leaves its journal to the next process started with
 //! the same state directory. A record carries the request's id, and the store skips an id it
@@ -103,6 +104,9 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// meanwhile go in the same batch. A busy bridge writes a few transactions a second (and opens
 /// a few journal files) instead of one a request.
 const BATCH_GAP: Duration = Duration::from_millis(50);
+/// A written journal larger than this (it grew while the store was away) is deleted, not kept
+/// for the next generation.
+const SPARE_MAX_BYTES: usize = 4 * journal::STEP;
 
 #[derive(Default)]
 struct Queue {
@@ -112,6 +116,11 @@ struct Queue {
     /// The journal file records are appended to now, and its generation.
     journal: Option<Journal>,
     generation: u64,
+    /// A journal whose records are all in the store, emptied to be the next generation's:
+    /// a busy bridge starts a generation every [`BATCH_GAP`], and a new file (made, grown,
+    /// mapped, its pages faulted in, then cut, unmapped and deleted) each time was a fifth of
+    /// what the ledger cost a request.
+    spare: Option<Journal>,
     /// Records dropped from memory (the store was away too long); the journal files keep them.
     dropped: usize,
     /// Journal generations below this one are deleted.
@@ -197,10 +206,17 @@ impl Ledger {
         let mut queue = self.lock();
         if queue.journal.is_none() {
             let path = self.journal_path(queue.generation);
-            queue.journal = std::fs::create_dir_all(&self.dir)
-                .and_then(|()| Journal::create(&path))
-                .map_err(|error| warn!(%error, path = %path.display(), "ledger: no journal file; records live in memory only until written"))
-                .ok();
+            let spare = queue
+                .spare
+                .take()
+                .and_then(|mut spare| spare.rename(&path).is_ok().then_some(spare));
+            queue.journal = match spare {
+                Some(spare) => Some(spare),
+                None => std::fs::create_dir_all(&self.dir)
+                    .and_then(|()| Journal::create(&path))
+                    .map_err(|error| warn!(%error, path = %path.display(), "ledger: no journal file; records live in memory only until written"))
+                    .ok(),
+            };
         }
         if let (Some(journal), Ok(line)) = (queue.journal.as_mut(), line)
             && let Err(error) = journal.append(line.as_bytes())
@@ -275,34 +291,33 @@ impl Ledger {
         queue.closing || !queue.flushes.is_empty()
     }
 
-    /// Take everything queued and start a new journal generation; returns the batch and the
-    /// generation it closed.
-    fn take(&self) -> (Vec<Record>, u64, Vec<oneshot::Sender<bool>>, bool) {
+    /// Take everything queued and start a new journal generation: the batch, the generation
+    /// it closed and that generation's journal (no longer appended to; still open, so it can be
+    /// used again once its records are in the store).
+    fn take(&self) -> Taken {
         let mut queue = self.lock();
-        let batch = std::mem::take(&mut queue.records);
-        let closed = queue.generation;
         let journal = queue.journal.take();
+        let generation = queue.generation;
         if journal.is_some() {
             queue.generation += 1;
         }
-        let taken = (
-            batch,
-            closed,
-            std::mem::take(&mut queue.flushes),
-            queue.closing,
-        );
-        drop(queue);
-        // Closed (cut to its lines) outside the lock.
-        drop(journal);
-        taken
+        Taken {
+            batch: std::mem::take(&mut queue.records),
+            generation,
+            journal,
+            flushes: std::mem::take(&mut queue.flushes),
+            closing: queue.closing,
+        }
     }
 
-    /// Journal generations up to `generation` are in the store: delete their files.
-    fn written_through(&self, generation: u64) {
-        let from = {
+    /// Journal generations up to `generation` are in the store: delete their files, or keep
+    /// `journal` (that generation's), emptied, for the next generation.
+    fn written_through(&self, generation: u64, journal: Option<Journal>) {
+        let (from, keep) = {
             let mut queue = self.lock();
             let dropped = std::mem::take(&mut queue.dropped);
             if dropped > 0 {
+                drop(queue);
                 // Those records are only in the files: keep the files for the next start.
                 warn!(
                     records = dropped,
@@ -310,11 +325,44 @@ impl Ledger {
                 );
                 return;
             }
-            std::mem::replace(&mut queue.deleted_below, generation + 1)
+            (
+                std::mem::replace(&mut queue.deleted_below, generation + 1),
+                queue.spare.is_none(),
+            )
         };
+        let spare = journal
+            .filter(|journal| keep && journal.size() <= SPARE_MAX_BYTES)
+            .and_then(|mut journal| {
+                // Emptied, then renamed: a process killed in between leaves no line twice.
+                journal.reset();
+                journal
+                    .rename(&self.spare_path())
+                    .is_ok()
+                    .then_some(journal)
+            });
+        if let Some(spare) = spare {
+            self.lock().spare = Some(spare);
+        }
+        // What was not kept is closed by now; its file goes with the generation's others.
         for g in from..=generation {
             let _ = std::fs::remove_file(self.journal_path(g));
         }
+    }
+
+    /// At shutdown: the spare journal is not needed by anyone.
+    fn discard_spare(&self) {
+        let spare = self.lock().spare.take();
+        if spare.is_some() {
+            drop(spare);
+            let _ = std::fs::remove_file(self.spare_path());
+        }
+    }
+
+    /// Where the spare journal waits (a journal's name: a process that dies leaves it to the
+    /// next, which finds no lines in it and deletes it).
+    fn spare_path(&self) -> PathBuf {
+        self.dir
+            .join(format!("journal-{}-spare.jsonl", self.replica))
     }
 
     /// Take over the journal files other processes left in the directory (those of a live
@@ -354,6 +402,15 @@ impl Ledger {
     }
 }
 
+/// What [`Ledger::take`] took.
+struct Taken {
+    batch: Vec<Record>,
+    generation: u64,
+    journal: Option<Journal>,
+    flushes: Vec<oneshot::Sender<bool>>,
+    closing: bool,
+}
+
 async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
     let mut failing_since: Option<std::time::Instant> = None;
     let mut retry: Vec<Record> = Vec::new();
@@ -371,7 +428,13 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
                 ledger.set_healthy(true);
             }
         }
-        let (mut batch, generation, flushes, closing) = ledger.take();
+        let Taken {
+            mut batch,
+            generation,
+            mut journal,
+            flushes,
+            closing,
+        } = ledger.take();
         if !retry.is_empty() {
             retry.append(&mut batch);
             batch = std::mem::take(&mut retry);
@@ -384,7 +447,7 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
                 Ok(settled) => {
                     ledger.set_healthy(true);
                     limiter.settled(&settled);
-                    ledger.written_through(generation);
+                    ledger.written_through(generation, journal.take());
                     if let Some(since) = failing_since.take() {
                         info!(
                             seconds = since.elapsed().as_secs(),
@@ -413,6 +476,7 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
             let _ = done.send(ok);
         }
         if closing {
+            ledger.discard_spare();
             return;
         }
     }
@@ -432,5 +496,102 @@ pub fn client_kind(user_agent: &str) -> &'static str {
         "openai-sdk"
     } else {
         "other"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(id: &str) -> Record {
+        Record {
+            id: id.into(),
+            at_ms: 1_795_861_815_000,
+            key: "alice".into(),
+            client: "claude-code".into(),
+            session: None,
+            front: "messages".into(),
+            route: "default".into(),
+            target: "local,m".into(),
+            model: "claude-sonnet-4-6".into(),
+            upstream_model: "m".into(),
+            input_tokens: 100,
+            output_tokens: 10,
+            cache_read_tokens: 0,
+            cache_write_tokens: 0,
+            estimated: false,
+            cost_usd: 0.0,
+            priced: false,
+            ttft_ms: Some(12),
+            duration_ms: 40,
+            status: 200,
+            error_kind: None,
+            attempts: 1,
+            paid: None,
+            paid_unit: None,
+            replica: String::from("r"),
+            settles: Vec::new(),
+        }
+    }
+
+    /// The spool directory's files, by name, each with its lines.
+    fn files(dir: &std::path::Path) -> Vec<(String, usize)> {
+        let mut files: Vec<(String, usize)> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .map(|entry| {
+                let text = std::fs::read_to_string(entry.path()).unwrap();
+                let name = entry.file_name().to_string_lossy().into_owned();
+                (name, journal::lines(&text).count())
+            })
+            .collect();
+        files.sort();
+        files
+    }
+
+    #[tokio::test]
+    async fn a_written_journal_is_emptied_and_becomes_the_next_generations_then_goes_at_shutdown() {
+        let base = std::env::temp_dir().join(format!(
+            "claude-bridge-ledger-spare-{}-{}",
+            std::process::id(),
+            crate::ids::random_base62(8)
+        ));
+        let spool = base.join("spool");
+        let url = format!("sqlite://{}", base.join("g.db").display());
+        let store = Store::open(&url, Duration::from_secs(5)).unwrap();
+        store.migrate().await.unwrap();
+        let limiter = Arc::new(Limiter::new(store.clone(), "r", false));
+        let (ledger, writer) = Ledger::start(store.clone(), limiter, "r", spool.clone(), true);
+
+        ledger.record(record("req_1"));
+        ledger.record(record("req_2"));
+        assert_eq!(
+            files(&spool),
+            [(String::from("journal-r-00000000.jsonl"), 2)]
+        );
+        assert!(ledger.flush().await);
+        // Written: the file is kept, empty, under the spare's name.
+        assert_eq!(files(&spool), [(String::from("journal-r-spare.jsonl"), 0)]);
+
+        // The next generation appends to it, from its start.
+        ledger.record(record("req_3"));
+        assert_eq!(
+            files(&spool),
+            [(String::from("journal-r-00000001.jsonl"), 1)]
+        );
+        assert!(ledger.flush().await);
+        assert_eq!(files(&spool), [(String::from("journal-r-spare.jsonl"), 0)]);
+
+        // Every record reached the store once.
+        let query =
+            super::super::usage::UsageQuery::parse("group_by=key", 1_795_861_815_000).unwrap();
+        let rows = store.usage(&query).await.unwrap();
+        assert_eq!(serde_json::to_value(&rows).unwrap()[0]["requests"], 3);
+
+        ledger.close(Duration::from_secs(5)).await;
+        writer.await.unwrap();
+        assert_eq!(files(&spool), [], "nothing left behind at shutdown");
+        store.close().await;
+        std::fs::remove_dir_all(base).unwrap();
     }
 }
