@@ -23,7 +23,7 @@ use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
-use serde_json::Value;
+use serde_json::value::RawValue;
 use tracing::info;
 
 type Labels = Vec<(&'static str, String)>;
@@ -358,65 +358,106 @@ impl Tally {
             let Some(data) = event.lines().find_map(|l| l.strip_prefix("data: ")) else {
                 continue;
             };
-            let Ok(value) = serde_json::from_str::<Value>(data) else {
-                continue;
-            };
-            self.absorb(&value);
+            if let Some(event) = Members::of(data) {
+                self.absorb(&event);
+            }
         }
         seen
     }
 
     /// Note a folded answer (a non-streaming client's `Message` or error envelope).
     pub fn saw_folded(&mut self, body: &str) {
-        if let Ok(value) = serde_json::from_str::<Value>(body) {
+        if let Some(answer) = Members::of(body) {
             self.first_content.get_or_insert_with(Instant::now);
-            self.absorb(&value);
+            self.absorb(&answer);
         }
     }
 
-    fn absorb(&mut self, value: &Value) {
-        let usage = value
-            .get("message")
-            .and_then(|m| m.get("usage"))
-            .or_else(|| value.get("usage"));
+    fn absorb(&mut self, event: &Members<'_>) {
+        let usage = event
+            .message
+            .and_then(Members::of_raw)
+            .and_then(|message| message.usage)
+            .or(event.usage)
+            .and_then(Members::of_raw);
         if let Some(usage) = usage {
-            if let Some(n) = usage.get("input_tokens").and_then(Value::as_u64) {
-                self.input_tokens = Some(n);
-            }
-            if let Some(n) = usage.get("output_tokens").and_then(Value::as_u64) {
-                self.output_tokens = Some(n);
-            }
-            if let Some(n) = usage.get("cache_read_input_tokens").and_then(Value::as_u64) {
-                self.cache_read_tokens = Some(n);
-            }
-            if let Some(n) = usage
-                .get("cache_creation_input_tokens")
-                .and_then(Value::as_u64)
-            {
-                self.cache_write_tokens = Some(n);
+            let counts = [
+                (usage.input_tokens, &mut self.input_tokens),
+                (usage.output_tokens, &mut self.output_tokens),
+                (usage.cache_read_input_tokens, &mut self.cache_read_tokens),
+                (
+                    usage.cache_creation_input_tokens,
+                    &mut self.cache_write_tokens,
+                ),
+            ];
+            for (raw, count) in counts {
+                if let Some(n) = raw.and_then(|raw| serde_json::from_str::<u64>(raw.get()).ok()) {
+                    *count = Some(n);
+                }
             }
         }
-        let stop = value
-            .get("delta")
-            .and_then(|d| d.get("stop_reason"))
-            .or_else(|| value.get("stop_reason"))
-            .and_then(Value::as_str);
+        let stop = event
+            .delta
+            .and_then(Members::of_raw)
+            .and_then(|delta| delta.stop_reason)
+            .or(event.stop_reason)
+            .and_then(string);
         if let Some(stop) = stop {
-            self.stop_reason = Some(stop.to_owned());
+            self.stop_reason = Some(stop);
         }
-        if value.get("type").and_then(Value::as_str) == Some("error") {
-            let error = value.get("error");
-            self.error = error
-                .and_then(|e| e.get("type"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+        if event.kind.and_then(string).as_deref() == Some("error") {
+            let error = event.error.and_then(Members::of_raw);
+            self.error = error.as_ref().and_then(|e| e.kind).and_then(string);
             // Error events are masked before they are sent, so this one is too.
-            self.message = error
-                .and_then(|e| e.get("message"))
-                .and_then(Value::as_str)
-                .map(str::to_owned);
+            self.message = error.and_then(|e| e.message).and_then(string);
         }
     }
+}
+
+/// The members of a JSON object the [`Tally`] reads, at any depth (an event, its `message`,
+/// `usage`, `delta` or `error`), each left unparsed; every other member is skipped, not
+/// built. A `message_start` carries the whole message shell, and building it as a
+/// `serde_json::Value` (a map, a string per member) for four numbers was most of what the
+/// tally cost a stream.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(default)]
+struct Members<'a> {
+    #[serde(rename = "type", borrow)]
+    kind: Option<&'a RawValue>,
+    #[serde(borrow)]
+    message: Option<&'a RawValue>,
+    #[serde(borrow)]
+    usage: Option<&'a RawValue>,
+    #[serde(borrow)]
+    delta: Option<&'a RawValue>,
+    #[serde(borrow)]
+    stop_reason: Option<&'a RawValue>,
+    #[serde(borrow)]
+    error: Option<&'a RawValue>,
+    #[serde(borrow)]
+    input_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    output_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    cache_read_input_tokens: Option<&'a RawValue>,
+    #[serde(borrow)]
+    cache_creation_input_tokens: Option<&'a RawValue>,
+}
+
+impl<'a> Members<'a> {
+    /// `json`'s members, if it is an object.
+    fn of(json: &'a str) -> Option<Self> {
+        serde_json::from_str(json).ok()
+    }
+
+    fn of_raw(raw: &'a RawValue) -> Option<Self> {
+        Self::of(raw.get())
+    }
+}
+
+/// A member's value, if it is a string.
+fn string(raw: &RawValue) -> Option<String> {
+    serde_json::from_str(raw.get()).ok()
 }
 
 /// The events of a piece of SSE: what lies between blank lines (`\n\n`). Found with
@@ -679,6 +720,75 @@ mod tests {
         assert!(t.first_content.is_some());
         t.saw("event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"x\"}}\n\n");
         assert_eq!(t.error.as_deref(), Some("overloaded_error"));
+    }
+
+    /// What the tally read before it skipped the members it does not need: the same event
+    /// parsed whole, as a `serde_json::Value`.
+    fn read_whole(json: &str) -> [Option<String>; 7] {
+        use serde_json::Value;
+        let Ok(value) = serde_json::from_str::<Value>(json) else {
+            return Default::default();
+        };
+        let usage = value
+            .get("message")
+            .and_then(|m| m.get("usage"))
+            .or_else(|| value.get("usage"));
+        let count = |name: &str| {
+            usage
+                .and_then(|u| u.get(name))
+                .and_then(Value::as_u64)
+                .map(|n| n.to_string())
+        };
+        let text = |v: Option<&Value>| v.and_then(Value::as_str).map(str::to_owned);
+        let is_error = value.get("type").and_then(Value::as_str) == Some("error");
+        let error = value.get("error").filter(|_| is_error);
+        [
+            count("input_tokens"),
+            count("output_tokens"),
+            count("cache_read_input_tokens"),
+            count("cache_creation_input_tokens"),
+            text(
+                value
+                    .get("delta")
+                    .and_then(|d| d.get("stop_reason"))
+                    .or_else(|| value.get("stop_reason")),
+            ),
+            text(error.and_then(|e| e.get("type"))),
+            text(error.and_then(|e| e.get("message"))),
+        ]
+    }
+
+    #[test]
+    fn the_tally_reads_what_a_whole_parse_would() {
+        let cases = [
+            r#"{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[{"type":"text","text":"hi \"there\""}],"model":"m","stop_reason":null,"usage":{"input_tokens":1200,"output_tokens":1,"cache_read_input_tokens":300,"cache_creation_input_tokens":20}}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":"tool_use","stop_sequence":null},"usage":{"output_tokens":85}}"#,
+            r#"{"type":"error","error":{"type":"overloaded_error","message":"busy \u00e9 \n now"}}"#,
+            r#"{"type":"error","error":"not an object"}"#,
+            r#"{"type":"message_delta","usage":{"output_tokens":-1,"input_tokens":1.5}}"#,
+            r#"{"type":"message_delta","usage":"none","delta":[]}"#,
+            r#"{"id":"msg_2","type":"message","content":[],"stop_reason":"end_turn","usage":{"input_tokens":7,"output_tokens":3}}"#,
+            r#"{"type":"message","message":{"content":[]},"usage":{"input_tokens":9}}"#,
+            r#"{"type":"message_delta","delta":{"stop_reason":7}}"#,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}}"#,
+            r#"[1,2]"#,
+            r#"{"type":"message_start","message":{"usage":{"input_tokens":1}"#,
+            r#"not json"#,
+        ];
+        for json in cases {
+            let mut tally = Tally::default();
+            tally.saw_folded(json);
+            let read = [
+                tally.input_tokens.map(|n| n.to_string()),
+                tally.output_tokens.map(|n| n.to_string()),
+                tally.cache_read_tokens.map(|n| n.to_string()),
+                tally.cache_write_tokens.map(|n| n.to_string()),
+                tally.stop_reason,
+                tally.error,
+                tally.message,
+            ];
+            assert_eq!(read, read_whole(json), "{json}");
+        }
     }
 
     #[test]
