@@ -500,11 +500,10 @@ pub fn client_kind(user_agent: &str) -> &'static str {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn record(id: &str) -> Record {
-        Record {
+impl Record {
+    /// A finished request of key `alice`, for tests.
+    pub(crate) fn example(id: &str) -> Self {
+        Self {
             id: id.into(),
             at_ms: 1_795_861_815_000,
             key: "alice".into(),
@@ -533,6 +532,11 @@ mod tests {
             settles: Vec::new(),
         }
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
 
     /// The spool directory's files, by name, each with its lines.
     fn files(dir: &std::path::Path) -> Vec<(String, usize)> {
@@ -563,8 +567,8 @@ mod tests {
         let limiter = Arc::new(Limiter::new(store.clone(), "r", false));
         let (ledger, writer) = Ledger::start(store.clone(), limiter, "r", spool.clone(), true);
 
-        ledger.record(record("req_1"));
-        ledger.record(record("req_2"));
+        ledger.record(Record::example("req_1"));
+        ledger.record(Record::example("req_2"));
         assert_eq!(
             files(&spool),
             [(String::from("journal-r-00000000.jsonl"), 2)]
@@ -574,7 +578,7 @@ mod tests {
         assert_eq!(files(&spool), [(String::from("journal-r-spare.jsonl"), 0)]);
 
         // The next generation appends to it, from its start.
-        ledger.record(record("req_3"));
+        ledger.record(Record::example("req_3"));
         assert_eq!(
             files(&spool),
             [(String::from("journal-r-00000001.jsonl"), 1)]

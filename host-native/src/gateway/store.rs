@@ -1205,36 +1205,18 @@ mod tests {
         let store = Store::open(&url, Duration::from_secs(5)).unwrap();
         store.migrate().await.unwrap();
         let record = Record {
-            id: "req_1".into(),
-            at_ms: 1_795_861_815_000,
-            key: "alice".into(),
-            client: "claude-code".into(),
             session: Some("s1".into()),
-            front: "messages".into(),
-            route: "default".into(),
-            target: "local,m".into(),
-            model: "claude-sonnet-4-6".into(),
-            upstream_model: "m".into(),
-            input_tokens: 100,
-            output_tokens: 10,
             cache_read_tokens: 5,
-            cache_write_tokens: 0,
-            estimated: false,
             cost_usd: 0.5,
             priced: true,
-            ttft_ms: Some(12),
-            duration_ms: 40,
-            status: 200,
-            error_kind: None,
-            attempts: 1,
             paid: Some(String::from("0.000042")),
             paid_unit: Some(String::from("ETH")),
-            replica: String::from("r"),
             settles: vec![super::super::ledger::Settle {
                 metric: String::from("tokens"),
                 win: 0,
                 used: 115.0,
             }],
+            ..Record::example("req_1")
         };
         store.write(std::slice::from_ref(&record)).await.unwrap();
         store.write(std::slice::from_ref(&record)).await.unwrap();
