@@ -352,8 +352,8 @@ impl Ledger {
     /// At shutdown: the spare journal is not needed by anyone.
     fn discard_spare(&self) {
         let spare = self.lock().spare.take();
-        if spare.is_some() {
-            drop(spare);
+        if let Some(spare) = spare {
+            drop(spare); // closed before its file goes
             let _ = std::fs::remove_file(self.spare_path());
         }
     }

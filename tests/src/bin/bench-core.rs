@@ -2,9 +2,9 @@
 //! native core and through the WASI component in wasmtime, measured in the same run, the time
 //! one small stream takes when every upstream chunk is fed on its own (what a model server
 //! writing token by token costs per chunk), and the time one conversion of a captured Claude
-//! Code request takes in each. Writes the
-//! input to `DIR/large-stream.sse` (+ `DIR/request.json`) so the Node run
-//! (`pkg-js/bench/node-bench.mjs`) translates the very same bytes, and prints a JSON result.
+//! Code request takes in each. Writes the input to `DIR/large-stream.sse` (+ `DIR/request.json`)
+//! so the Node run (`pkg-js/bench/node-bench.mjs`) translates the very same bytes, and prints a
+//! JSON result.
 //!
 //! ```text
 //! cargo run --release -p bridge-tests --bin bench-core -- DIR [MEGABYTES]

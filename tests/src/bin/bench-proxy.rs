@@ -6,9 +6,9 @@
 //!   (role, 50 text chunks of four characters, finish, usage, `[DONE]`:
 //!   `bench_stream::small_stream_parts`, which `make bench` also feeds a chunk at a time; before
 //!   2026-11-29 05:00 UTC the chunks were `w0 `…`w49 ` and usage came before finish) written as
-//!   fast as the socket takes it, each
-//!   chunk its own write (the body yields between chunks so hyper flushes each one, as a model
-//!   streams them), or a short `chat.completion` JSON when the request does not ask for a stream.
+//!   fast as the socket takes it, each chunk its own write (the body yields between chunks so
+//!   hyper flushes each one, as a model streams them), or a short `chat.completion` JSON when
+//!   the request does not ask for a stream.
 //!   It keeps no per-request state, so it is never the bottleneck.
 //! - The release bridge (`CLAUDE_BRIDGE_BIN`, else `target/release/claude-bridge`), once per
 //!   engine (`--engine native`, `--engine wasm`), started with `--provider openai --base-url
