@@ -4,9 +4,10 @@
 //! Each replica *leases* slices of a key's quota from the store ([`Store::grant`]: one
 //! conditional `UPDATE`, so the slices granted to all replicas together never exceed the
 //! limit) and spends them locally. A slice running low is topped up in the background; only a
-//! replica whose slice is empty waits for the store. What was spent is *settled* with the
-//! ledger's next write (the same transaction), unused room is given back after a short idle
-//! time, and the leases of a replica that died expire ([`LEASE_TTL_MS`]) and are swept back.
+//! replica whose slice is empty waits for the store, and then for one lease however many
+//! requests found it empty at once. What was spent is *settled* with the ledger's next write
+//! (the same transaction), unused room is given back after a short idle time, and the leases
+//! of a replica that died expire ([`LEASE_TTL_MS`]) and are swept back.
 //!
 //! ## The bound (README, "Running it for a team")
 //! - `rpm` and `max_parallel`: never over the limit while the store answers — every request
@@ -156,7 +157,12 @@ struct Bucket {
     /// yet, so grants ask for room under `limit - overflow`.
     overflow: f64,
     last_used: Option<Instant>,
+    /// A lease from the store is on its way (a request's, or a background top-up): the
+    /// requests that find the slice empty meanwhile wait for it instead of asking too.
     refilling: bool,
+    /// Leases in this window that came back with no room: a request that waited for one has
+    /// its answer and does not ask again.
+    empty_leases: u64,
 }
 
 impl Bucket {
@@ -186,11 +192,28 @@ impl Bucket {
 enum Local {
     /// Taken (or there was room); `refill`: top the slice up.
     Taken { refill: bool },
-    /// No room here (`refilling`: a top-up is on its way).
-    Empty {
-        /// A top-up is on its way.
-        refilling: bool,
-    },
+    /// No room here; a lease is on its way (another request's, or a top-up). `empty_leases`:
+    /// how many had come back with no room before it.
+    Wait { empty_leases: u64 },
+    /// No room here and nothing on its way: the caller asks the store (marked on its way).
+    Lease,
+    /// No room here, nothing on its way, and the caller asked the store already.
+    Refused,
+}
+
+/// A request's lease on its way; when it ends, however it ends (the request's future may be
+/// dropped while it waits on the store), the next request may ask and waiters look again.
+struct Leasing<'a> {
+    limiter: &'a Limiter,
+    key: &'a str,
+    metric: Metric,
+    win: i64,
+}
+
+impl Drop for Leasing<'_> {
+    fn drop(&mut self) {
+        self.limiter.lease_over(self.key, self.metric, self.win);
+    }
 }
 
 /// A request's hold on its key's limits, given back by [`Limiter::finish`].
@@ -214,7 +237,7 @@ pub struct Limiter {
     buckets: Mutex<BTreeMap<(String, Metric), Bucket>>,
     /// When "counting alone" was last logged (once every 10 s while the store is away).
     warned_alone: Mutex<Option<Instant>>,
-    /// Woken when a background top-up lands.
+    /// Woken when a lease (a request's, or a background top-up) lands.
     refilled: tokio::sync::Notify,
 }
 
@@ -332,10 +355,9 @@ impl Limiter {
         } else {
             self.expected(key, metric).max(f64::MIN_POSITIVE)
         };
-        // Slice sizes: a tenth of the limit for rates, a twentieth for budgets, one slot.
+        // Slice sizes: a tenth of the limit for rates and slots, a twentieth for budgets.
         let (want, min) = match metric {
-            Metric::Parallel => (1.0, 1.0),
-            Metric::Rpm => ((limit / 10.0).ceil().max(1.0), 1.0),
+            Metric::Parallel | Metric::Rpm => ((limit / 10.0).ceil().max(1.0), 1.0),
             Metric::Tpm | Metric::Tokens => (
                 (limit / 20.0).ceil().max(1.0).max(2.0 * need),
                 need.max(1.0),
@@ -344,58 +366,90 @@ impl Limiter {
         };
         let mut asked_store = false;
         loop {
-            // Registered before looking, so a top-up landing meanwhile is not missed.
-            let refilled = self.refilled.notified();
-            tokio::pin!(refilled);
-            refilled.as_mut().enable();
-            let refilling = match self.take_local(key, metric, win, need, want) {
+            // Registered before looking, so a lease landing meanwhile is not missed.
+            let landed = self.refilled.notified();
+            tokio::pin!(landed);
+            landed.as_mut().enable();
+            match self.take_local(key, metric, win, need, want, !asked_store) {
                 Local::Taken { refill } => {
                     if refill {
                         self.refill(key, metric, win, want, min, limit, now_ms);
                     }
                     return Ok(if need > f64::MIN_POSITIVE { need } else { 0.0 });
                 }
-                Local::Empty { refilling } => refilling,
-            };
-            if asked_store {
-                // The store had no room; a top-up already on its way may still bring some.
-                if refilling && tokio::time::timeout(STORE_WAIT, refilled).await.is_ok() {
-                    continue;
+                // Another request's lease or a top-up is on its way: one store call for a
+                // burst of requests, not one each (64 requests at once after an idle spell
+                // made 64 grants a limit, and each took a whole slice).
+                Local::Wait { empty_leases } => {
+                    if tokio::time::timeout(STORE_WAIT, landed).await.is_err() {
+                        return self
+                            .without_store(key, metric, limit, win, "no answer within 2 s")
+                            .map(|()| 0.0);
+                    }
+                    // The store said no room to the lease it waited for: its answer too (a
+                    // burst over the limit does not ask the store once a request).
+                    asked_store |= self.empty_leases(key, metric) > empty_leases;
                 }
-                break;
-            }
-            asked_store = true;
-            // The slice is empty: wait for the store.
-            let granted = tokio::time::timeout(
-                STORE_WAIT,
-                self.lease(key, metric, win, (want, min), limit, now_ms),
-            )
-            .await;
-            match granted {
-                Ok(Ok((granted, used))) => self.add(key, metric, win, granted, used),
-                Ok(Err(error)) => {
-                    return self
-                        .without_store(key, metric, limit, win, &error.to_string())
-                        .map(|()| 0.0);
+                // The slice is empty and nothing is on its way: this request asks the store.
+                Local::Lease => {
+                    asked_store = true;
+                    let leasing = Leasing {
+                        limiter: self,
+                        key,
+                        metric,
+                        win,
+                    };
+                    let granted = tokio::time::timeout(
+                        STORE_WAIT,
+                        self.lease(key, metric, win, (want, min), limit, now_ms),
+                    )
+                    .await;
+                    match granted {
+                        Ok(Ok((granted, used))) => self.add(key, metric, win, granted, used),
+                        Ok(Err(error)) => {
+                            return self
+                                .without_store(key, metric, limit, win, &error.to_string())
+                                .map(|()| 0.0);
+                        }
+                        Err(_) => {
+                            return self
+                                .without_store(key, metric, limit, win, "no answer within 2 s")
+                                .map(|()| 0.0);
+                        }
+                    }
+                    drop(leasing);
                 }
-                Err(_) => {
-                    return self
-                        .without_store(key, metric, limit, win, "no answer within 2 s")
-                        .map(|()| 0.0);
-                }
+                // The store had no room when this request asked, and nothing is on its way.
+                Local::Refused => break,
             }
         }
         Err(refusal(spec, metric, limit, end, now_ms))
     }
 
-    /// Take from this replica's slice, if it has room.
-    fn take_local(&self, key: &str, metric: Metric, win: i64, need: f64, want: f64) -> Local {
+    /// Take from this replica's slice, if it has room; else say whether to wait for a lease
+    /// on its way or (`may_lease`) to ask the store, which marks a lease on its way.
+    fn take_local(
+        &self,
+        key: &str,
+        metric: Metric,
+        win: i64,
+        need: f64,
+        want: f64,
+        may_lease: bool,
+    ) -> Local {
         let mut buckets = self.buckets();
         let bucket = buckets.entry((key.to_owned(), metric)).or_default();
         bucket.enter(win);
         if bucket.local < need {
-            return Local::Empty {
-                refilling: bucket.refilling,
+            return match (bucket.refilling, may_lease) {
+                (true, _) => Local::Wait {
+                    empty_leases: bucket.empty_leases,
+                },
+                (false, true) => {
+                    bucket.refilling = true;
+                    Local::Lease
+                }
+                (false, false) => Local::Refused,
             };
         }
         if metric.counts_requests() {
@@ -408,6 +462,17 @@ impl Limiter {
         let refill = bucket.local < want / 2.0 && !bucket.refilling && metric != Metric::Parallel;
         bucket.refilling |= refill;
         Local::Taken { refill }
+    }
+
+    /// A lease asked for by a request is over (granted, refused, failed, or the request was
+    /// dropped meanwhile): the next request may ask, and those waiting look again.
+    fn lease_over(&self, key: &str, metric: Metric, win: i64) {
+        if let Some(bucket) = self.buckets().get_mut(&(key.to_owned(), metric))
+            && bucket.win == win
+        {
+            bucket.refilling = false;
+        }
+        self.refilled.notify_waiters();
     }
 
     /// Ask the store for a slice of `(want, at least min)` under the limit less what this
@@ -489,14 +554,24 @@ impl Limiter {
             .map_or(0.0, |b| b.expect)
     }
 
-    /// Room the store granted.
+    /// Room the store granted (none: one more lease came back empty).
     fn add(&self, key: &str, metric: Metric, win: i64, granted: f64, used: f64) {
         let mut buckets = self.buckets();
         let bucket = buckets.entry((key.to_owned(), metric)).or_default();
         if bucket.win == win {
             bucket.local += granted;
             bucket.known_used = used;
+            if granted <= 0.0 {
+                bucket.empty_leases += 1;
+            }
         }
+    }
+
+    /// How many leases of this window came back with no room.
+    fn empty_leases(&self, key: &str, metric: Metric) -> u64 {
+        self.buckets()
+            .get(&(key.to_owned(), metric))
+            .map_or(0, |b| b.empty_leases)
     }
 
     /// Top a slice up in the background.
@@ -517,22 +592,13 @@ impl Limiter {
         let this = Arc::clone(self);
         let key = key.to_owned();
         tokio::spawn(async move {
-            let granted = this
+            if let Ok((granted, used)) = this
                 .lease(&key, metric, win, (want, min), limit, now_ms)
-                .await;
+                .await
             {
-                let mut buckets = this.buckets();
-                if let Some(bucket) = buckets.get_mut(&(key, metric)) {
-                    bucket.refilling = false;
-                    if bucket.win == win
-                        && let Ok((granted, used)) = granted
-                    {
-                        bucket.local += granted;
-                        bucket.known_used = used;
-                    }
-                }
+                this.add(&key, metric, win, granted, used);
             }
-            this.refilled.notify_waiters();
+            this.lease_over(&key, metric, win);
         });
     }
 
@@ -787,6 +853,77 @@ mod tests {
         );
         limiter.finish(&a, 0.0, 0.0);
         assert!(limiter.admit(&spec, now).await.is_ok());
+        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_burst_on_an_empty_slice_waits_for_one_lease_not_one_each() {
+        let (limiter, dir) = limiter("burst").await;
+        let spec = KeySpec {
+            name: "k".into(),
+            rpm: Some(10_000),
+            max_parallel: Some(1000),
+            ..KeySpec::default()
+        };
+        let now = 1_795_861_815_000;
+        let win = minute_window(now).start_ms;
+        let burst: Vec<_> = (0..64)
+            .map(|_| {
+                let limiter = Arc::clone(&limiter);
+                let spec = spec.clone();
+                tokio::spawn(async move { limiter.admit(&spec, now).await })
+            })
+            .collect();
+        let mut held = Vec::new();
+        for request in burst {
+            held.push(request.await.unwrap().unwrap());
+        }
+        // One slice each (a tenth of the limit): 64 requests asking the store each would have
+        // leased the whole limit between them.
+        assert_eq!(
+            limiter.store.quota("k", "rpm", win).await.unwrap(),
+            (0.0, 1000.0)
+        );
+        assert_eq!(
+            limiter.store.quota("k", "parallel", 0).await.unwrap(),
+            (0.0, 100.0)
+        );
+        // 36 more slots in the slice, then the 101st request in flight waits for a second.
+        for _ in 0..37 {
+            held.push(limiter.admit(&spec, now).await.unwrap());
+        }
+        assert_eq!(
+            limiter.store.quota("k", "parallel", 0).await.unwrap(),
+            (0.0, 200.0)
+        );
+        for h in &held {
+            limiter.finish(h, 0.0, 0.0);
+        }
+        // A slice of one slot: the burst's requests lease one after another, each waiter
+        // asking again when the slot it waited for went to another; over the limit, refused.
+        let small = KeySpec {
+            name: "small".into(),
+            max_parallel: Some(10),
+            ..KeySpec::default()
+        };
+        let burst: Vec<_> = (0..20)
+            .map(|_| {
+                let limiter = Arc::clone(&limiter);
+                let small = small.clone();
+                tokio::spawn(async move { limiter.admit(&small, now).await })
+            })
+            .collect();
+        let (mut admitted, mut refused) = (0, 0);
+        for request in burst {
+            match request.await.unwrap() {
+                Ok(_) => admitted += 1,
+                Err(LimitRefusal::Rate { setting, .. }) if setting == "max_parallel" => {
+                    refused += 1;
+                }
+                Err(other) => panic!("{other}"),
+            }
+        }
+        assert_eq!((admitted, refused), (10, 10));
         let _ = std::fs::remove_dir_all(dir);
     }
 
