@@ -917,9 +917,10 @@ mod tests {
         for request in burst {
             match request.await.unwrap() {
                 Ok(_) => admitted += 1,
-                Err(LimitRefusal::Rate { setting, .. }) if setting == "max_parallel" => {
-                    refused += 1;
-                }
+                Err(LimitRefusal::Rate {
+                    setting: "max_parallel",
+                    ..
+                }) => refused += 1,
                 Err(other) => panic!("{other}"),
             }
         }

@@ -375,13 +375,10 @@ async fn ledger_rate(url: &str) -> Result<f64> {
 
 /// A gateway config for the bench: the client's `sk-client` is a key with every limit (set far
 /// above what the bench sends, so each request goes through the limiter), prices, and `url`'s
-/// store.
+/// store. An empty `url`: the same config with neither store nor keys (the gateway off).
 fn gateway_config(upstream: SocketAddr, url: &str) -> String {
-    format!(
-        r#"[store]
-url = "{url}"
-
-[providers.up]
+    let config = format!(
+        r#"[providers.up]
 kind = "openai"
 base_url = "http://{upstream}/v1"
 api_key = "sk-bench"
@@ -392,7 +389,16 @@ output = 2.0
 
 [router]
 default = "up,m"
+"#
+    );
+    if url.is_empty() {
+        return config;
+    }
+    format!(
+        r#"[store]
+url = "{url}"
 
+{config}
 [[keys]]
 name = "bench"
 key = "sk-client"
@@ -1132,6 +1138,9 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
         let gateway = match engine.split_once('+') {
             Some((_, store)) => {
                 let url = match (store, &postgres) {
+                    // The same config without `[store]` and `[[keys]]`: the gateway off, so
+                    // what a config-started bridge costs is told apart from the gateway's.
+                    ("config", _) => String::new(),
                     // In a directory of its own, as the default (the XDG state directory, not
                     // the config's): the config watcher sees every write in the config's.
                     ("sqlite", _) => format!(
