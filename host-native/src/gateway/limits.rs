@@ -44,6 +44,8 @@ const IDLE_GIVE_BACK: Duration = Duration::from_secs(2);
 /// How long an admission waits for the store before the request is served (open) or refused
 /// (closed).
 const STORE_WAIT: Duration = Duration::from_secs(2);
+/// Why a request counts alone when the store did not answer within [`STORE_WAIT`].
+const NO_ANSWER: &str = "no answer within 2 s";
 
 /// What is counted.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -160,9 +162,32 @@ struct Bucket {
     /// A lease from the store is on its way (a request's, or a background top-up): the
     /// requests that find the slice empty meanwhile wait for it instead of asking too.
     refilling: bool,
-    /// Leases in this window that came back with no room: a request that waited for one has
-    /// its answer and does not ask again.
-    empty_leases: u64,
+    /// Leases of this window the store answered, and its last answer: a request that waited
+    /// for a lease takes its answer as its own instead of asking again.
+    answers: u64,
+    last_answer: Answer,
+}
+
+/// What the store said to a lease.
+#[derive(Debug, Clone, Default)]
+enum Answer {
+    /// Room was granted.
+    #[default]
+    Room,
+    /// No room under the limit.
+    NoRoom,
+    /// The store failed or did not answer in time (the error).
+    Failed(String),
+}
+
+impl Answer {
+    fn of(granted: &Result<(f64, f64), String>) -> Self {
+        match granted {
+            Ok((granted, _)) if *granted > 0.0 => Self::Room,
+            Ok(_) => Self::NoRoom,
+            Err(error) => Self::Failed(error.clone()),
+        }
+    }
 }
 
 impl Bucket {
@@ -192,9 +217,9 @@ impl Bucket {
 enum Local {
     /// Taken (or there was room); `refill`: top the slice up.
     Taken { refill: bool },
-    /// No room here; a lease is on its way (another request's, or a top-up). `empty_leases`:
-    /// how many had come back with no room before it.
-    Wait { empty_leases: u64 },
+    /// No room here; a lease is on its way (another request's, or a top-up). `answers`: how
+    /// many leases the store had answered before it.
+    Wait { answers: u64 },
     /// No room here and nothing on its way: the caller asks the store (marked on its way).
     Lease,
     /// No room here, nothing on its way, and the caller asked the store already.
@@ -202,17 +227,20 @@ enum Local {
 }
 
 /// A request's lease on its way; when it ends, however it ends (the request's future may be
-/// dropped while it waits on the store), the next request may ask and waiters look again.
+/// dropped while it waits on the store: then there is no answer), the next request may ask
+/// and waiters look again.
 struct Leasing<'a> {
     limiter: &'a Limiter,
     key: &'a str,
     metric: Metric,
     win: i64,
+    answer: Option<Answer>,
 }
 
 impl Drop for Leasing<'_> {
     fn drop(&mut self) {
-        self.limiter.lease_over(self.key, self.metric, self.win);
+        self.limiter
+            .lease_over(self.key, self.metric, self.win, self.answer.take());
     }
 }
 
@@ -380,40 +408,46 @@ impl Limiter {
                 // Another request's lease or a top-up is on its way: one store call for a
                 // burst of requests, not one each (64 requests at once after an idle spell
                 // made 64 grants a limit, and each took a whole slice).
-                Local::Wait { empty_leases } => {
+                Local::Wait { answers } => {
                     if tokio::time::timeout(STORE_WAIT, landed).await.is_err() {
                         return self
-                            .without_store(key, metric, limit, win, "no answer within 2 s")
+                            .without_store(key, metric, limit, win, NO_ANSWER)
                             .map(|()| 0.0);
                     }
-                    // The store said no room to the lease it waited for: its answer too (a
-                    // burst over the limit does not ask the store once a request).
-                    asked_store |= self.empty_leases(key, metric) > empty_leases;
+                    // What the store said to the lease it waited for is its answer too: a
+                    // burst over the limit, or with the store away, does not ask once a request.
+                    match self.answer_since(key, metric, answers) {
+                        Some(Answer::NoRoom) => asked_store = true,
+                        Some(Answer::Failed(error)) => {
+                            return self
+                                .without_store(key, metric, limit, win, &error)
+                                .map(|()| 0.0);
+                        }
+                        Some(Answer::Room) | None => {}
+                    }
                 }
                 // The slice is empty and nothing is on its way: this request asks the store.
                 Local::Lease => {
                     asked_store = true;
-                    let leasing = Leasing {
+                    let mut leasing = Leasing {
                         limiter: self,
                         key,
                         metric,
                         win,
+                        answer: None,
                     };
                     let granted = tokio::time::timeout(
                         STORE_WAIT,
                         self.lease(key, metric, win, (want, min), limit, now_ms),
                     )
-                    .await;
+                    .await
+                    .unwrap_or_else(|_| Err(NO_ANSWER.to_owned()));
+                    leasing.answer = Some(Answer::of(&granted));
                     match granted {
-                        Ok(Ok((granted, used))) => self.add(key, metric, win, granted, used),
-                        Ok(Err(error)) => {
+                        Ok((granted, used)) => self.add(key, metric, win, granted, used),
+                        Err(error) => {
                             return self
-                                .without_store(key, metric, limit, win, &error.to_string())
-                                .map(|()| 0.0);
-                        }
-                        Err(_) => {
-                            return self
-                                .without_store(key, metric, limit, win, "no answer within 2 s")
+                                .without_store(key, metric, limit, win, &error)
                                 .map(|()| 0.0);
                         }
                     }
@@ -443,7 +477,7 @@ impl Limiter {
         if bucket.local < need {
             return match (bucket.refilling, may_lease) {
                 (true, _) => Local::Wait {
-                    empty_leases: bucket.empty_leases,
+                    answers: bucket.answers,
                 },
                 (false, true) => {
                     bucket.refilling = true;
@@ -464,13 +498,17 @@ impl Limiter {
         Local::Taken { refill }
     }
 
-    /// A lease asked for by a request is over (granted, refused, failed, or the request was
-    /// dropped meanwhile): the next request may ask, and those waiting look again.
-    fn lease_over(&self, key: &str, metric: Metric, win: i64) {
+    /// A lease is over with the store's `answer` (`None`: the request that asked was dropped
+    /// meanwhile): the next request may ask, and those waiting look again.
+    fn lease_over(&self, key: &str, metric: Metric, win: i64, answer: Option<Answer>) {
         if let Some(bucket) = self.buckets().get_mut(&(key.to_owned(), metric))
             && bucket.win == win
         {
             bucket.refilling = false;
+            if let Some(answer) = answer {
+                bucket.answers += 1;
+                bucket.last_answer = answer;
+            }
         }
         self.refilled.notify_waiters();
     }
@@ -485,7 +523,7 @@ impl Limiter {
         (want, min): (f64, f64),
         limit: f64,
         now_ms: i64,
-    ) -> Result<(f64, f64), super::store::StoreError> {
+    ) -> Result<(f64, f64), String> {
         let room = limit - self.overflow(key, metric, win);
         self.store
             .grant(
@@ -499,6 +537,7 @@ impl Limiter {
                 now_ms + LEASE_TTL_MS,
             )
             .await
+            .map_err(|error| error.to_string())
     }
 
     /// What this replica spent beyond its slices that the store has not settled yet.
@@ -554,24 +593,23 @@ impl Limiter {
             .map_or(0.0, |b| b.expect)
     }
 
-    /// Room the store granted (none: one more lease came back empty).
+    /// Room the store granted.
     fn add(&self, key: &str, metric: Metric, win: i64, granted: f64, used: f64) {
         let mut buckets = self.buckets();
         let bucket = buckets.entry((key.to_owned(), metric)).or_default();
         if bucket.win == win {
             bucket.local += granted;
             bucket.known_used = used;
-            if granted <= 0.0 {
-                bucket.empty_leases += 1;
-            }
         }
     }
 
-    /// How many leases of this window came back with no room.
-    fn empty_leases(&self, key: &str, metric: Metric) -> u64 {
+    /// The store's last answer to a lease of this window, if it answered one since it had
+    /// answered `answers`.
+    fn answer_since(&self, key: &str, metric: Metric, answers: u64) -> Option<Answer> {
         self.buckets()
             .get(&(key.to_owned(), metric))
-            .map_or(0, |b| b.empty_leases)
+            .filter(|b| b.answers > answers)
+            .map(|b| b.last_answer.clone())
     }
 
     /// Top a slice up in the background.
@@ -592,13 +630,13 @@ impl Limiter {
         let this = Arc::clone(self);
         let key = key.to_owned();
         tokio::spawn(async move {
-            if let Ok((granted, used)) = this
+            let granted = this
                 .lease(&key, metric, win, (want, min), limit, now_ms)
-                .await
-            {
+                .await;
+            if let Ok((granted, used)) = granted {
                 this.add(&key, metric, win, granted, used);
             }
-            this.lease_over(&key, metric, win);
+            this.lease_over(&key, metric, win, Some(Answer::of(&granted)));
         });
     }
 
@@ -926,6 +964,35 @@ mod tests {
         }
         assert_eq!((admitted, refused), (10, 10));
         let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[tokio::test]
+    async fn a_burst_with_the_store_silent_waits_for_one_lease_then_counts_alone() {
+        // A server that takes connections and never answers: each lease waits out its 2 s.
+        let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("postgres://u:p@{}/db", silent.local_addr().unwrap());
+        let store = Store::open(&url, Duration::from_secs(30)).unwrap();
+        let limiter = Arc::new(Limiter::new(store, "r1", false));
+        let spec = KeySpec {
+            name: "k".into(),
+            rpm: Some(100),
+            ..KeySpec::default()
+        };
+        let now = 1_795_861_815_000;
+        let started = Instant::now();
+        let burst: Vec<_> = (0..8)
+            .map(|_| {
+                let limiter = Arc::clone(&limiter);
+                let spec = spec.clone();
+                tokio::spawn(async move { limiter.admit(&spec, now).await })
+            })
+            .collect();
+        for request in burst {
+            assert!(request.await.unwrap().is_ok(), "served: on_error = open");
+        }
+        // One lease's wait for all of them, not 2 s each in turn (16 s).
+        let took = started.elapsed();
+        assert!(took < Duration::from_secs(6), "the burst took {took:?}");
     }
 
     #[tokio::test]
