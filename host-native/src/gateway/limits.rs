@@ -872,6 +872,27 @@ mod tests {
         (Arc::new(Limiter::new(store, "r1", false)), dir)
     }
 
+    /// `n` requests of `spec` admitted at once; their answers in order.
+    async fn burst(
+        limiter: &Arc<Limiter>,
+        spec: &KeySpec,
+        n: usize,
+        now: i64,
+    ) -> Vec<Result<Held, LimitRefusal>> {
+        let requests: Vec<_> = (0..n)
+            .map(|_| {
+                let limiter = Arc::clone(limiter);
+                let spec = spec.clone();
+                tokio::spawn(async move { limiter.admit(&spec, now).await })
+            })
+            .collect();
+        let mut answers = Vec::new();
+        for request in requests {
+            answers.push(request.await.unwrap());
+        }
+        answers
+    }
+
     #[tokio::test]
     async fn max_parallel_admits_that_many_and_a_finished_request_makes_room() {
         let (limiter, dir) = limiter("parallel").await;
@@ -905,17 +926,11 @@ mod tests {
         };
         let now = 1_795_861_815_000;
         let win = minute_window(now).start_ms;
-        let burst: Vec<_> = (0..64)
-            .map(|_| {
-                let limiter = Arc::clone(&limiter);
-                let spec = spec.clone();
-                tokio::spawn(async move { limiter.admit(&spec, now).await })
-            })
+        let mut held: Vec<Held> = burst(&limiter, &spec, 64, now)
+            .await
+            .into_iter()
+            .map(Result::unwrap)
             .collect();
-        let mut held = Vec::new();
-        for request in burst {
-            held.push(request.await.unwrap().unwrap());
-        }
         // One slice each (a tenth of the limit): 64 requests asking the store each would have
         // leased the whole limit between them.
         assert_eq!(
@@ -926,7 +941,7 @@ mod tests {
             limiter.store.quota("k", "parallel", 0).await.unwrap(),
             (0.0, 100.0)
         );
-        // 36 more slots in the slice, then the 101st request in flight waits for a second.
+        // 36 more slots in the slice, then the 101st request in flight needs another lease.
         for _ in 0..37 {
             held.push(limiter.admit(&spec, now).await.unwrap());
         }
@@ -944,16 +959,9 @@ mod tests {
             max_parallel: Some(10),
             ..KeySpec::default()
         };
-        let burst: Vec<_> = (0..20)
-            .map(|_| {
-                let limiter = Arc::clone(&limiter);
-                let small = small.clone();
-                tokio::spawn(async move { limiter.admit(&small, now).await })
-            })
-            .collect();
         let (mut admitted, mut refused) = (0, 0);
-        for request in burst {
-            match request.await.unwrap() {
+        for answer in burst(&limiter, &small, 20, now).await {
+            match answer {
                 Ok(_) => admitted += 1,
                 Err(LimitRefusal::Rate {
                     setting: "max_parallel",
@@ -980,15 +988,8 @@ mod tests {
         };
         let now = 1_795_861_815_000;
         let started = Instant::now();
-        let burst: Vec<_> = (0..8)
-            .map(|_| {
-                let limiter = Arc::clone(&limiter);
-                let spec = spec.clone();
-                tokio::spawn(async move { limiter.admit(&spec, now).await })
-            })
-            .collect();
-        for request in burst {
-            assert!(request.await.unwrap().is_ok(), "served: on_error = open");
+        for answer in burst(&limiter, &spec, 8, now).await {
+            assert!(answer.is_ok(), "served: on_error = open");
         }
         // One lease's wait for all of them, not 2 s each in turn (16 s).
         let took = started.elapsed();

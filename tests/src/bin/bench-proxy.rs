@@ -51,8 +51,9 @@
 //! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_LARGE_TOOLS` (20: the fixture's 12 tools, then
 //! copies of them; fewer takes its first ones), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
 //! (an engine written `wasm@/path/to/claude-bridge` runs that binary: a build before a change),
-//! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+store` engine against its plain
-//! one, small streams, each result the median of its rounds), `BENCH_PROXY_PAIRS`
+//! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+sqlite`, `+postgres` or `+config`
+//! engine against its plain one, small streams, each result the median of its rounds),
+//! `BENCH_PROXY_PAIRS`
 //! (`native:wasm`: `baseline:subject` engine pairs measured the same way on the small, paced and
 //! large streams at 1 and 64 concurrent, CPU per request as a ratio) and
 //! `BENCH_PROXY_PAIR_ROUNDS` (5). Writes `tests/bench/results/proxy-<UTC time>.json`.
@@ -433,7 +434,8 @@ async fn start_bridge(
     let mut cmd = on_core_0(&bin, pinned);
     cmd.args(["serve", "--listen", &format!("127.0.0.1:{port}")]);
     // `native+sqlite`, `native+postgres`: the gateway on (a key with limits, prices, the
-    // ledger, a store), from a config file; the engine is the part before `+`.
+    // ledger, a store), from a config file; `native+config`: that file without the gateway.
+    // The engine is the part before `+`.
     let (engine_name, _) = spec.split_once('+').unwrap_or((spec, ""));
     match gateway {
         Some(config) => {
