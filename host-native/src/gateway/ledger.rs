@@ -7,8 +7,8 @@
 //! records instead, so a busy bridge does not make a file every batch): when the store is down
 //! or slow, records wait in memory (up to [`MEMORY_RECORDS`]) and in the journal; a process that
 //! ends without writing them (SIGKILL, the store away at SIGTERM) leaves its journal to the next
-//! process started with the same state directory. A record carries the request's id, and the store skips an id it
-//! has, so a record written twice counts once.
+//! process started with the same state directory. A record carries the request's id, and the
+//! store skips an id it has, so a record written twice counts once.
 
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};

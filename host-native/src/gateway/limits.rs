@@ -181,7 +181,7 @@ enum Answer {
 }
 
 impl Answer {
-    fn of(granted: &Result<(f64, f64), String>) -> Self {
+    fn of(granted: &Granted) -> Self {
         match granted {
             Ok((granted, _)) if *granted > 0.0 => Self::Room,
             Ok(_) => Self::NoRoom,
@@ -226,21 +226,24 @@ enum Local {
     Refused,
 }
 
+/// What the store answered a lease: room granted and the quota's total, or the error.
+type Granted = Result<(f64, f64), String>;
+
 /// A request's lease on its way; when it ends, however it ends (the request's future may be
-/// dropped while it waits on the store: then there is no answer), the next request may ask
-/// and waiters look again.
+/// dropped while it waits on the store: then there is no answer), it lands
+/// ([`Limiter::landed`]).
 struct Leasing<'a> {
     limiter: &'a Limiter,
     key: &'a str,
     metric: Metric,
     win: i64,
-    answer: Option<Answer>,
+    granted: Option<Granted>,
 }
 
 impl Drop for Leasing<'_> {
     fn drop(&mut self) {
         self.limiter
-            .lease_over(self.key, self.metric, self.win, self.answer.take());
+            .landed(self.key, self.metric, self.win, self.granted.as_ref());
     }
 }
 
@@ -434,7 +437,7 @@ impl Limiter {
                         key,
                         metric,
                         win,
-                        answer: None,
+                        granted: None,
                     };
                     let granted = tokio::time::timeout(
                         STORE_WAIT,
@@ -442,16 +445,14 @@ impl Limiter {
                     )
                     .await
                     .unwrap_or_else(|_| Err(NO_ANSWER.to_owned()));
-                    leasing.answer = Some(Answer::of(&granted));
-                    match granted {
-                        Ok((granted, used)) => self.add(key, metric, win, granted, used),
-                        Err(error) => {
-                            return self
-                                .without_store(key, metric, limit, win, &error)
-                                .map(|()| 0.0);
-                        }
-                    }
+                    let failed = granted.as_ref().err().cloned();
+                    leasing.granted = Some(granted);
                     drop(leasing);
+                    if let Some(error) = failed {
+                        return self
+                            .without_store(key, metric, limit, win, &error)
+                            .map(|()| 0.0);
+                    }
                 }
                 // The store had no room when this request asked, and nothing is on its way.
                 Local::Refused => break,
@@ -498,16 +499,21 @@ impl Limiter {
         Local::Taken { refill }
     }
 
-    /// A lease is over with the store's `answer` (`None`: the request that asked was dropped
-    /// meanwhile): the next request may ask, and those waiting look again.
-    fn lease_over(&self, key: &str, metric: Metric, win: i64, answer: Option<Answer>) {
+    /// A lease landed with what the store `granted` (`None`: the request that asked was
+    /// dropped meanwhile): its room is in the slice, the next request may ask, and those
+    /// waiting look again.
+    fn landed(&self, key: &str, metric: Metric, win: i64, granted: Option<&Granted>) {
         if let Some(bucket) = self.buckets().get_mut(&(key.to_owned(), metric))
             && bucket.win == win
         {
             bucket.refilling = false;
-            if let Some(answer) = answer {
+            if let Some(Ok((granted, used))) = granted {
+                bucket.local += granted;
+                bucket.known_used = *used;
+            }
+            if let Some(granted) = granted {
                 bucket.answers += 1;
-                bucket.last_answer = answer;
+                bucket.last_answer = Answer::of(granted);
             }
         }
         self.refilled.notify_waiters();
@@ -523,7 +529,7 @@ impl Limiter {
         (want, min): (f64, f64),
         limit: f64,
         now_ms: i64,
-    ) -> Result<(f64, f64), String> {
+    ) -> Granted {
         let room = limit - self.overflow(key, metric, win);
         self.store
             .grant(
@@ -593,16 +599,6 @@ impl Limiter {
             .map_or(0.0, |b| b.expect)
     }
 
-    /// Room the store granted.
-    fn add(&self, key: &str, metric: Metric, win: i64, granted: f64, used: f64) {
-        let mut buckets = self.buckets();
-        let bucket = buckets.entry((key.to_owned(), metric)).or_default();
-        if bucket.win == win {
-            bucket.local += granted;
-            bucket.known_used = used;
-        }
-    }
-
     /// The store's last answer to a lease of this window, if it answered one since it had
     /// answered `answers`.
     fn answer_since(&self, key: &str, metric: Metric, answers: u64) -> Option<Answer> {
@@ -633,10 +629,7 @@ impl Limiter {
             let granted = this
                 .lease(&key, metric, win, (want, min), limit, now_ms)
                 .await;
-            if let Ok((granted, used)) = granted {
-                this.add(&key, metric, win, granted, used);
-            }
-            this.lease_over(&key, metric, win, Some(Answer::of(&granted)));
+            this.landed(&key, metric, win, Some(&granted));
         });
     }
 
