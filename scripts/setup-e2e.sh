@@ -92,6 +92,8 @@ pg_found() {
 want_apt=()
 pg_found || want_apt+=(postgresql)
 command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || want_apt+=(haproxy)
+# pkill: the tests stop HAProxy, which runs under runuser, by its parent's id.
+command -v pkill >/dev/null 2>&1 || want_apt+=(procps)
 if ((${#want_apt[@]})); then
   source "$root/scripts/apt-install.sh"
   apt_install setup-e2e "${want_apt[@]}"

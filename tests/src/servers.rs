@@ -262,7 +262,12 @@ impl Haproxy {
 
 impl Drop for Haproxy {
     fn drop(&mut self) {
-        // runuser passes the signal on to haproxy.
+        // Run as root, the child is `runuser`, which cannot pass a SIGKILL on: HAProxy (its
+        // child) goes first, or it outlives the test (one a run was left listening).
+        let _ = Command::new("pkill")
+            .args(["-KILL", "-P", &self.child.id().to_string()])
+            .stdin(Stdio::null())
+            .status();
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
