@@ -36,6 +36,11 @@ pub enum Command {
         /// Bridge options.
         #[command(flatten)]
         serve: ServeArgs,
+        /// The key Claude Code sends the bridge: one of its gateway's keys ([[keys]], or made
+        /// with `keys create`). Default: `--client-key`; with a gateway that needs a key,
+        /// `ANTHROPIC_AUTH_TOKEN`, else `ANTHROPIC_API_KEY`.
+        #[arg(long, env = "CLAUDE_BRIDGE_KEY", hide_env_values = true)]
+        key: Option<String>,
         /// The Claude Code executable.
         #[arg(long, env = "CLAUDE_BRIDGE_CLAUDE_BIN", default_value = "claude")]
         claude_bin: String,
@@ -51,6 +56,10 @@ pub enum Command {
         /// Bridge options.
         #[command(flatten)]
         serve: ServeArgs,
+        /// The key Codex sends the bridge: one of its gateway's keys ([[keys]], or made with
+        /// `keys create`). Default: `--client-key`.
+        #[arg(long, env = "CLAUDE_BRIDGE_KEY", hide_env_values = true)]
+        key: Option<String>,
         /// The Codex executable.
         #[arg(long, env = "CLAUDE_BRIDGE_CODEX_BIN", default_value = "codex")]
         codex_bin: String,

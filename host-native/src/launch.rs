@@ -12,31 +12,40 @@ use crate::server;
 /// Serve on `listen` (`--listen`, when given), else on a free loopback port, and run Claude Code
 /// against it; returns its exit code.
 ///
-/// Claude Code gets the bridge's credential as `ANTHROPIC_AUTH_TOKEN` ([`claude_credentials`]).
+/// Claude Code gets the bridge's credential as `ANTHROPIC_AUTH_TOKEN` ([`claude_credentials`]):
+/// `key` (`--key`) when given, and a key of the gateway's when it needs one ([`launch_key`]).
 ///
 /// # Errors
-/// Set-up failed, the address cannot be bound, or Claude Code could not be started.
+/// Set-up failed, the gateway needs a key and none (or a refused one) was given, the address
+/// cannot be bound, or Claude Code could not be started.
 pub async fn claude(
     args: &ServeArgs,
     listen: Option<std::net::SocketAddr>,
+    key: Option<&str>,
     claude_bin: &str,
     claude_args: &[String],
 ) -> Result<u8, String> {
     let cannot_run =
         format!("cannot run {claude_bin:?} (install Claude Code or pass --claude-bin)");
+    let tool = Tool {
+        program: claude_bin,
+        name: "Claude Code",
+        key,
+        users_keys: &["ANTHROPIC_AUTH_TOKEN", "ANTHROPIC_API_KEY"],
+    };
     beside(
         args,
         listen,
-        claude_bin,
+        &tool,
         &cannot_run,
-        |command, local, args| {
+        |command, local, args, key| {
             if let Some(settings) = status_line_settings(claude_args) {
                 command.arg("--settings").arg(settings);
             }
             command
                 .args(claude_args)
                 .env("ANTHROPIC_BASE_URL", format!("http://{local}"));
-            match claude_credentials(args)? {
+            match claude_credentials(args, key)? {
                 Credentials::Bridge(token) => {
                     command
                         .env("ANTHROPIC_AUTH_TOKEN", token)
@@ -103,34 +112,101 @@ enum Credentials {
     Users,
 }
 
-/// The credential Claude Code is started with.
+/// The credential Claude Code is started with, `key` the one [`launch_key`] settled on.
 ///
 /// Interactive Claude Code asks about an `ANTHROPIC_API_KEY` it has not seen ("Detected a custom
 /// API key … Do you want to use it?", default No); a No is stored in `~/.claude.json` and every
 /// later launch is "Not logged in". With a new key it also first checks that it can reach
 /// api.anthropic.com, which fails offline. `ANTHROPIC_AUTH_TOKEN` (sent as `Authorization:
 /// Bearer`) raises neither, and works for a user who once answered No (measured with Claude
-/// Code 2.1.330). So the bridge's credential — its `--client-key`, or any string when it has
-/// none — goes there, and an `ANTHROPIC_API_KEY` of the user's is kept out of Claude Code's
+/// Code 2.1.330). So the bridge's credential — the key settled on, or any string when none is
+/// needed — goes there, and an `ANTHROPIC_API_KEY` of the user's is kept out of Claude Code's
 /// sight; unless a route forwards the client's credentials upstream (an Anthropic
-/// pass-through without its own key), where the user's own are what must arrive.
-fn claude_credentials(args: &ServeArgs) -> Result<Credentials, String> {
-    if args.client_key.as_deref().is_some_and(|k| !k.is_empty()) {
-        return Ok(Credentials::Bridge(bridge_key(args).to_owned()));
+/// pass-through without its own key) and no key was settled on, where the user's own are what
+/// must arrive.
+fn claude_credentials(args: &ServeArgs, key: Option<&str>) -> Result<Credentials, String> {
+    if let Some(key) = key {
+        return Ok(Credentials::Bridge(key.to_owned()));
     }
     if forwards_client_credentials(args)? {
         return Ok(Credentials::Users);
     }
-    Ok(Credentials::Bridge(bridge_key(args).to_owned()))
+    Ok(Credentials::Bridge(ANY_KEY.to_owned()))
 }
 
-/// The key a launched tool sends the bridge: its `--client-key`, or any string when it has
-/// none.
-fn bridge_key(args: &ServeArgs) -> &str {
-    args.client_key
+/// What a launched tool sends when the bridge needs no key.
+const ANY_KEY: &str = "claude-bridge";
+
+/// A tool the launcher runs, and where the key it sends the bridge may come from.
+struct Tool<'a> {
+    /// Its executable.
+    program: &'a str,
+    /// Its name, for messages.
+    name: &'static str,
+    /// `--key` (or `CLAUDE_BRIDGE_KEY`).
+    key: Option<&'a str>,
+    /// The user's own variables the tool would send a gateway's key from, in order.
+    users_keys: &'static [&'static str],
+}
+
+/// The key a launched tool sends the bridge, if it must send one: `--key` (`CLAUDE_BRIDGE_KEY`),
+/// else the bridge's `--client-key`, else — when the gateway needs a key (it has `[[keys]]`, an
+/// `admin_key` or keys made at run time) — the first of the tool's own variables that is set
+/// (`ANTHROPIC_AUTH_TOKEN`, `ANTHROPIC_API_KEY` for Claude Code). The gateway checks it now, so
+/// a missing, unknown, revoked or expired key is said before the tool starts, not as a 401 in
+/// its window.
+async fn launch_key(
+    args: &ServeArgs,
+    state: &server::AppState,
+    tool: &Tool<'_>,
+) -> Result<Option<String>, String> {
+    let needed = state
+        .gateway
         .as_deref()
-        .filter(|k| !k.is_empty())
-        .unwrap_or("claude-bridge")
+        .is_some_and(crate::gateway::Gateway::requires_key);
+    let given = |value: Option<&str>, from: &'static str| {
+        value
+            .filter(|k| !k.is_empty())
+            .map(|k| (k.to_owned(), from))
+    };
+    let chosen = given(tool.key, "--key")
+        .or_else(|| given(args.client_key.as_deref(), "--client-key"))
+        .or_else(|| {
+            tool.users_keys
+                .iter()
+                .filter(|_| needed)
+                .find_map(|name| crate::environment::non_empty(name).map(|k| (k, *name)))
+        });
+    let Some((key, from)) = chosen else {
+        if needed {
+            let also = tool
+                .users_keys
+                .iter()
+                .map(|name| format!(" or {name}"))
+                .collect::<String>();
+            return Err(format!(
+                "this bridge needs a key (its config has [[keys]] or admin_key, or keys were made \
+                 with `claude-bridge keys create`) and {} would send none: pass --key with one of \
+                 its keys (or set CLAUDE_BRIDGE_KEY{also})",
+                tool.name
+            ));
+        }
+        return Ok(None);
+    };
+    // Asked as a request would be: of the gateway when it is on, else of `--client-key`.
+    let mut headers = http::HeaderMap::new();
+    let value = http::HeaderValue::from_str(&key)
+        .map_err(|_| format!("the key from {from} has characters a header cannot carry"))?;
+    headers.insert("x-api-key", value);
+    server::authenticate(state, &headers)
+        .await
+        .map_err(|refused| {
+            format!(
+                "the key from {from} cannot call this bridge: {refused}; pass --key with one of \
+                 its keys"
+            )
+        })?;
+    Ok(Some(key))
 }
 
 /// Whether a provider the arguments (or their config file's routes) use is an Anthropic
@@ -153,11 +229,12 @@ fn forwards_client_credentials(args: &ServeArgs) -> Result<bool, String> {
 /// nor changed.
 ///
 /// # Errors
-/// Set-up failed, the address cannot be bound, the directory cannot be written, or Codex could
-/// not be started.
+/// Set-up failed, the gateway needs a key and none (or a refused one) was given, the address
+/// cannot be bound, the directory cannot be written, or Codex could not be started.
 pub async fn codex(
     args: &ServeArgs,
     listen: Option<std::net::SocketAddr>,
+    key: Option<&str>,
     codex_bin: &str,
     codex_args: &[String],
 ) -> Result<u8, String> {
@@ -169,17 +246,23 @@ pub async fn codex(
         "cannot run {codex_bin:?} (install the Codex CLI, npm install -g @openai/codex, or pass \
          --codex-bin)"
     );
+    let tool = Tool {
+        program: codex_bin,
+        name: "Codex",
+        key,
+        users_keys: &[],
+    };
     let result = beside(
         args,
         listen,
-        codex_bin,
+        &tool,
         &cannot_run,
-        |command, local, args| {
+        |command, local, _, key| {
             home.write_config(&format!("http://{local}/v1"))?;
             command
                 .args(codex_args)
                 .env("CODEX_HOME", home.path())
-                .env(crate::codex_home::KEY_VAR, bridge_key(args));
+                .env(crate::codex_home::KEY_VAR, key.unwrap_or(ANY_KEY));
             Ok(())
         },
     )
@@ -190,22 +273,25 @@ pub async fn codex(
 
 /// Serve beside a child process, exactly as `serve` serves (the config file's defaults, the
 /// start-up upstream check, reload on change and on SIGHUP, the same log): bind, start serving,
-/// run `program` as `configure` sets it up for the bound address (on top of `--env-file`'s
-/// variables), stop serving when it exits and end whatever it left running
+/// run the tool as `configure` sets it up for the bound address and the key it sends
+/// ([`launch_key`]) (on top of `--env-file`'s variables), stop serving when it exits and end whatever it left running
 /// ([`crate::process_tree`]); its exit code.
 async fn beside(
     args: &ServeArgs,
     listen: Option<std::net::SocketAddr>,
-    program: &str,
+    tool: &Tool<'_>,
     cannot_run: &str,
     configure: impl FnOnce(
         &mut tokio::process::Command,
         std::net::SocketAddr,
         &ServeArgs,
+        Option<&str>,
     ) -> Result<(), String>,
 ) -> Result<u8, String> {
+    let program = tool.program;
     let args = &run::with_config_defaults(args)?;
     let state = run::build_state(args).await?;
+    let key = launch_key(args, &state, tool).await?;
     let (listener, local) = match listen {
         // The same checks as `serve` (a reachable address needs a client key).
         Some(_) => run::bind_listen(args).await?,
@@ -237,7 +323,7 @@ async fn beside(
     let adopted = crate::process_tree::adopt_orphans();
     let mut command = tokio::process::Command::new(program);
     command.envs(crate::environment::file_only());
-    configure(&mut command, local, args)?;
+    configure(&mut command, local, args, key.as_deref())?;
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
     let server = tokio::spawn(server::serve(
         listener,

@@ -92,17 +92,19 @@ fn main() -> ExitCode {
         }
         Some(Command::Claude {
             serve,
+            key,
             claude_bin,
             args,
         }) => launched(&runtime, &serve, "claude", listen_given, |listen| {
-            claude_bridge::launch::claude(&serve, listen, &claude_bin, &args)
+            claude_bridge::launch::claude(&serve, listen, key.as_deref(), &claude_bin, &args)
         }),
         Some(Command::Codex {
             serve,
+            key,
             codex_bin,
             args,
         }) => launched(&runtime, &serve, "codex", listen_given, |listen| {
-            claude_bridge::launch::codex(&serve, listen, &codex_bin, &args)
+            claude_bridge::launch::codex(&serve, listen, key.as_deref(), &codex_bin, &args)
         }),
         #[cfg(feature = "agui")]
         Some(Command::Agui { serve, agent }) => run::init_tracing(&serve).and_then(|()| {

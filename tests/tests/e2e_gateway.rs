@@ -699,6 +699,132 @@ async fn codex_stops_at_once_on_a_spent_budget_and_shows_why() {
     assert!(took < Duration::from_secs(30), "{took:?}: {shown}");
 }
 
+/// `claude-bridge claude` and `claude-bridge codex` with a config whose gateway has keys: the tool
+/// sends the user's key (`--key`, `CLAUDE_BRIDGE_KEY`, or for Claude Code its own
+/// `ANTHROPIC_AUTH_TOKEN`) and its requests count under that key; with no key, or one the
+/// gateway refuses, the launcher says so before the tool starts (it used to start Claude Code
+/// with a key of no one's, which showed "API Error: 401").
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_launchers_send_the_users_key_or_say_before_the_tool_starts_that_one_is_needed() {
+    use std::os::unix::fs::PermissionsExt;
+    let upstream = counting_upstream().await;
+    let dir = TempDir::new("gw-launch").unwrap();
+    let url = format!("sqlite://{}", dir.path().join("g.db").display());
+    let keys = "[[keys]]\nname = \"alice\"\nkey = \"alice-secret\"\nrpm = 100\n";
+    let file = dir.path().join("claude-bridge.toml");
+    std::fs::write(&file, gateway_config(&upstream.base_url(), &url, keys)).unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    // A tool that only leaves a mark that it ran.
+    let mark = dir.path().join("ran");
+    let stand_in = dir.path().join("tool.sh");
+    std::fs::write(
+        &stand_in,
+        format!("#!/bin/sh\ntouch '{}'\n", mark.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&stand_in, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let claude = bridge_tests::clients::claude_code_bin().unwrap();
+    let codex = bridge_tests::codex::codex_bin().unwrap();
+    let launch = async |tool: &str, bin: &std::path::Path, env: &[(&str, &str)], args: &[&str]| {
+        let mut cmd = tokio::process::Command::new(binary_path().unwrap());
+        cmd.args([tool, "--config", file.to_str().unwrap(), "--log-file", "-"])
+            .arg(format!("--{tool}-bin"))
+            .arg(bin)
+            .args(args)
+            .current_dir(&work)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", &home)
+            .env("ADMIN_KEY", "admin-secret")
+            .env("CLAUDE_BRIDGE_NO_UPSTREAM_CHECK", "true")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("CLAUDE_CODE_MAX_RETRIES", "0")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .envs(env.iter().copied());
+        let out = bridge_tests::clients::run(cmd, Duration::from_secs(120), tool)
+            .await
+            .unwrap();
+        let shown = format!(
+            "{tool} {args:?} {env:?}: exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            out.code, out.stdout, out.stderr
+        );
+        (out, shown)
+    };
+
+    // No key: said before the tool starts, with what to do.
+    for tool in ["claude", "codex"] {
+        let (out, shown) = launch(tool, &stand_in, &[], &["--", "-p", "hi"]).await;
+        assert_ne!(out.code, Some(0), "{shown}");
+        assert!(
+            out.stderr.contains("this bridge needs a key") && out.stderr.contains("--key"),
+            "{shown}"
+        );
+        assert!(!mark.exists(), "the tool started: {shown}");
+    }
+    // A key of no one's in Claude Code's own variable: refused before it starts, not echoed.
+    let (out, shown) = launch(
+        "claude",
+        &stand_in,
+        &[("ANTHROPIC_AUTH_TOKEN", "sk-ant-personal-9f3e")],
+        &["--", "-p", "hi"],
+    )
+    .await;
+    assert_ne!(out.code, Some(0), "{shown}");
+    assert!(
+        out.stderr
+            .contains("the key from ANTHROPIC_AUTH_TOKEN cannot call this bridge")
+            && out.stderr.contains("not a key of this bridge"),
+        "{shown}"
+    );
+    assert!(!out.stderr.contains("sk-ant-personal-9f3e"), "{shown}");
+    assert!(!mark.exists(), "the tool started: {shown}");
+
+    // The real tools, with the key from `--key`, Claude Code's own variable and
+    // `CLAUDE_BRIDGE_KEY`: each answers.
+    let p = ["-p", "say hi", "--output-format", "json"];
+    for (env, flags) in [
+        (vec![], vec!["--key", "alice-secret"]),
+        (vec![("ANTHROPIC_AUTH_TOKEN", "alice-secret")], vec![]),
+    ] {
+        let args: Vec<&str> = flags.into_iter().chain(["--"]).chain(p).collect();
+        let (out, shown) = launch("claude", &claude, &env, &args).await;
+        assert_eq!(out.code, Some(0), "{shown}");
+        let result: Value = serde_json::from_str(out.stdout.trim()).unwrap_or_default();
+        assert_eq!(result["result"], "ok", "{shown}");
+    }
+    let (out, shown) = launch(
+        "codex",
+        &codex,
+        &[("CLAUDE_BRIDGE_KEY", "alice-secret")],
+        &["--", "exec", "--skip-git-repo-check", "say hi"],
+    )
+    .await;
+    assert_eq!(out.code, Some(0), "{shown}");
+    assert!(out.stdout.contains("ok"), "{shown}");
+
+    // Every request the upstream got was alice's, in the ledger.
+    let upstream_got = upstream.requests().iter().filter(|r| r.is_chat()).count();
+    let usage = std::process::Command::new(binary_path().unwrap())
+        .args(["usage", "--store", &url, "--by", "key", "--csv"])
+        .output()
+        .unwrap();
+    let csv = String::from_utf8_lossy(&usage.stdout).into_owned();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert!(upstream_got >= 3, "{}", upstream.dump());
+    assert_eq!(
+        rows,
+        [rows
+            .iter()
+            .copied()
+            .find(|r| r.starts_with(&format!("alice,{upstream_got},")))
+            .unwrap_or("no alice row with every request")],
+        "{csv}"
+    );
+}
+
 #[tokio::test]
 async fn a_store_that_cannot_be_reached_is_served_through_when_open_and_refused_when_closed() {
     let upstream = counting_upstream().await;
