@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Serialize;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
@@ -161,30 +162,126 @@ const LEDGER_COLUMNS: &[&str] = &[
     "paid_unit",
 ];
 
-/// Records per `INSERT` (SQLite takes 32,766 parameters a statement).
-///
-/// The placeholders of that statement are numbered (`$N`) for PostgreSQL and anonymous (`?`)
-/// for SQLite: sqlx's SQLite driver asks `sqlite3_bind_parameter_name` for every parameter it
-/// binds, and SQLite finds a *named* parameter's name by walking a list, so 12,500 `$N`
-/// parameters cost 12,500²/2 steps a statement — 95% of a profile of the ledger writer, which
-/// wrote 1,800 records/s. An anonymous parameter has no name to look up.
-///
-/// A batch is cut into statements of a power of two rows (512, then the largest that fits
-/// what is left), so every batch reuses at most ten prepared statements instead of
-/// parsing one of its own length.
-const ROWS_PER_INSERT: usize = 512;
+/// Records per `INSERT`: a batch is one statement up to this many (a store that was away
+/// leaves larger ones), so a statement's JSON stays a few megabytes.
+const ROWS_PER_INSERT: usize = 5_000;
 
-/// `records` cut into runs of [`ROWS_PER_INSERT`] rows, then of the largest power of two left.
-fn insert_chunks<T>(mut records: &[T]) -> impl Iterator<Item = &[T]> {
-    std::iter::from_fn(move || {
-        if records.is_empty() {
-            return None;
-        }
-        let len = ROWS_PER_INSERT.min(1 << records.len().ilog2());
-        let (chunk, rest) = records.split_at(len);
-        records = rest;
-        Some(chunk)
-    })
+/// One ledger row in [`LEDGER_COLUMNS`]' order, as the JSON array the `INSERT` takes apart
+/// ([`insert_sql`]): a batch is bound as one JSON text, not as 25 parameters a record (binding
+/// them, and sqlx's copies of each, were most of the ledger writer's time, and a batch took
+/// one statement per power of two of its length).
+#[derive(Serialize)]
+struct LedgerRow<'a>(
+    &'a str,
+    i64,
+    String,
+    &'a str,
+    &'a str,
+    Option<&'a str>,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    &'a str,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    f64,
+    i64,
+    Option<i64>,
+    i64,
+    i64,
+    Option<&'a str>,
+    i64,
+    Option<&'a str>,
+    Option<&'a str>,
+);
+
+impl<'a> LedgerRow<'a> {
+    fn of(r: &'a Record) -> Self {
+        Self(
+            &r.id,
+            r.at_ms,
+            super::period::day_of(r.at_ms),
+            &r.key,
+            &r.client,
+            r.session.as_deref(),
+            &r.front,
+            &r.route,
+            &r.target,
+            &r.model,
+            &r.upstream_model,
+            r.input_tokens,
+            r.output_tokens,
+            r.cache_read_tokens,
+            r.cache_write_tokens,
+            i64::from(r.estimated),
+            r.cost_usd,
+            i64::from(r.priced),
+            r.ttft_ms,
+            r.duration_ms,
+            r.status,
+            r.error_kind.as_deref(),
+            r.attempts,
+            r.paid.as_deref(),
+            r.paid_unit.as_deref(),
+        )
+    }
+}
+
+/// The SQL type each of [`LEDGER_COLUMNS`] is read as from its JSON (PostgreSQL casts).
+const LEDGER_TYPES: [&str; 25] = [
+    "text",
+    "bigint",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "double precision",
+    "bigint",
+    "bigint",
+    "bigint",
+    "bigint",
+    "text",
+    "bigint",
+    "text",
+    "text",
+];
+
+/// `INSERT INTO bridge_ledger (…) SELECT … ON CONFLICT (id) DO NOTHING` of the rows of one
+/// bound JSON array of [`LedgerRow`]s.
+fn insert_sql(dialect: Dialect, returning: bool) -> String {
+    let columns: Vec<String> = LEDGER_TYPES
+        .iter()
+        .enumerate()
+        .map(|(i, ty)| match dialect {
+            Dialect::Sqlite => format!("value ->> {i}"),
+            Dialect::Postgres => format!("(r ->> {i})::{ty}"),
+        })
+        .collect();
+    let rows = match dialect {
+        // `WHERE true`: SQLite would read `ON CONFLICT` as a join's constraint.
+        Dialect::Sqlite => "json_each(?) WHERE true",
+        Dialect::Postgres => "jsonb_array_elements($1::jsonb) AS e(r)",
+    };
+    format!(
+        "INSERT INTO bridge_ledger ({}) SELECT {} FROM {rows} ON CONFLICT (id) DO NOTHING{}",
+        LEDGER_COLUMNS.join(", "),
+        columns.join(", "),
+        if returning { " RETURNING id" } else { "" }
+    )
 }
 
 /// What `store status` reports.
@@ -225,61 +322,45 @@ pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
     url: String,
-    /// The ledger's `INSERT` statements, made once: a 512-row statement has 12,800
-    /// placeholders, and writing them out again for every batch was a fifth of the writer's time.
-    inserts: std::sync::Arc<InsertStatements>,
+    /// The ledger's statements in its dialect, made once.
+    statements: std::sync::Arc<Statements>,
 }
 
-/// One `INSERT INTO bridge_ledger` text per chunk length ([`insert_chunks`]: a power of two up
-/// to [`ROWS_PER_INSERT`]), with and without `RETURNING id`, made when first used.
-#[derive(Debug, Default)]
-struct InsertStatements {
-    /// Index: `2 * log2(rows) + returning`.
-    texts: [std::sync::OnceLock<std::sync::Arc<str>>; 2 * (ROWS_PER_INSERT.ilog2() as usize + 1)],
+/// The ledger writer's statements in one dialect.
+#[derive(Debug)]
+struct Statements {
+    /// [`insert_sql`], without and with `RETURNING id`.
+    insert: [String; 2],
+    /// A settlement (`$1` key, `$2` metric, `$3` window, `$4` used, `$5` replica): the quota's
+    /// settled count grows by what was used and its leased total shrinks by what comes out of
+    /// the replica's lease — what it holds, at most what was used (a lease already swept back
+    /// gives nothing). Read before [`Statements::settle_lease`] takes it out.
+    settle_quota: String,
+    /// Takes what [`Statements::settle_quota`] counted out of the replica's lease.
+    settle_lease: String,
 }
 
-impl InsertStatements {
-    /// The statement for `rows` rows (a power of two, at most [`ROWS_PER_INSERT`]).
-    fn get(&self, dialect: Dialect, rows: usize, returning: bool) -> std::sync::Arc<str> {
-        let slot = 2 * rows.ilog2() as usize + usize::from(returning);
-        match self.texts.get(slot).filter(|_| rows.is_power_of_two()) {
-            Some(text) => text
-                .get_or_init(|| insert_sql(dialect, rows, returning).into())
-                .clone(),
-            // Not a chunk length: made for this one use (never, with `insert_chunks`).
-            None => insert_sql(dialect, rows, returning).into(),
+impl Statements {
+    fn new(dialect: Dialect) -> Self {
+        let (least, greatest) = match dialect {
+            Dialect::Sqlite => ("min", "max"),
+            Dialect::Postgres => ("LEAST", "GREATEST"),
+        };
+        let from_lease = |amount: &str| format!("{least}({greatest}({amount}, 0.0), $4)");
+        let held = "COALESCE((SELECT amount FROM bridge_leases WHERE replica = $5 AND key_name = $1 AND metric = $2 AND win = $3), 0.0)";
+        Self {
+            insert: [insert_sql(dialect, false), insert_sql(dialect, true)],
+            settle_quota: format!(
+                "INSERT INTO bridge_quota (key_name, metric, win, settled, leased) VALUES ($1, $2, $3, $4, 0.0 - {}) \
+                 ON CONFLICT (key_name, metric, win) DO UPDATE SET settled = bridge_quota.settled + excluded.settled, leased = bridge_quota.leased + excluded.leased",
+                from_lease(held)
+            ),
+            settle_lease: format!(
+                "UPDATE bridge_leases SET amount = amount - {} WHERE replica = $5 AND key_name = $1 AND metric = $2 AND win = $3",
+                from_lease("amount")
+            ),
         }
     }
-}
-
-/// `INSERT INTO bridge_ledger (…) VALUES (…), … ON CONFLICT (id) DO NOTHING` for `rows` rows.
-fn insert_sql(dialect: Dialect, rows: usize, returning: bool) -> String {
-    use std::fmt::Write as _;
-    let width = LEDGER_COLUMNS.len();
-    let mut sql = format!(
-        "INSERT INTO bridge_ledger ({}) VALUES ",
-        LEDGER_COLUMNS.join(", ")
-    );
-    for row in 0..rows {
-        sql.push_str(if row == 0 { "(" } else { ", (" });
-        for col in 0..width {
-            if col > 0 {
-                sql.push_str(", ");
-            }
-            match dialect {
-                Dialect::Sqlite => sql.push('?'),
-                Dialect::Postgres => {
-                    let _ = write!(sql, "${}", row * width + col + 1);
-                }
-            }
-        }
-        sql.push(')');
-    }
-    sql.push_str(" ON CONFLICT (id) DO NOTHING");
-    if returning {
-        sql.push_str(" RETURNING id");
-    }
-    sql
 }
 
 /// The default SQLite store: `$XDG_STATE_HOME/claude-bridge/gateway.db` (or
@@ -364,7 +445,7 @@ impl Store {
             pool,
             dialect,
             url: shown,
-            inserts: std::sync::Arc::default(),
+            statements: std::sync::Arc::new(Statements::new(dialect)),
         })
     }
 
@@ -631,37 +712,12 @@ impl Store {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
         // The ids that went in, when asked (`returning`); without, every one did.
         let mut inserted = std::collections::BTreeSet::new();
-        for chunk in insert_chunks(records) {
-            let sql = self.inserts.get(self.dialect, chunk.len(), returning);
-            let mut query = sqlx::query(AssertSqlSafe(sql));
-            for r in chunk {
-                query = query
-                    .bind(r.id.clone())
-                    .bind(r.at_ms)
-                    .bind(super::period::day_of(r.at_ms))
-                    .bind(r.key.clone())
-                    .bind(r.client.clone())
-                    .bind(r.session.clone())
-                    .bind(r.front.clone())
-                    .bind(r.route.clone())
-                    .bind(r.target.clone())
-                    .bind(r.model.clone())
-                    .bind(r.upstream_model.clone())
-                    .bind(r.input_tokens)
-                    .bind(r.output_tokens)
-                    .bind(r.cache_read_tokens)
-                    .bind(r.cache_write_tokens)
-                    .bind(i64::from(r.estimated))
-                    .bind(r.cost_usd)
-                    .bind(i64::from(r.priced))
-                    .bind(r.ttft_ms)
-                    .bind(r.duration_ms)
-                    .bind(r.status)
-                    .bind(r.error_kind.clone())
-                    .bind(r.attempts)
-                    .bind(r.paid.clone())
-                    .bind(r.paid_unit.clone());
-            }
+        for chunk in records.chunks(ROWS_PER_INSERT) {
+            let rows: Vec<LedgerRow<'_>> = chunk.iter().map(LedgerRow::of).collect();
+            let json = serde_json::to_string(&rows)
+                .map_err(|e| self.fail(sqlx::Error::Encode(Box::new(e))))?;
+            let sql = &self.statements.insert[usize::from(returning)];
+            let query = sqlx::query(AssertSqlSafe(sql.as_str())).bind(json);
             if returning {
                 let written = query.fetch_all(&mut *tx).await.map_err(|e| self.fail(e))?;
                 for row in written {
@@ -720,12 +776,17 @@ impl Store {
         settlements: &[Settlement],
     ) -> Result<(), StoreError> {
         for s in settlements {
-            ensure_quota(tx, &s.key, &s.metric, s.win)
-                .await
-                .map_err(|e| self.fail(e))?;
-            draw(tx, &s.replica, &s.key, &s.metric, s.win, s.used, s.used)
-                .await
-                .map_err(|e| self.fail(e))?;
+            for sql in [&self.statements.settle_quota, &self.statements.settle_lease] {
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .bind(s.key.clone())
+                    .bind(s.metric.clone())
+                    .bind(s.win)
+                    .bind(s.used)
+                    .bind(s.replica.clone())
+                    .execute(&mut **tx)
+                    .await
+                    .map_err(|e| self.fail(e))?;
+            }
         }
         Ok(())
     }
@@ -863,7 +924,7 @@ impl Store {
         amount: f64,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
-        draw(&mut tx, replica, key, metric, win, amount, 0.0)
+        draw(&mut tx, replica, key, metric, win, amount)
             .await
             .map_err(|e| self.fail(e))?;
         tx.commit().await.map_err(|e| self.fail(e))
@@ -1045,9 +1106,8 @@ async fn ensure_quota(
     .map(|_| ())
 }
 
-/// Take up to `amount` out of `replica`'s lease on a quota and add `settle` to the quota's
-/// settled count; its leased total shrinks by what came out of the lease (a lease already swept
-/// back gives nothing). Returns what came out of the lease.
+/// Take up to `amount` out of `replica`'s lease on a quota; the quota's leased total shrinks by
+/// what came out (a lease already swept back gives nothing). Returns what came out.
 async fn draw(
     tx: &mut sqlx::Transaction<'_, sqlx::Any>,
     replica: &str,
@@ -1055,7 +1115,6 @@ async fn draw(
     metric: &str,
     win: i64,
     amount: f64,
-    settle: f64,
 ) -> Result<f64, sqlx::Error> {
     let held: Option<f64> = sqlx::query_scalar(
         "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
@@ -1079,11 +1138,10 @@ async fn draw(
         .execute(&mut **tx)
         .await?;
     }
-    if from_lease > 0.0 || settle > 0.0 {
+    if from_lease > 0.0 {
         sqlx::query(
-            "UPDATE bridge_quota SET settled = settled + $1, leased = leased - $2 WHERE key_name = $3 AND metric = $4 AND win = $5",
+            "UPDATE bridge_quota SET leased = leased - $1 WHERE key_name = $2 AND metric = $3 AND win = $4",
         )
-        .bind(settle)
         .bind(from_lease)
         .bind(key.to_owned())
         .bind(metric)
@@ -1186,6 +1244,7 @@ mod tests {
             win: 60_000,
             used: 3.0,
         };
+        let used_settlement = used.clone();
         store.settle(&[used]).await.unwrap();
         assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (3.0, 7.0));
         // a stops renewing (it died): its 5 come back at expiry; b's stay.
@@ -1195,6 +1254,20 @@ mod tests {
         // b gives back what it does not use.
         store.release("b", "k", "rpm", 60_000, 6.0).await.unwrap();
         assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (3.0, 0.0));
+        // Used without a lease (counted alone while the store was away): settled, nothing drawn.
+        let settle = |replica: &str, used: f64| Settlement {
+            replica: replica.into(),
+            used,
+            ..used_settlement.clone()
+        };
+        store.settle(&[settle("c", 2.0)]).await.unwrap();
+        assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (5.0, 0.0));
+        // More than the lease held: the lease is emptied, not taken below nothing.
+        assert_eq!(grant("b", 2.0, 9_000).await, (2.0, 7.0));
+        store.settle(&[settle("b", 3.0)]).await.unwrap();
+        assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (8.0, 0.0));
+        assert_eq!(grant("b", 2.0, 9_000).await, (2.0, 10.0));
+        assert_eq!(store.quota("k", "rpm", 60_000).await.unwrap(), (8.0, 2.0));
         store.close().await;
         let _ = std::fs::remove_dir_all(dir);
     }
@@ -1283,44 +1356,114 @@ mod tests {
         let _ = std::fs::remove_dir_all(dir);
     }
 
-    #[test]
-    fn a_batch_is_cut_into_runs_of_a_power_of_two_rows() {
-        let lens = |n: usize| {
-            let v: Vec<usize> = (0..n).collect();
-            let chunks: Vec<&[usize]> = insert_chunks(&v).collect();
-            assert_eq!(chunks.concat(), v, "every record once, in order");
-            chunks.iter().map(|c| c.len()).collect::<Vec<_>>()
+    #[tokio::test]
+    async fn every_field_of_a_batch_is_stored_as_it_was_and_a_batch_past_one_statement_is_whole() {
+        let (url, dir) = temp_url("rows");
+        let store = Store::open(&url, Duration::from_secs(5)).unwrap();
+        store.migrate().await.unwrap();
+        // Text JSON must escape, numbers at their edges, every optional field set and not.
+        let full = Record {
+            key: String::from("bob \"the\" builder\\\n"),
+            client: String::from("codex"),
+            session: Some(String::from("s-ü-😀")),
+            front: String::from("responses"),
+            route: String::from("long-context"),
+            target: String::from("prov,gpt-5.5"),
+            model: String::from("claude-opus-4-7"),
+            upstream_model: String::from("gpt-5.5\u{7f}"),
+            input_tokens: i64::MAX,
+            output_tokens: 1,
+            cache_read_tokens: 5,
+            cache_write_tokens: 6,
+            estimated: true,
+            cost_usd: 0.1 + 0.2,
+            priced: true,
+            ttft_ms: None,
+            duration_ms: 1_234,
+            status: 529,
+            error_kind: Some(String::from("overloaded_error")),
+            attempts: 3,
+            paid: Some(String::from("0.000042")),
+            paid_unit: Some(String::from("ETH")),
+            ..Record::example("req_full")
         };
-        assert_eq!(lens(0), Vec::<usize>::new());
-        assert_eq!(lens(1), [1]);
-        assert_eq!(lens(7), [4, 2, 1]);
-        assert_eq!(lens(1300), [512, 512, 256, 16, 4]);
+        let plain = Record::example("req_plain");
+        store.write(&[full.clone(), plain.clone()]).await.unwrap();
+        let mut conn = store.pool.acquire().await.unwrap();
+        let rows = sqlx::query(AssertSqlSafe(format!(
+            "SELECT {} FROM bridge_ledger ORDER BY id",
+            LEDGER_COLUMNS.join(", ")
+        )))
+        .fetch_all(&mut *conn)
+        .await
+        .unwrap();
+        drop(conn);
+        let read = |row: &AnyRow| Record {
+            id: row.get(0),
+            at_ms: row.get(1),
+            key: row.get(3),
+            client: row.get(4),
+            session: row.get(5),
+            front: row.get(6),
+            route: row.get(7),
+            target: row.get(8),
+            model: row.get(9),
+            upstream_model: row.get(10),
+            input_tokens: row.get(11),
+            output_tokens: row.get(12),
+            cache_read_tokens: row.get(13),
+            cache_write_tokens: row.get(14),
+            estimated: row.get::<i64, _>(15) == 1,
+            cost_usd: row.get(16),
+            priced: row.get::<i64, _>(17) == 1,
+            ttft_ms: row.get(18),
+            duration_ms: row.get(19),
+            status: row.get(20),
+            error_kind: row.get(21),
+            attempts: row.get(22),
+            paid: row.get(23),
+            paid_unit: row.get(24),
+            replica: String::from("r"),
+            settles: Vec::new(),
+        };
+        assert_eq!(rows.len(), 2);
+        assert_eq!(read(&rows[0]), full);
+        assert_eq!(read(&rows[1]), plain);
+        for row in &rows {
+            assert_eq!(
+                row.get::<String, _>(2),
+                super::super::period::day_of(row.get(1))
+            );
+        }
+        // Past one statement's rows, with one id there already: the rest go in, once each.
+        let many: Vec<Record> = (0..ROWS_PER_INSERT + 3)
+            .map(|i| Record::example(&format!("req_{i}")))
+            .chain([plain])
+            .collect();
+        store.write(&many).await.unwrap();
+        assert_eq!(
+            store.status().await.unwrap().records,
+            2 + ROWS_PER_INSERT as i64 + 3
+        );
+        store.close().await;
+        let _ = std::fs::remove_dir_all(dir);
     }
 
     #[test]
-    fn an_insert_statement_is_made_once_per_length_with_its_dialects_placeholders() {
-        let width = LEDGER_COLUMNS.len();
-        let cache = InsertStatements::default();
-        let pg = cache.get(Dialect::Postgres, 2, false);
-        assert!(
-            pg.contains(&format!("(${}, ", width + 1)),
-            "row 2 numbered on: {pg}"
-        );
-        assert!(pg.contains(&format!("${}) ON CONFLICT", 2 * width)), "{pg}");
-        assert!(pg.ends_with("ON CONFLICT (id) DO NOTHING"));
-        let again = cache.get(Dialect::Postgres, 2, false);
-        assert!(
-            std::sync::Arc::ptr_eq(&pg, &again),
-            "made once, then shared"
-        );
-        let returning = cache.get(Dialect::Postgres, 2, true);
-        assert!(returning.ends_with("ON CONFLICT (id) DO NOTHING RETURNING id"));
-        let lite = InsertStatements::default().get(Dialect::Sqlite, 4, false);
-        assert_eq!(lite.matches('?').count(), 4 * width);
-        assert!(!lite.contains('$'));
-        // Not a power of two: right all the same, made for that use.
-        let odd = InsertStatements::default().get(Dialect::Sqlite, 3, false);
-        assert_eq!(odd.matches('?').count(), 3 * width);
+    fn the_insert_takes_its_rows_from_one_json_parameter_in_either_dialect() {
+        for dialect in [Dialect::Sqlite, Dialect::Postgres] {
+            let sql = insert_sql(dialect, false);
+            assert!(sql.ends_with("ON CONFLICT (id) DO NOTHING"), "{sql}");
+            assert!(
+                insert_sql(dialect, true).ends_with("ON CONFLICT (id) DO NOTHING RETURNING id")
+            );
+            assert_eq!(sql.matches("->>").count(), LEDGER_COLUMNS.len(), "{sql}");
+            let parameters = match dialect {
+                Dialect::Sqlite => sql.matches('?').count(),
+                Dialect::Postgres => sql.matches("$1").count(),
+            };
+            assert_eq!(parameters, 1, "{sql}");
+        }
     }
 
     #[test]
