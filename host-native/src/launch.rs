@@ -169,8 +169,8 @@ async fn launch_key(
             .filter(|k| !k.is_empty())
             .map(|k| (k.to_owned(), from))
     };
-    let chosen = given(tool.key, "--key")
-        .or_else(|| given(args.client_key.as_deref(), "--client-key"))
+    let chosen = given(tool.key, "--key (CLAUDE_BRIDGE_KEY)")
+        .or_else(|| given(args.client_key.as_deref(), "the bridge's client key"))
         .or_else(|| {
             tool.users_keys
                 .iter()

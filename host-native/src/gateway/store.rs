@@ -272,8 +272,11 @@ fn insert_sql(dialect: Dialect, returning: bool) -> String {
         })
         .collect();
     let rows = match dialect {
-        // `WHERE true`: SQLite would read `ON CONFLICT` as a join's constraint.
-        Dialect::Sqlite => "json_each(?) WHERE true",
+        // `jsonb_each`: each row's `value` in SQLite's binary JSON, which `->>` reads without
+        // parsing it again (`json_each` gives text, parsed once a column: half the speed of
+        // binding the values). `WHERE true`: SQLite would read `ON CONFLICT` as a join's
+        // constraint.
+        Dialect::Sqlite => "jsonb_each(?) WHERE true",
         Dialect::Postgres => "jsonb_array_elements($1::jsonb) AS e(r)",
     };
     format!(
