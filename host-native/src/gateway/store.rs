@@ -133,33 +133,34 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// The columns of `bridge_ledger`, in [`Record`]'s order.
-const LEDGER_COLUMNS: &[&str] = &[
-    "id",
-    "at_ms",
-    "day",
-    "key_name",
-    "client",
-    "session",
-    "front",
-    "route",
-    "target",
-    "model",
-    "upstream_model",
-    "input_tokens",
-    "output_tokens",
-    "cache_read_tokens",
-    "cache_write_tokens",
-    "estimated",
-    "cost_usd",
-    "priced",
-    "ttft_ms",
-    "duration_ms",
-    "status",
-    "error_kind",
-    "attempts",
-    "paid",
-    "paid_unit",
+/// The columns of `bridge_ledger`, in [`Record`]'s order, and the SQL type each is read as from
+/// the JSON of a [`LedgerRow`] (PostgreSQL casts to it).
+const LEDGER_COLUMNS: [(&str, &str); 25] = [
+    ("id", "text"),
+    ("at_ms", "bigint"),
+    ("day", "text"),
+    ("key_name", "text"),
+    ("client", "text"),
+    ("session", "text"),
+    ("front", "text"),
+    ("route", "text"),
+    ("target", "text"),
+    ("model", "text"),
+    ("upstream_model", "text"),
+    ("input_tokens", "bigint"),
+    ("output_tokens", "bigint"),
+    ("cache_read_tokens", "bigint"),
+    ("cache_write_tokens", "bigint"),
+    ("estimated", "bigint"),
+    ("cost_usd", "double precision"),
+    ("priced", "bigint"),
+    ("ttft_ms", "bigint"),
+    ("duration_ms", "bigint"),
+    ("status", "bigint"),
+    ("error_kind", "text"),
+    ("attempts", "bigint"),
+    ("paid", "text"),
+    ("paid_unit", "text"),
 ];
 
 /// Records per `INSERT`: a batch is one statement up to this many (a store that was away
@@ -231,42 +232,18 @@ impl<'a> LedgerRow<'a> {
     }
 }
 
-/// The SQL type each of [`LEDGER_COLUMNS`] is read as from its JSON (PostgreSQL casts).
-const LEDGER_TYPES: [&str; 25] = [
-    "text",
-    "bigint",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "text",
-    "bigint",
-    "bigint",
-    "bigint",
-    "bigint",
-    "bigint",
-    "double precision",
-    "bigint",
-    "bigint",
-    "bigint",
-    "bigint",
-    "text",
-    "bigint",
-    "text",
-    "text",
-];
+/// `id, at_ms, …`: the ledger's column names.
+fn ledger_column_names() -> String {
+    LEDGER_COLUMNS.map(|(name, _)| name).join(", ")
+}
 
 /// `INSERT INTO bridge_ledger (…) SELECT … ON CONFLICT (id) DO NOTHING` of the rows of one
 /// bound JSON array of [`LedgerRow`]s.
 fn insert_sql(dialect: Dialect, returning: bool) -> String {
-    let columns: Vec<String> = LEDGER_TYPES
+    let columns: Vec<String> = LEDGER_COLUMNS
         .iter()
         .enumerate()
-        .map(|(i, ty)| match dialect {
+        .map(|(i, (_, ty))| match dialect {
             Dialect::Sqlite => format!("value ->> {i}"),
             Dialect::Postgres => format!("(r ->> {i})::{ty}"),
         })
@@ -281,7 +258,7 @@ fn insert_sql(dialect: Dialect, returning: bool) -> String {
     };
     format!(
         "INSERT INTO bridge_ledger ({}) SELECT {} FROM {rows} ON CONFLICT (id) DO NOTHING{}",
-        LEDGER_COLUMNS.join(", "),
+        ledger_column_names(),
         columns.join(", "),
         if returning { " RETURNING id" } else { "" }
     )
@@ -1395,7 +1372,7 @@ mod tests {
         let mut conn = store.pool.acquire().await.unwrap();
         let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {} FROM bridge_ledger ORDER BY id",
-            LEDGER_COLUMNS.join(", ")
+            ledger_column_names()
         )))
         .fetch_all(&mut *conn)
         .await
