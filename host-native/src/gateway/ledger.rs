@@ -20,7 +20,7 @@ use tracing::{info, warn};
 
 use super::journal::{self, Journal};
 use super::limits::Limiter;
-use super::store::Store;
+use super::store::{Dialect, Store};
 
 /// One finished request.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -103,7 +103,18 @@ const INTERVAL: Duration = Duration::from_millis(100);
 /// The least time between two writes, unless a flush or the shutdown asks: records that end
 /// meanwhile go in the same batch. A busy bridge writes a few transactions a second (and opens
 /// a few journal files) instead of one a request.
-const BATCH_GAP: Duration = Duration::from_millis(50);
+///
+/// 50 ms on PostgreSQL, whose replicas see each other's use when it is settled (the overshoot
+/// bound in `limits.rs` counts that long's worth). 250 ms on SQLite, one machine's store: each
+/// commit writes the last, part-filled pages of the ledger's B-trees to the WAL again, and a
+/// fifth as many commits cost the bridge 22 rather than 26 µs a request at 64 concurrent
+/// (`make bench-proxy`, 9 rounds each).
+const fn batch_gap(dialect: Dialect) -> Duration {
+    match dialect {
+        Dialect::Sqlite => Duration::from_millis(250),
+        Dialect::Postgres => Duration::from_millis(50),
+    }
+}
 /// A written journal larger than this (it grew while the store was away) is deleted, not kept
 /// for the next generation.
 const SPARE_MAX_BYTES: usize = 4 * journal::STEP;
@@ -117,7 +128,7 @@ struct Queue {
     journal: Option<Journal>,
     generation: u64,
     /// A journal whose records are all in the store, emptied to be the next generation's:
-    /// a busy bridge starts a generation every [`BATCH_GAP`], and a new file (made, grown,
+    /// a busy bridge starts a generation every [`batch_gap`], and a new file (made, grown,
     /// mapped, its pages faulted in, then cut, unmapped and deleted) each time was a fifth of
     /// what the ledger cost a request.
     spare: Option<Journal>,
@@ -196,7 +207,7 @@ impl Ledger {
             .join(format!("journal-{}-{generation:08}.jsonl", self.replica))
     }
 
-    /// Add a record: appended to the journal, written to the store within [`BATCH_GAP`] (and
+    /// Add a record: appended to the journal, written to the store within [`batch_gap`] (and
     /// the time the last write took).
     pub fn record(&self, record: Record) {
         let line = serde_json::to_string(&record).map(|mut l| {
@@ -412,6 +423,7 @@ struct Taken {
 }
 
 async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
+    let gap = batch_gap(store.dialect());
     let mut failing_since: Option<std::time::Instant> = None;
     let mut retry: Vec<Record> = Vec::new();
     let mut probed = std::time::Instant::now();
@@ -419,7 +431,7 @@ async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
     loop {
         let _ = tokio::time::timeout(INTERVAL, ledger.wake.notified()).await;
         if !ledger.urgent() {
-            tokio::time::sleep_until(wrote + BATCH_GAP).await;
+            tokio::time::sleep_until(wrote + gap).await;
         }
         // Away and nothing to write: ask it once a second whether it is back.
         if !ledger.healthy() && probed.elapsed() >= Duration::from_secs(1) {

@@ -20,7 +20,8 @@
 //!   refused when the store has no such room left. What it uses is settled with its ledger
 //!   record (the same transaction). The overshoot is what the requests in flight when the limit
 //!   is reached use beyond their reservations, plus what other replicas used beyond theirs and
-//!   have not yet written (the ledger writes a batch every 50 ms at most: that long's worth).
+//!   have not yet written (the ledger writes a batch every 50 ms at most on PostgreSQL, 250 ms
+//!   on SQLite: that long's worth).
 //! - The store down with `on_error = "open"`: each replica counts on its own against what the
 //!   store said was left at its last grant (a spent budget stays spent), so N replicas can
 //!   together admit up to N × what was left when the store went away; what they spent is
