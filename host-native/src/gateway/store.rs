@@ -311,13 +311,14 @@ pub struct Store {
 struct Statements {
     /// [`insert_sql`], without and with `RETURNING id`.
     insert: [String; 2],
-    /// A settlement (`$1` key, `$2` metric, `$3` window, `$4` used, `$5` replica): the quota's
-    /// settled count grows by what was used and its leased total shrinks by what comes out of
-    /// the replica's lease — what it holds, at most what was used (a lease already swept back
-    /// gives nothing). Read before [`Statements::settle_lease`] takes it out.
-    settle_quota: String,
-    /// Takes what [`Statements::settle_quota`] counted out of the replica's lease.
-    settle_lease: String,
+    /// Draws on a replica's lease (`$1` key, `$2` metric, `$3` window, `$4` the most to take
+    /// out, `$5` replica, `$6` what to settle): what comes out is what the lease holds, at most
+    /// `$4`; the quota's leased total shrinks by it and its settled count grows by `$6`. A
+    /// settlement draws what was used and settles as much; a release settles nothing. Reads the
+    /// lease before [`Statements::draw_lease`] takes it out.
+    draw_quota: String,
+    /// Takes what [`Statements::draw_quota`] counted out of the replica's lease (`$1`–`$5`).
+    draw_lease: String,
 }
 
 impl Statements {
@@ -330,12 +331,12 @@ impl Statements {
         let held = "COALESCE((SELECT amount FROM bridge_leases WHERE replica = $5 AND key_name = $1 AND metric = $2 AND win = $3), 0.0)";
         Self {
             insert: [insert_sql(dialect, false), insert_sql(dialect, true)],
-            settle_quota: format!(
-                "INSERT INTO bridge_quota (key_name, metric, win, settled, leased) VALUES ($1, $2, $3, $4, 0.0 - {}) \
+            draw_quota: format!(
+                "INSERT INTO bridge_quota (key_name, metric, win, settled, leased) VALUES ($1, $2, $3, $6, 0.0 - {}) \
                  ON CONFLICT (key_name, metric, win) DO UPDATE SET settled = bridge_quota.settled + excluded.settled, leased = bridge_quota.leased + excluded.leased",
                 from_lease(held)
             ),
-            settle_lease: format!(
+            draw_lease: format!(
                 "UPDATE bridge_leases SET amount = amount - {} WHERE replica = $5 AND key_name = $1 AND metric = $2 AND win = $3",
                 from_lease("amount")
             ),
@@ -756,18 +757,48 @@ impl Store {
         settlements: &[Settlement],
     ) -> Result<(), StoreError> {
         for s in settlements {
-            for sql in [&self.statements.settle_quota, &self.statements.settle_lease] {
-                sqlx::query(AssertSqlSafe(sql.as_str()))
-                    .bind(s.key.clone())
-                    .bind(s.metric.clone())
-                    .bind(s.win)
-                    .bind(s.used)
-                    .bind(s.replica.clone())
-                    .execute(&mut **tx)
-                    .await
-                    .map_err(|e| self.fail(e))?;
-            }
+            self.draw(tx, &s.replica, &s.key, &s.metric, s.win, s.used, s.used)
+                .await?;
         }
+        Ok(())
+    }
+
+    /// Take up to `most` out of `replica`'s lease on a quota — what it holds; a lease already
+    /// swept back gives nothing —, shrink the quota's leased total by as much and add `settle`
+    /// to its settled count ([`Statements::draw_quota`], then [`Statements::draw_lease`]).
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "the lease's coordinates and amounts"
+    )]
+    async fn draw(
+        &self,
+        tx: &mut sqlx::Transaction<'_, sqlx::Any>,
+        replica: &str,
+        key: &str,
+        metric: &str,
+        win: i64,
+        most: f64,
+        settle: f64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(AssertSqlSafe(self.statements.draw_quota.as_str()))
+            .bind(key.to_owned())
+            .bind(metric.to_owned())
+            .bind(win)
+            .bind(most)
+            .bind(replica.to_owned())
+            .bind(settle)
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| self.fail(e))?;
+        sqlx::query(AssertSqlSafe(self.statements.draw_lease.as_str()))
+            .bind(key.to_owned())
+            .bind(metric.to_owned())
+            .bind(win)
+            .bind(most)
+            .bind(replica.to_owned())
+            .execute(&mut **tx)
+            .await
+            .map_err(|e| self.fail(e))?;
         Ok(())
     }
 
@@ -904,9 +935,8 @@ impl Store {
         amount: f64,
     ) -> Result<(), StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
-        draw(&mut tx, replica, key, metric, win, amount)
-            .await
-            .map_err(|e| self.fail(e))?;
+        self.draw(&mut tx, replica, key, metric, win, amount, 0.0)
+            .await?;
         tx.commit().await.map_err(|e| self.fail(e))
     }
 
@@ -1084,52 +1114,6 @@ async fn ensure_quota(
     .execute(&mut **tx)
     .await
     .map(|_| ())
-}
-
-/// Take up to `amount` out of `replica`'s lease on a quota; the quota's leased total shrinks by
-/// what came out (a lease already swept back gives nothing). Returns what came out.
-async fn draw(
-    tx: &mut sqlx::Transaction<'_, sqlx::Any>,
-    replica: &str,
-    key: &str,
-    metric: &str,
-    win: i64,
-    amount: f64,
-) -> Result<f64, sqlx::Error> {
-    let held: Option<f64> = sqlx::query_scalar(
-        "SELECT amount FROM bridge_leases WHERE replica = $1 AND key_name = $2 AND metric = $3 AND win = $4",
-    )
-    .bind(replica.to_owned())
-    .bind(key.to_owned())
-    .bind(metric)
-    .bind(win)
-    .fetch_optional(&mut **tx)
-    .await?;
-    let from_lease = held.unwrap_or(0.0).min(amount).max(0.0);
-    if from_lease > 0.0 {
-        sqlx::query(
-            "UPDATE bridge_leases SET amount = amount - $1 WHERE replica = $2 AND key_name = $3 AND metric = $4 AND win = $5",
-        )
-        .bind(from_lease)
-        .bind(replica.to_owned())
-        .bind(key.to_owned())
-        .bind(metric)
-        .bind(win)
-        .execute(&mut **tx)
-        .await?;
-    }
-    if from_lease > 0.0 {
-        sqlx::query(
-            "UPDATE bridge_quota SET leased = leased - $1 WHERE key_name = $2 AND metric = $3 AND win = $4",
-        )
-        .bind(from_lease)
-        .bind(key.to_owned())
-        .bind(metric)
-        .bind(win)
-        .execute(&mut **tx)
-        .await?;
-    }
-    Ok(from_lease)
 }
 
 fn key_row(row: &AnyRow) -> Option<(String, KeyEntry)> {
