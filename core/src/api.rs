@@ -259,6 +259,16 @@ impl DialectTranslator {
         })
     }
 
+    /// Takes back a vector of events it returned, emptied, for its next events.
+    fn recycle(&mut self, events: Vec<StreamEvent>) {
+        match self {
+            Self::Chat(t) => t.recycle(events),
+            Self::Responses(t) => t.recycle(events),
+            Self::Chatml { translator, .. } => translator.recycle(events),
+            Self::Anthropic(_) => {}
+        }
+    }
+
     fn fail(&mut self, error: ApiError) -> Step {
         Step::Events(match self {
             Self::Chat(t) => t.fail(error),
@@ -351,12 +361,25 @@ impl Sink {
         }
     }
 
-    /// A step's output: SSE text to write now (empty when folding).
-    fn emit(&mut self, step: Step) -> String {
+    /// A step's output: SSE text to write now (empty when folding). The step's vector of
+    /// events goes back to `translator`, emptied, for its next events (a call per upstream
+    /// chunk then allocates no new one).
+    fn emit(&mut self, step: Step, translator: &mut DialectTranslator) -> String {
         match (self, step) {
-            (Self::Sse, Step::Events(events)) => encode_all(&events),
+            (Self::Sse, Step::Events(events)) => {
+                let out = encode_all(&events);
+                translator.recycle(events);
+                out
+            }
             (Self::Sse, Step::Relayed(relayed)) => relayed.sse,
-            (Self::Fold(acc), Step::Events(events) | Step::Relayed(Relayed { events, .. })) => {
+            (Self::Fold(acc), Step::Events(mut events)) => {
+                for event in events.drain(..) {
+                    acc.push_owned(event);
+                }
+                translator.recycle(events);
+                String::new()
+            }
+            (Self::Fold(acc), Step::Relayed(Relayed { events, .. })) => {
                 for event in events {
                     acc.push_owned(event);
                 }
@@ -366,8 +389,8 @@ impl Sink {
     }
 
     /// The last step: the last SSE text, or the folded message.
-    fn finish(&mut self, step: Step) -> Finished {
-        let body = self.emit(step);
+    fn finish(&mut self, step: Step, translator: &mut DialectTranslator) -> Finished {
+        let body = self.emit(step, translator);
         match self {
             Self::Sse => Finished { status: 200, body },
             Self::Fold(acc) => acc.result(),
@@ -429,7 +452,7 @@ impl Translator {
         match &mut self.mode {
             Mode::Upstream { translator, sink } => {
                 let step = translator.feed(chunk);
-                sink.emit(step)
+                sink.emit(step, translator)
             }
             Mode::Front(front) => front.feed(chunk),
         }
@@ -451,7 +474,7 @@ impl Translator {
         match &mut self.mode {
             Mode::Upstream { translator, sink } => {
                 let step = translator.fail(ApiError::new(kind, message));
-                sink.emit(step)
+                sink.emit(step, translator)
             }
             Mode::Front(front) => front.fail(kind, message),
         }
@@ -465,7 +488,7 @@ impl Translator {
         match &mut self.mode {
             Mode::Upstream { translator, sink } => {
                 let step = translator.finish(end);
-                sink.finish(step)
+                sink.finish(step, translator)
             }
             Mode::Front(front) => {
                 let (status, body) = front.finish();

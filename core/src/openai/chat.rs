@@ -4,6 +4,8 @@ use crate::anthropic::tool_schema::CleanedSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use super::chat_chunk::{ChatChunk, Choices, ChunkChoice, ChunkDelta};
+
 /// `POST /v1/chat/completions` body.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ChatRequest {
@@ -65,20 +67,6 @@ pub struct ChatMessage {
     pub reasoning_content: Option<String>,
 }
 
-/// One streamed chunk. Every field is optional: servers differ.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ChatChunk {
-    /// Choices (empty on the trailing usage chunk).
-    #[serde(default)]
-    pub choices: Vec<ChunkChoice>,
-    /// Usage (on the last chunk with `include_usage`; some servers put it on every chunk).
-    #[serde(default)]
-    pub usage: Option<ChatUsage>,
-    /// A mid-stream error object.
-    #[serde(default)]
-    pub error: Option<Value>,
-}
-
 /// One entry of a request's `tools`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(untagged)]
@@ -105,49 +93,6 @@ pub struct ChatFunction {
     pub description: Option<String>,
     /// JSON schema of the arguments.
     pub parameters: CleanedSchema,
-}
-
-/// One choice of a chunk.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ChunkChoice {
-    /// Choice index (the bridge reads choice 0).
-    #[serde(default)]
-    pub index: u32,
-    /// The new content (`message` on non-streaming responses).
-    #[serde(default, alias = "message")]
-    pub delta: ChunkDelta,
-    /// Why generation stopped.
-    #[serde(default)]
-    pub finish_reason: Option<String>,
-    /// Citations some servers put on the choice instead of the delta (read as
-    /// `delta.annotations`).
-    #[serde(default)]
-    pub annotations: Option<Vec<Value>>,
-}
-
-/// What a chunk adds.
-#[derive(Debug, Clone, Default, Deserialize)]
-pub struct ChunkDelta {
-    /// Text.
-    #[serde(default)]
-    pub content: Option<String>,
-    /// Reasoning (DeepSeek, vLLM ≤ 0.19.0, llama.cpp, SGLang, LM Studio).
-    #[serde(default)]
-    pub reasoning_content: Option<String>,
-    /// Reasoning (OpenRouter, Ollama, vLLM ≥ 0.19.1).
-    #[serde(default)]
-    pub reasoning: Option<String>,
-    /// Refusal text.
-    #[serde(default)]
-    pub refusal: Option<String>,
-    /// Tool call fragments.
-    #[serde(default)]
-    pub tool_calls: Option<Vec<ToolCallDelta>>,
-    /// What a web search found and the text cites (OpenRouter):
-    /// `[{type:"url_citation", url_citation:{url, title, content, start_index, end_index}}]`,
-    /// kept as JSON (a malformed one must not cost the chunk's text).
-    #[serde(default)]
-    pub annotations: Option<Vec<Value>>,
 }
 
 /// A fragment of a tool call.

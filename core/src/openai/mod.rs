@@ -3,4 +3,5 @@
 //! reasoning through an Anthropic thinking block).
 
 pub mod chat;
+mod chat_chunk;
 pub mod responses;

@@ -71,6 +71,9 @@ pub struct ChatStreamTranslator {
     deferred: Vec<(BlockKind, String)>,
     finish_reason: Option<String>,
     usage: Option<ChatUsage>,
+    /// The chunk each frame is read into, kept from frame to frame (its first choice is held
+    /// inline, so reading a chunk allocates only its strings).
+    read: Option<Box<ChatChunk>>,
     unreadable: usize,
     /// `message_start` waits for the first chunk, which reports the usage it announces.
     usage_on_first_chunk: bool,
@@ -97,6 +100,7 @@ impl ChatStreamTranslator {
             deferred: Vec::new(),
             finish_reason: None,
             usage: None,
+            read: None,
             found: Vec::new(),
             listed: Vec::new(),
             held_citations: Vec::new(),
@@ -117,6 +121,12 @@ impl ChatStreamTranslator {
     /// (with [`Self::start_with_first_frame`], the first call that completes a frame does).
     pub fn feed(&mut self, chunk: &[u8]) -> Vec<StreamEvent> {
         self.feed_body(chunk)
+    }
+
+    /// Takes back a vector of events a call returned, for the next (see
+    /// [`AnthropicWriter::recycle`]).
+    pub fn recycle(&mut self, events: Vec<StreamEvent>) {
+        self.writer.recycle(events);
     }
 
     /// The upstream failed: end with an `error` event.
@@ -144,7 +154,7 @@ impl ChatStreamTranslator {
     /// taken.
     fn chunk(&mut self, chunk: &mut ChatChunk) {
         if chunk.usage.is_some() {
-            self.usage = chunk.usage.take();
+            self.usage = chunk.usage.take().map(|usage| *usage);
             self.writer.announce_input(&self.upstream_usage());
         }
         self.writer.start();
@@ -152,7 +162,7 @@ impl ChatStreamTranslator {
             self.writer.fail(upstream_error(error));
             return;
         }
-        for choice in &mut chunk.choices {
+        for choice in chunk.choices.iter_mut() {
             if choice.index == 0 {
                 self.choice(choice);
             }
@@ -167,8 +177,8 @@ impl ChatStreamTranslator {
             .filter(|r| !r.is_empty())
             .or(delta.reasoning.take());
         if self.streaming() {
-            let annotations = delta.annotations.iter().flatten();
-            for annotation in annotations.chain(choice.annotations.iter().flatten()) {
+            let annotations = delta.annotations.iter().flat_map(|a| a.iter());
+            for annotation in annotations.chain(choice.annotations.iter().flat_map(|a| a.iter())) {
                 self.annotation(annotation);
             }
             let says_more = reasoning.as_ref().is_some_and(|r| !r.is_empty())
@@ -187,7 +197,8 @@ impl ChatStreamTranslator {
             if let Some(refusal) = delta.refusal.take().filter(|t| !t.is_empty()) {
                 self.segment(BlockKind::Text, refusal);
             }
-            for (position, fragment) in delta.tool_calls.take().into_iter().flatten().enumerate() {
+            let fragments = delta.tool_calls.take().map(<[_]>::into_vec);
+            for (position, fragment) in fragments.into_iter().flatten().enumerate() {
                 self.tool_fragment(position, fragment);
             }
         }
@@ -486,12 +497,13 @@ impl SseTranslate for ChatStreamTranslator {
     }
 
     fn frame(&mut self, event: Option<&str>, data: &str) {
-        let parsed = serde_json::from_str::<ChatChunk>(data);
+        let mut chunk = self.read.take().unwrap_or_default();
+        let parsed = chunk.read(data);
         if parsed.is_err() {
             self.writer.start();
         }
         match parsed {
-            Ok(mut chunk) => self.chunk(&mut chunk),
+            Ok(()) => self.chunk(&mut chunk),
             // An `event: error` frame with a non-chunk body is still an error.
             Err(_) if event == Some("error") => {
                 self.writer
@@ -499,6 +511,7 @@ impl SseTranslate for ChatStreamTranslator {
             }
             Err(_) => self.unreadable += 1,
         }
+        self.read = Some(chunk);
     }
 
     fn done_marker(&mut self) {
@@ -529,8 +542,9 @@ impl SseTranslate for ChatStreamTranslator {
 
     /// A body that is not SSE: a plain Chat Completions JSON answer or an error object.
     fn plain_body(&mut self, raw: &[u8]) {
-        match serde_json::from_slice::<ChatChunk>(raw) {
-            Ok(mut chunk) if chunk.error.is_some() || !chunk.choices.is_empty() => {
+        let mut chunk = ChatChunk::default();
+        match chunk.read_slice(raw) {
+            Ok(()) if chunk.error.is_some() || !chunk.choices.is_empty() => {
                 self.chunk(&mut chunk);
                 if !self.writer.is_done() {
                     self.done();

@@ -85,6 +85,12 @@ impl TokenStreamTranslator {
         self.writer.take()
     }
 
+    /// Takes back a vector of events a call returned, for the next (see
+    /// [`AnthropicWriter::recycle`]).
+    pub fn recycle(&mut self, events: Vec<StreamEvent>) {
+        self.writer.recycle(events);
+    }
+
     /// The host failed: flush what was held back, then end with an `error` event.
     pub fn fail(&mut self, error: ApiError) -> Vec<StreamEvent> {
         if self.writer.is_done() {

@@ -195,6 +195,15 @@ impl AnthropicWriter {
         std::mem::take(&mut self.out)
     }
 
+    /// Takes back a vector [`Self::take`] returned, to write the next events into (emptied; a
+    /// translator fed a chunk at a time then allocates no vector per chunk).
+    pub fn recycle(&mut self, mut spare: Vec<StreamEvent>) {
+        if self.out.capacity() == 0 {
+            spare.clear();
+            self.out = spare;
+        }
+    }
+
     /// The input-token estimate announced in `message_start` (at least 1).
     #[must_use]
     pub fn input_tokens(&self) -> u32 {
