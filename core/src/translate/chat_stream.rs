@@ -71,8 +71,8 @@ pub struct ChatStreamTranslator {
     deferred: Vec<(BlockKind, String)>,
     finish_reason: Option<String>,
     usage: Option<ChatUsage>,
-    /// The chunk each frame is read into, kept from frame to frame (its first choice is held
-    /// inline, so reading a chunk allocates only its strings).
+    /// The chunk each frame is read into, kept from frame to frame (its choices are emptied
+    /// and filled again, so reading a chunk allocates only its strings).
     read: Option<Box<ChatChunk>>,
     unreadable: usize,
     /// `message_start` waits for the first chunk, which reports the usage it announces.

@@ -66,6 +66,10 @@ use crate::ids::IdSource;
 use crate::tokens::estimate_text;
 use crate::translate::tool_names::ToolNames;
 
+/// The most events a vector given back to [`AnthropicWriter::recycle`] may have room for to be
+/// kept (136 bytes each).
+pub const RECYCLED_EVENTS_AT_MOST: usize = 64;
+
 /// The kind of the open content block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BlockKind {
@@ -196,9 +200,11 @@ impl AnthropicWriter {
     }
 
     /// Takes back a vector [`Self::take`] returned, to write the next events into (emptied; a
-    /// translator fed a chunk at a time then allocates no vector per chunk).
+    /// translator fed a chunk at a time then allocates no vector per chunk). One that held
+    /// more than [`RECYCLED_EVENTS_AT_MOST`] events is dropped: a stream keeps no large vector
+    /// for one large call.
     pub fn recycle(&mut self, mut spare: Vec<StreamEvent>) {
-        if self.out.capacity() == 0 {
+        if self.out.capacity() == 0 && spare.capacity() <= RECYCLED_EVENTS_AT_MOST {
             spare.clear();
             self.out = spare;
         }
@@ -587,6 +593,30 @@ mod tests {
             v.push(e).unwrap();
         }
         v.finish().unwrap();
+    }
+
+    #[test]
+    fn a_small_vector_given_back_takes_the_next_events_and_a_large_one_is_dropped() {
+        let mut w = AnthropicWriter::new("m".into(), 1, 1);
+        w.text_delta("a");
+        let events = w.take();
+        let kept = events.as_ptr();
+        w.recycle(events);
+        w.text_delta("b");
+        let events = w.take();
+        assert_eq!(events.as_ptr(), kept, "the same allocation");
+        assert!(matches!(
+            events.as_slice(),
+            [StreamEvent::ContentBlockDelta { .. }]
+        ));
+        // A second vector while one is held is not needed: the held one stays.
+        w.recycle(events);
+        w.recycle(Vec::with_capacity(8));
+        w.text_delta("c");
+        assert_eq!(w.take().as_ptr(), kept);
+        w.recycle(Vec::with_capacity(RECYCLED_EVENTS_AT_MOST + 1));
+        w.text_delta("d");
+        assert!(w.take().capacity() <= RECYCLED_EVENTS_AT_MOST);
     }
 
     #[test]
