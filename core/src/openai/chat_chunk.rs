@@ -196,23 +196,33 @@ enum DeltaMember {
 /// Reads a JSON value into the (empty) place it holds; `null` leaves the place empty.
 struct Fill<'a, T>(&'a mut T);
 
-const EXPECTING_OBJECT: &str = "an object or null";
+/// `Fill` of a type: a seed that reads any JSON value, `null` as nothing, and what the given
+/// `visit_*` methods take (anything else is an error naming `$expecting`).
+macro_rules! fill {
+    ($place:ty, $expecting:literal, $($visit:item)+) => {
+        impl<'de> DeserializeSeed<'de> for Fill<'_, $place> {
+            type Value = ();
+            fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+                deserializer.deserialize_any(self)
+            }
+        }
 
-impl<'de> DeserializeSeed<'de> for Fill<'_, ChatChunk> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
+        impl<'de> Visitor<'de> for Fill<'_, $place> {
+            type Value = ();
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str($expecting)
+            }
+            fn visit_unit<E>(self) -> Result<(), E> {
+                Ok(())
+            }
+            $($visit)+
+        }
+    };
 }
 
-impl<'de> Visitor<'de> for Fill<'_, ChatChunk> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(EXPECTING_OBJECT)
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+fill!(
+    ChatChunk,
+    "an object or null",
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         while let Some(member) = map.next_key()? {
             match member {
@@ -224,23 +234,11 @@ impl<'de> Visitor<'de> for Fill<'_, ChatChunk> {
         }
         Ok(())
     }
-}
+);
 
-impl<'de> DeserializeSeed<'de> for Fill<'_, Choices> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Fill<'_, Choices> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("an array of choices or null")
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+fill!(
+    Choices,
+    "an array of choices or null",
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         // A repeated `choices` member replaces the first.
         self.0.used = 0;
@@ -251,23 +249,11 @@ impl<'de> Visitor<'de> for Fill<'_, Choices> {
             }
         }
     }
-}
+);
 
-impl<'de> DeserializeSeed<'de> for Fill<'_, ChunkChoice> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Fill<'_, ChunkChoice> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(EXPECTING_OBJECT)
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+fill!(
+    ChunkChoice,
+    "an object or null",
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let choice = self.0;
         while let Some(member) = map.next_key()? {
@@ -286,23 +272,11 @@ impl<'de> Visitor<'de> for Fill<'_, ChunkChoice> {
         }
         Ok(())
     }
-}
+);
 
-impl<'de> DeserializeSeed<'de> for Fill<'_, ChunkDelta> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Fill<'_, ChunkDelta> {
-    type Value = ();
-    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(EXPECTING_OBJECT)
-    }
-    fn visit_unit<E>(self) -> Result<(), E> {
-        Ok(())
-    }
+fill!(
+    ChunkDelta,
+    "an object or null",
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let delta = self.0;
         while let Some(member) = map.next_key()? {
@@ -318,7 +292,7 @@ impl<'de> Visitor<'de> for Fill<'_, ChunkDelta> {
         }
         Ok(())
     }
-}
+);
 
 #[cfg(test)]
 mod tests {

@@ -613,7 +613,9 @@ mod tests {
         w.recycle(events);
         w.recycle(Vec::with_capacity(8));
         w.text_delta("c");
-        assert_eq!(w.take().as_ptr(), kept);
+        let events = w.take();
+        assert_eq!(events.as_ptr(), kept);
+        drop(events);
         w.recycle(Vec::with_capacity(RECYCLED_EVENTS_AT_MOST + 1));
         w.text_delta("d");
         assert!(w.take().capacity() <= RECYCLED_EVENTS_AT_MOST);
