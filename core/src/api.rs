@@ -348,36 +348,14 @@ impl Utf8Reader {
 /// Where a translator's events go: SSE text now, or folded into one message at the end.
 #[derive(Debug)]
 enum Sink {
-    /// SSE text, written into the buffer kept here and handed out in a string of exactly its
-    /// length (see [`exact_string`]).
-    Sse(String),
+    Sse,
     Fold(Box<Accumulator>),
-}
-
-/// Output up to this long is copied out of the sink's buffer into a string of its length; longer
-/// output is handed over in the buffer itself (no copy of a long answer).
-const COPIED_OUTPUT_AT_MOST: usize = 4 << 10;
-
-/// `buffer`'s text as a string whose capacity is its length, `buffer` left empty.
-///
-/// The WASI component hands a returned string to the host as a boxed slice, which for a string
-/// with spare room is a reallocation in the guest (`into_boxed_slice`); an encoder cannot know
-/// the length in advance, so each call with output paid one. Here the text is written into a
-/// buffer kept from call to call and copied out once at its length: one allocation a call, the
-/// one the host frees after reading it.
-fn exact_string(buffer: &mut String) -> String {
-    if buffer.len() > COPIED_OUTPUT_AT_MOST {
-        return std::mem::take(buffer);
-    }
-    let out = String::from(buffer.as_str());
-    buffer.clear();
-    out
 }
 
 impl Sink {
     fn new(stream: bool) -> Self {
         if stream {
-            Self::Sse(String::new())
+            Self::Sse
         } else {
             Self::Fold(Box::default())
         }
@@ -385,22 +363,15 @@ impl Sink {
 
     /// A step's output: SSE text to write now (empty when folding). The step's vector of
     /// events goes back to `translator`, emptied, for its next events (a call per upstream
-    /// chunk then allocates no new one). The `last` step's text is handed over in the buffer
-    /// itself, which is not needed after it.
-    fn emit(&mut self, step: Step, translator: &mut DialectTranslator, last: bool) -> String {
+    /// chunk then allocates no new one).
+    fn emit(&mut self, step: Step, translator: &mut DialectTranslator) -> String {
         match (self, step) {
-            (Self::Sse(buffer), Step::Events(events)) => {
-                for event in &events {
-                    crate::anthropic::encode::encode_event(buffer, event);
-                }
+            (Self::Sse, Step::Events(events)) => {
+                let out = encode_all(&events);
                 translator.recycle(events);
-                if last {
-                    std::mem::take(buffer)
-                } else {
-                    exact_string(buffer)
-                }
+                out
             }
-            (Self::Sse(_), Step::Relayed(relayed)) => relayed.sse,
+            (Self::Sse, Step::Relayed(relayed)) => relayed.sse,
             (Self::Fold(acc), Step::Events(mut events)) => {
                 for event in events.drain(..) {
                     acc.push_owned(event);
@@ -419,9 +390,9 @@ impl Sink {
 
     /// The last step: the last SSE text, or the folded message.
     fn finish(&mut self, step: Step, translator: &mut DialectTranslator) -> Finished {
-        let body = self.emit(step, translator, true);
+        let body = self.emit(step, translator);
         match self {
-            Self::Sse(_) => Finished { status: 200, body },
+            Self::Sse => Finished { status: 200, body },
             Self::Fold(acc) => acc.result(),
         }
     }
@@ -481,7 +452,7 @@ impl Translator {
         match &mut self.mode {
             Mode::Upstream { translator, sink } => {
                 let step = translator.feed(chunk);
-                sink.emit(step, translator, false)
+                sink.emit(step, translator)
             }
             Mode::Front(front) => front.feed(chunk),
         }
@@ -503,7 +474,7 @@ impl Translator {
         match &mut self.mode {
             Mode::Upstream { translator, sink } => {
                 let step = translator.fail(ApiError::new(kind, message));
-                sink.emit(step, translator, false)
+                sink.emit(step, translator)
             }
             Mode::Front(front) => front.fail(kind, message),
         }
@@ -663,39 +634,6 @@ impl SseFolder {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn streamed_output_is_a_string_of_exactly_its_length_up_to_the_copy_limit() {
-        let options: StreamOptions = serde_json::from_str(
-            r#"{"stream":true,"model":"m","input_tokens_estimate":1,"id_seed":1,"dialect":"openai_chat"}"#,
-        )
-        .unwrap();
-        let mut translator = Translator::new(options);
-        let chunk = |text: &str| {
-            let delta = serde_json::json!({"choices":[{"index":0,"delta":{"content":text}}]});
-            format!("data: {delta}\n\n")
-        };
-        for text in ["a", "bc", "def"] {
-            let out = translator.feed(chunk(text).as_bytes());
-            assert!(out.contains(text), "{out}");
-            assert_eq!(out.capacity(), out.len());
-        }
-        // A long answer in one call is handed over as written, not copied.
-        let long = "x".repeat(COPIED_OUTPUT_AT_MOST);
-        let out = translator.feed(chunk(&long).as_bytes());
-        assert!(out.len() > COPIED_OUTPUT_AT_MOST && out.contains(&long));
-        // And the buffer starts small again.
-        let out = translator.feed(chunk("g").as_bytes());
-        assert_eq!(out.capacity(), out.len());
-        let Mode::Upstream {
-            sink: Sink::Sse(buffer),
-            ..
-        } = &translator.mode
-        else {
-            panic!("a streaming Chat translator")
-        };
-        assert!(buffer.capacity() <= COPIED_OUTPUT_AT_MOST);
-    }
 
     #[test]
     fn utf8_cut_anywhere_reads_the_same_and_garbage_becomes_replacement_characters() {
