@@ -49,6 +49,7 @@ node -e '
   console.log(row("node", n.node));
   const c = r.chunks;
   console.log(`a small stream (${c.native.chunks} chunks, each fed on its own): native ${c.native.median_us_per_chunk.toFixed(2)} µs a chunk, wasmtime ${c.wasmtime.median_us_per_chunk.toFixed(2)} µs (${(c.wasmtime.median_us_per_chunk / c.native.median_us_per_chunk).toFixed(2)}x)`);
+  console.log(`  of which the calls (the stream fed in one call instead): native ${c.native.us_per_call.toFixed(2)} µs a call, wasmtime ${c.wasmtime.us_per_call.toFixed(2)} µs`);
   const p = r.prepare;
   console.log(`converting a captured ${(p.native.request_bytes / 1000).toFixed(0)} KB Claude Code request for a Chat upstream: native ${p.native.median_us.toFixed(0)} µs, wasmtime ${p.wasmtime.median_us.toFixed(0)} µs (${(p.wasmtime.median_us / p.native.median_us).toFixed(2)}x; medians of ${p.native.runs}/${p.wasmtime.runs})`);
   console.log(`npm .wasm: ${result.npm_wasm_bytes} bytes raw, ${result.npm_wasm_gzip_bytes} gzipped (gzip -9); Node load + compile ${n.node.load_ms.toFixed(1)} ms`);

@@ -1,7 +1,8 @@
 //! `make bench` (core translation part): throughput of the large-stream translation through the
 //! native core and through the WASI component in wasmtime, measured in the same run, the time
 //! one small stream takes when every upstream chunk is fed on its own (what a model server
-//! writing token by token costs per chunk), and the time one conversion of a captured Claude
+//! writing token by token costs per chunk; against the same stream fed in one call, what a call
+//! itself costs), and the time one conversion of a captured Claude
 //! Code request takes in each. Writes the input to `DIR/large-stream.sse` (+ `DIR/request.json`)
 //! so the Node run (`pkg-js/bench/node-bench.mjs`) translates the very same bytes, and prints a
 //! JSON result.
@@ -83,13 +84,41 @@ fn stream_pieces(
 }
 
 /// [`small_stream_parts`] (`make bench-proxy`'s small stream) translated over and over, a piece
-/// at a time: the median time of one stream, and per chunk.
+/// at a time: the median time of one stream, and per chunk. Unless `only_pieces` (a profile of
+/// the per-chunk loop), then the same stream fed in one call for as long: what the calls
+/// themselves cost (`us_per_call`, the difference spread over the calls saved).
 fn measure_chunks(
     engine: &dyn Engine,
     options: &StreamOptions,
     pieces: &[bytes::Bytes],
     seconds: f64,
+    only_pieces: bool,
 ) -> bridge_tests::Result<serde_json::Value> {
+    let (stream, runs) = median_stream(engine, options, pieces, seconds)?;
+    let mut result = serde_json::json!({
+        "runs": runs,
+        "chunks": pieces.len(),
+        "median_us_per_stream": stream * 1e6,
+        "median_us_per_chunk": stream * 1e6 / pieces.len() as f64,
+    });
+    if !only_pieces {
+        let whole = [bytes::Bytes::from(pieces.concat())];
+        let (in_one_call, _) = median_stream(engine, options, &whole, seconds)?;
+        let calls_saved = pieces.len().saturating_sub(1).max(1) as f64;
+        result["median_us_per_stream_in_one_call"] = (in_one_call * 1e6).into();
+        result["us_per_call"] = ((stream - in_one_call) * 1e6 / calls_saved).into();
+    }
+    Ok(result)
+}
+
+/// The median seconds of translating `pieces` (a call each), in batches for `seconds`, and how
+/// many times it was translated.
+fn median_stream(
+    engine: &dyn Engine,
+    options: &StreamOptions,
+    pieces: &[bytes::Bytes],
+    seconds: f64,
+) -> bridge_tests::Result<(f64, usize)> {
     const BATCH: usize = 200;
     stream_pieces(engine, options, pieces)?; // warm-up
     let mut times = Vec::new();
@@ -102,13 +131,7 @@ fn measure_chunks(
         times.push(one.elapsed().as_secs_f64() / BATCH as f64);
     }
     let runs = times.len() * BATCH;
-    let stream = median(times);
-    Ok(serde_json::json!({
-        "runs": runs,
-        "chunks": pieces.len(),
-        "median_us_per_stream": stream * 1e6,
-        "median_us_per_chunk": stream * 1e6 / pieces.len() as f64,
-    }))
+    Ok((median(times), runs))
 }
 
 /// The captured Claude Code request (52 KB: 12 tools, a tool round trip), as Claude Code sends
@@ -163,8 +186,8 @@ fn main() -> bridge_tests::Result<()> {
     }
     if std::env::var("BENCH_CORE_ONLY").is_ok_and(|only| only == "chunks") {
         let result = serde_json::json!({
-            "native": measure_chunks(native.as_ref(), &options, &pieces, 10.0)?,
-            "wasmtime": measure_chunks(wasm.as_ref(), &options, &pieces, 10.0)?,
+            "native": measure_chunks(native.as_ref(), &options, &pieces, 10.0, true)?,
+            "wasmtime": measure_chunks(wasm.as_ref(), &options, &pieces, 10.0, true)?,
         });
         println!("{result}");
         return Ok(());
@@ -194,8 +217,8 @@ fn main() -> bridge_tests::Result<()> {
         "native": measure(native.as_ref(), &options, upstream.as_bytes())?,
         "wasmtime": measure(wasm.as_ref(), &options, upstream.as_bytes())?,
         "chunks": {
-            "native": measure_chunks(native.as_ref(), &options, &pieces, 2.0)?,
-            "wasmtime": measure_chunks(wasm.as_ref(), &options, &pieces, 2.0)?,
+            "native": measure_chunks(native.as_ref(), &options, &pieces, 2.0, false)?,
+            "wasmtime": measure_chunks(wasm.as_ref(), &options, &pieces, 2.0, false)?,
         },
         "prepare": {
             "native": measure_prepare(native.as_ref())?,
