@@ -41,6 +41,10 @@ pub struct ChatChunk {
     pub error: Option<Box<Value>>,
 }
 
+/// The most choices kept from one read for the next (a chunk has one; a server asked for `n`
+/// sends that many).
+const KEPT_CHOICES: usize = 4;
+
 /// A chunk's choices. Kept with the chunk from read to read: the choices of an earlier chunk
 /// are emptied in place and filled again, so reading allocates nothing for them.
 #[derive(Debug, Clone, Default)]
@@ -108,6 +112,11 @@ impl ChatChunk {
         self.usage = None;
         self.error = None;
         self.choices.used = 0;
+        if self.choices.items.len() > KEPT_CHOICES {
+            // A chunk of many choices is not kept from read to read.
+            self.choices.items.truncate(KEPT_CHOICES);
+            self.choices.items.shrink_to_fit();
+        }
         Fill(self).deserialize(&mut *de)?;
         de.end()
     }
@@ -380,6 +389,19 @@ mod tests {
         assert_eq!(choices.len(), 1);
         assert_eq!(choices[0].delta.content, None);
         assert_eq!(choices[0].delta.refusal.as_deref(), Some("no"));
+    }
+
+    #[test]
+    fn a_chunk_of_many_choices_is_not_kept_for_the_next_read() {
+        let mut chunk = ChatChunk::default();
+        let many = format!(r#"{{"choices":[{}]}}"#, vec!["{}"; 1000].join(","));
+        chunk.read(&many).unwrap();
+        assert_eq!(chunk.choices.iter_mut().count(), 1000);
+        chunk
+            .read(r#"{"choices":[{"delta":{"content":"a"}}]}"#)
+            .unwrap();
+        assert_eq!(texts(&mut chunk), [(0, Some("a".into()), None)]);
+        assert!(chunk.choices.items.capacity() <= KEPT_CHOICES);
     }
 
     #[test]
