@@ -261,12 +261,13 @@ impl DialectTranslator {
 
     /// Takes back a vector of events it returned, emptied, for its next events.
     fn recycle(&mut self, events: Vec<StreamEvent>) {
-        match self {
-            Self::Chat(t) => t.recycle(events),
-            Self::Responses(t) => t.recycle(events),
-            Self::Chatml { translator, .. } => translator.recycle(events),
-            Self::Anthropic(_) => {}
-        }
+        let writer = match self {
+            Self::Chat(t) => t.writer(),
+            Self::Responses(t) => t.writer(),
+            Self::Chatml { translator, .. } => translator.writer(),
+            Self::Anthropic(_) => return,
+        };
+        writer.recycle(events);
     }
 
     fn fail(&mut self, error: ApiError) -> Step {

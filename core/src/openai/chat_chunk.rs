@@ -147,6 +147,7 @@ impl Choices {
 }
 
 impl ChunkChoice {
+    /// Empties it in place (assigning `Self::default()` copied the whole struct: 3% of a chunk).
     fn clear(&mut self) {
         self.index = 0;
         self.delta.clear();
@@ -265,13 +266,18 @@ fill!(
     "an object or null",
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let choice = self.0;
+        // The choice came empty; only a second delta has to empty it again.
+        let mut had_delta = false;
         while let Some(member) = map.next_key()? {
             match member {
                 ChoiceMember::Index => {
                     choice.index = map.next_value::<Option<u32>>()?.unwrap_or_default();
                 }
                 ChoiceMember::Delta => {
-                    choice.delta.clear();
+                    if had_delta {
+                        choice.delta.clear();
+                    }
+                    had_delta = true;
                     map.next_value_seed(Fill(&mut choice.delta))?;
                 }
                 ChoiceMember::FinishReason => choice.finish_reason = map.next_value()?,

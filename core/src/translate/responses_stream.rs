@@ -209,12 +209,6 @@ impl ResponsesStreamTranslator {
         self.feed_body(chunk)
     }
 
-    /// Takes back a vector of events a call returned, for the next (see
-    /// [`AnthropicWriter::recycle`]).
-    pub fn recycle(&mut self, events: Vec<StreamEvent>) {
-        self.writer.recycle(events);
-    }
-
     /// The upstream failed: end with an `error` event.
     pub fn fail(&mut self, error: ApiError) -> Vec<StreamEvent> {
         self.writer.fail(error);

@@ -85,10 +85,9 @@ impl TokenStreamTranslator {
         self.writer.take()
     }
 
-    /// Takes back a vector of events a call returned, for the next (see
-    /// [`AnthropicWriter::recycle`]).
-    pub fn recycle(&mut self, events: Vec<StreamEvent>) {
-        self.writer.recycle(events);
+    /// The writer its events go through.
+    pub(crate) fn writer(&mut self) -> &mut AnthropicWriter {
+        &mut self.writer
     }
 
     /// The host failed: flush what was held back, then end with an `error` event.
