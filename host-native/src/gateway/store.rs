@@ -780,25 +780,23 @@ impl Store {
         most: f64,
         settle: f64,
     ) -> Result<(), StoreError> {
-        sqlx::query(AssertSqlSafe(self.statements.draw_quota.as_str()))
-            .bind(key.to_owned())
-            .bind(metric.to_owned())
-            .bind(win)
-            .bind(most)
-            .bind(replica.to_owned())
-            .bind(settle)
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| self.fail(e))?;
-        sqlx::query(AssertSqlSafe(self.statements.draw_lease.as_str()))
-            .bind(key.to_owned())
-            .bind(metric.to_owned())
-            .bind(win)
-            .bind(most)
-            .bind(replica.to_owned())
-            .execute(&mut **tx)
-            .await
-            .map_err(|e| self.fail(e))?;
+        let statements = [
+            (&self.statements.draw_quota, Some(settle)),
+            (&self.statements.draw_lease, None),
+        ];
+        for (sql, settle) in statements {
+            let query = sqlx::query(AssertSqlSafe(sql.as_str()))
+                .bind(key.to_owned())
+                .bind(metric.to_owned())
+                .bind(win)
+                .bind(most)
+                .bind(replica.to_owned());
+            let query = match settle {
+                Some(settle) => query.bind(settle),
+                None => query,
+            };
+            query.execute(&mut **tx).await.map_err(|e| self.fail(e))?;
+        }
         Ok(())
     }
 
