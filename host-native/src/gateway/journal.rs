@@ -17,7 +17,7 @@
 //! use claude_bridge::gateway::journal::{Journal, lines};
 //! let path = std::path::Path::new("/tmp/journal-example.jsonl");
 //! let mut journal = Journal::create(path)?;
-//! journal.append(b"{\"id\":\"req_1\"}\n")?;
+//! journal.append(b"{\"id\":\"req_1\"}")?;
 //! drop(journal); // cut to its lines, unlocked
 //! let text = std::fs::read_to_string(path)?;
 //! assert_eq!(lines(&text).collect::<Vec<_>>(), ["{\"id\":\"req_1\"}"]);
@@ -74,12 +74,12 @@ impl Journal {
         Ok(journal)
     }
 
-    /// Append `line` (which ends with its own newline).
+    /// Append `line` and a newline (`line` has none of its own).
     ///
     /// # Errors
     /// The file could not grow (the disk is full): the line is not in it.
     pub fn append(&mut self, line: &[u8]) -> io::Result<()> {
-        let end = self.len + line.len();
+        let end = self.len + line.len() + 1;
         if self.map.as_ref().is_none_or(|map| end > map.len()) {
             self.grow(end)?;
         }
@@ -87,9 +87,12 @@ impl Journal {
             .map
             .as_mut()
             .ok_or_else(|| io::Error::other("the journal is closed"))?;
-        map.get_mut(self.len..end)
+        let (text, newline) = map
+            .get_mut(self.len..end)
             .ok_or_else(|| io::Error::other("the journal's mapping is shorter than its file"))?
-            .copy_from_slice(line);
+            .split_at_mut(line.len());
+        text.copy_from_slice(line);
+        newline.fill(b'\n');
         self.len = end;
         Ok(())
     }
@@ -227,25 +230,22 @@ mod tests {
         let dir = dir("open");
         let path = dir.join("journal-a-00000000.jsonl");
         let mut journal = Journal::create(&path).unwrap();
-        journal.append(b"one\n").unwrap();
-        journal.append(b"two\n").unwrap();
+        journal.append(b"one").unwrap();
+        journal.append(b"two").unwrap();
         // What a process killed now would leave: the lines, then zeros.
         let open = std::fs::read_to_string(&path).unwrap();
         assert_eq!(open.len(), STEP, "grown a step at a time");
         assert_eq!(lines(&open).collect::<Vec<_>>(), ["one", "two"]);
         // Past a step: grows, and keeps what it had.
-        let big = vec![b'x'; STEP];
-        let mut line = big.clone();
-        line.push(b'\n');
-        journal.append(&line).unwrap();
-        journal.append(b"three\n").unwrap();
+        journal.append(&vec![b'x'; STEP]).unwrap();
+        journal.append(b"three").unwrap();
         drop(journal);
         let closed = std::fs::read_to_string(&path).unwrap();
         assert_eq!(closed.len(), 8 + STEP + 1 + 6, "cut to its lines");
         assert_eq!(lines(&closed).count(), 4);
         // Opened again, it appends after them.
         let mut journal = Journal::create(&path).unwrap();
-        journal.append(b"four\n").unwrap();
+        journal.append(b"four").unwrap();
         drop(journal);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(lines(&text).last(), Some("four"));
@@ -258,8 +258,8 @@ mod tests {
         let dir = dir("reset");
         let path = dir.join("journal-a-00000000.jsonl");
         let mut journal = Journal::create(&path).unwrap();
-        journal.append(b"one\n").unwrap();
-        journal.append(b"two\n").unwrap();
+        journal.append(b"one").unwrap();
+        journal.append(b"two").unwrap();
         journal.reset();
         // What a process killed now would leave: no lines (zeros from the first byte).
         let text = std::fs::read_to_string(&path).unwrap();
@@ -269,7 +269,7 @@ mod tests {
         let next = dir.join("journal-a-00000002.jsonl");
         journal.rename(&next).unwrap();
         assert!(!path.exists());
-        journal.append(b"three\n").unwrap();
+        journal.append(b"three").unwrap();
         assert_eq!(
             lines(&std::fs::read_to_string(&next).unwrap()).collect::<Vec<_>>(),
             ["three"]
@@ -298,8 +298,8 @@ mod tests {
         use std::io::BufRead as _;
         if let Ok(path) = std::env::var(CHILD) {
             let mut journal = Journal::create(Path::new(&path)).unwrap();
-            journal.append(b"one\n").unwrap();
-            journal.append(b"two\n").unwrap();
+            journal.append(b"one").unwrap();
+            journal.append(b"two").unwrap();
             println!("appended");
             std::thread::sleep(std::time::Duration::from_secs(60));
             return;
@@ -339,7 +339,7 @@ mod tests {
         let dir = dir("claim");
         let path = dir.join("journal-a-00000000.jsonl");
         let mut journal = Journal::create(&path).unwrap();
-        journal.append(b"{\"id\":1}\n").unwrap();
+        journal.append(b"{\"id\":1}").unwrap();
         let claimed = Journal::claimed_path(&path, "b");
         assert!(
             Journal::claim(&path, &claimed).unwrap().is_none(),

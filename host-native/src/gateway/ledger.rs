@@ -10,6 +10,8 @@
 //! process started with the same state directory. A record carries the request's id, and the
 //! store skips an id it has, so a record written twice counts once.
 
+use std::borrow::Cow;
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -19,7 +21,7 @@ use tokio::sync::{Notify, oneshot};
 use tracing::{info, warn};
 
 use super::journal::{self, Journal};
-use super::limits::Limiter;
+use super::limits::{Limiter, Metric};
 use super::store::{Dialect, Store};
 
 /// One finished request.
@@ -84,15 +86,190 @@ pub struct Record {
     pub settles: Vec<Settle>,
 }
 
-/// One quota a request used: `rpm` 1, `tpm` and `tokens` its tokens, `usd` its cost.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One quota a request used: `rpm` 1, `tpm` and `tokens` its tokens, `usd` its cost. In a row
+/// it is `["tpm", win, used]`; an object (`{"metric": …}`, what journals held before) reads too.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
 pub struct Settle {
     /// `rpm`, `tpm`, `usd`, `tokens`.
-    pub metric: String,
+    pub metric: Metric,
     /// The window's start.
     pub win: i64,
     /// How much.
     pub used: f64,
+}
+
+impl Serialize for Settle {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        (self.metric, self.win, self.used).serialize(serializer)
+    }
+}
+
+/// A [`Record`] and its row: the JSON array of its ledger columns (in the store's column
+/// order), then its replica and what it settles. The row is the record's journal line (with a
+/// newline) and, joined with the others of a batch, what the store's `INSERT` takes apart, so
+/// a record is made into JSON once.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Entry {
+    /// The record.
+    pub record: Record,
+    row: String,
+}
+
+impl Entry {
+    /// The record with its row.
+    ///
+    /// # Errors
+    /// It cannot be made into JSON (never, for these types; kept typed rather than assumed).
+    pub fn new(record: Record) -> serde_json::Result<Self> {
+        let mut row = serde_json::to_string(&Row::of(&record))?;
+        row.shrink_to_fit();
+        Ok(Self { record, row })
+    }
+
+    /// The row's JSON.
+    #[must_use]
+    pub fn row(&self) -> &str {
+        &self.row
+    }
+
+    /// A journal line: a row, or a record as an object (what journals held before rows).
+    fn read(line: &str) -> Option<Self> {
+        let record = match serde_json::from_str::<Row<'_>>(line) {
+            Ok(row) => row.into_record(),
+            Err(_) => serde_json::from_str::<Record>(line).ok()?,
+        };
+        Self::new(record).ok()
+    }
+}
+
+/// One ledger row: the store's columns in order (`LEDGER_COLUMNS` in `store.rs`; `day` made
+/// from `at_ms`, flags as 0 or 1), then the replica and the settles, which the `INSERT` does
+/// not read.
+#[derive(Serialize, Deserialize)]
+struct Row<'a>(
+    #[serde(borrow)] Cow<'a, str>,
+    i64,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Option<Cow<'a, str>>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    #[serde(borrow)] Cow<'a, str>,
+    i64,
+    i64,
+    i64,
+    i64,
+    i64,
+    f64,
+    i64,
+    Option<i64>,
+    i64,
+    i64,
+    #[serde(borrow)] Option<Cow<'a, str>>,
+    i64,
+    #[serde(borrow)] Option<Cow<'a, str>>,
+    #[serde(borrow)] Option<Cow<'a, str>>,
+    #[serde(borrow)] Cow<'a, str>,
+    Cow<'a, [Settle]>,
+);
+
+impl<'a> Row<'a> {
+    fn of(r: &'a Record) -> Self {
+        let text = |s: &'a String| Cow::Borrowed(s.as_str());
+        let maybe = |s: &'a Option<String>| s.as_deref().map(Cow::Borrowed);
+        Self(
+            text(&r.id),
+            r.at_ms,
+            Cow::Owned(super::period::day_of(r.at_ms)),
+            text(&r.key),
+            text(&r.client),
+            maybe(&r.session),
+            text(&r.front),
+            text(&r.route),
+            text(&r.target),
+            text(&r.model),
+            text(&r.upstream_model),
+            r.input_tokens,
+            r.output_tokens,
+            r.cache_read_tokens,
+            r.cache_write_tokens,
+            i64::from(r.estimated),
+            r.cost_usd,
+            i64::from(r.priced),
+            r.ttft_ms,
+            r.duration_ms,
+            r.status,
+            maybe(&r.error_kind),
+            r.attempts,
+            maybe(&r.paid),
+            maybe(&r.paid_unit),
+            text(&r.replica),
+            Cow::Borrowed(&r.settles),
+        )
+    }
+
+    fn into_record(self) -> Record {
+        let Self(
+            id,
+            at_ms,
+            _day,
+            key,
+            client,
+            session,
+            front,
+            route,
+            target,
+            model,
+            upstream_model,
+            input_tokens,
+            output_tokens,
+            cache_read_tokens,
+            cache_write_tokens,
+            estimated,
+            cost_usd,
+            priced,
+            ttft_ms,
+            duration_ms,
+            status,
+            error_kind,
+            attempts,
+            paid,
+            paid_unit,
+            replica,
+            settles,
+        ) = self;
+        Record {
+            id: id.into_owned(),
+            at_ms,
+            key: key.into_owned(),
+            client: client.into_owned(),
+            session: session.map(Cow::into_owned),
+            front: front.into_owned(),
+            route: route.into_owned(),
+            target: target.into_owned(),
+            model: model.into_owned(),
+            upstream_model: upstream_model.into_owned(),
+            input_tokens,
+            output_tokens,
+            cache_read_tokens,
+            cache_write_tokens,
+            estimated: estimated != 0,
+            cost_usd,
+            priced: priced != 0,
+            ttft_ms,
+            duration_ms,
+            status,
+            error_kind: error_kind.map(Cow::into_owned),
+            attempts,
+            paid: paid.map(Cow::into_owned),
+            paid_unit: paid_unit.map(Cow::into_owned),
+            replica: replica.into_owned(),
+            settles: settles.into_owned(),
+        }
+    }
 }
 
 /// Records held in memory while the store is away; older ones stay in the journal files only
@@ -121,7 +298,7 @@ const SPARE_MAX_BYTES: usize = 4 * journal::STEP;
 
 #[derive(Default)]
 struct Queue {
-    records: Vec<Record>,
+    records: VecDeque<Entry>,
     flushes: Vec<oneshot::Sender<bool>>,
     closing: bool,
     /// The journal file records are appended to now, and its generation.
@@ -185,8 +362,8 @@ impl Ledger {
         if !adopted.is_empty() {
             info!(records = adopted.len(), dir = %ledger.dir.display(), "ledger: records a stopped process left will be written to the store");
         }
-        for record in adopted {
-            ledger.record(record);
+        for entry in adopted {
+            ledger.queue_entry(entry);
         }
         // In our own journal now: the files taken over can go.
         for (file, _lock) in files {
@@ -210,10 +387,13 @@ impl Ledger {
     /// Add a record: appended to the journal, written to the store within [`batch_gap`] (and
     /// the time the last write took).
     pub fn record(&self, record: Record) {
-        let line = serde_json::to_string(&record).map(|mut l| {
-            l.push('\n');
-            l
-        });
+        match Entry::new(record) {
+            Ok(entry) => self.queue_entry(entry),
+            Err(error) => warn!(%error, "ledger: a record cannot be made into its row; it is lost"),
+        }
+    }
+
+    fn queue_entry(&self, entry: Entry) {
         let mut queue = self.lock();
         if queue.journal.is_none() {
             let path = self.journal_path(queue.generation);
@@ -229,16 +409,16 @@ impl Ledger {
                     .ok(),
             };
         }
-        if let (Some(journal), Ok(line)) = (queue.journal.as_mut(), line)
-            && let Err(error) = journal.append(line.as_bytes())
+        if let Some(journal) = queue.journal.as_mut()
+            && let Err(error) = journal.append(entry.row().as_bytes())
         {
             warn!(%error, "ledger: a record is not in the journal (in memory only until written)");
         }
         if queue.records.len() >= MEMORY_RECORDS {
-            queue.records.remove(0);
+            queue.records.pop_front();
             queue.dropped += 1;
         }
-        queue.records.push(record);
+        queue.records.push_back(entry);
         drop(queue);
         self.wake.notify_one();
     }
@@ -313,7 +493,7 @@ impl Ledger {
             queue.generation += 1;
         }
         Taken {
-            batch: std::mem::take(&mut queue.records),
+            batch: Vec::from(std::mem::take(&mut queue.records)),
             generation,
             journal,
             flushes: std::mem::take(&mut queue.flushes),
@@ -379,7 +559,7 @@ impl Ledger {
     /// Take over the journal files other processes left in the directory (those of a live
     /// process are locked, and stay its own): renamed to a name of ours and kept locked until
     /// their records are in our own journal, so two starting processes never take the same one.
-    fn adopt(&self) -> (Vec<Record>, Vec<(PathBuf, std::fs::File)>) {
+    fn adopt(&self) -> (Vec<Entry>, Vec<(PathBuf, std::fs::File)>) {
         let Ok(entries) = std::fs::read_dir(&self.dir) else {
             return (Vec::new(), Vec::new());
         };
@@ -397,10 +577,7 @@ impl Ledger {
             let claimed = Journal::claimed_path(&path, &self.replica);
             match Journal::claim(&path, &claimed) {
                 Ok(Some((text, lock))) => {
-                    records.extend(
-                        journal::lines(&text)
-                            .filter_map(|line| serde_json::from_str::<Record>(line).ok()),
-                    );
+                    records.extend(journal::lines(&text).filter_map(Entry::read));
                     files.push((claimed, lock));
                 }
                 Ok(None) => {}
@@ -415,7 +592,7 @@ impl Ledger {
 
 /// What [`Ledger::take`] took.
 struct Taken {
-    batch: Vec<Record>,
+    batch: Vec<Entry>,
     generation: u64,
     journal: Option<Journal>,
     flushes: Vec<oneshot::Sender<bool>>,
@@ -425,7 +602,7 @@ struct Taken {
 async fn writer(ledger: Arc<Ledger>, store: Store, limiter: Arc<Limiter>) {
     let gap = batch_gap(store.dialect());
     let mut failing_since: Option<std::time::Instant> = None;
-    let mut retry: Vec<Record> = Vec::new();
+    let mut retry: Vec<Entry> = Vec::new();
     let mut probed = std::time::Instant::now();
     let mut wrote = tokio::time::Instant::now();
     loop {
@@ -563,6 +740,66 @@ mod tests {
             .collect();
         files.sort();
         files
+    }
+
+    #[test]
+    fn a_row_reads_back_as_its_record_and_a_journal_line_of_the_object_form_still_reads() {
+        let record = Record {
+            session: Some(String::from("s \"1\"\n")),
+            estimated: true,
+            priced: true,
+            cost_usd: 0.1 + 0.2,
+            error_kind: Some(String::from("overloaded_error")),
+            paid: Some(String::from("0.000042")),
+            paid_unit: Some(String::from("ETH")),
+            settles: vec![
+                Settle {
+                    metric: Metric::Rpm,
+                    win: 60_000,
+                    used: 1.0,
+                },
+                Settle {
+                    metric: Metric::Usd,
+                    win: 0,
+                    used: 0.3,
+                },
+            ],
+            ..Record::example("req_1")
+        };
+        let entry = Entry::new(record.clone()).unwrap();
+        assert!(!entry.row().contains('\n'), "a row is one journal line");
+        assert_eq!(
+            entry.row(),
+            r#"["req_1",1795861815000,"2026-11-28","alice","claude-code","s \"1\"\n","messages","default","local,m","claude-sonnet-4-6","m",100,10,0,0,1,0.30000000000000004,1,12,40,200,"overloaded_error",1,"0.000042","ETH","r",[["rpm",60000,1.0],["usd",0,0.3]]]"#
+        );
+        assert_eq!(Entry::read(entry.row()), Some(entry));
+
+        // What journals held before rows: the record as an object.
+        let object = r#"{"id":"req_2","at_ms":1795861815000,"key":"alice","client":"codex","session":null,"front":"chat","route":"default","target":"local,m","model":"m","upstream_model":"m","input_tokens":5,"output_tokens":6,"cache_read_tokens":0,"cache_write_tokens":0,"estimated":false,"cost_usd":0.0,"priced":false,"ttft_ms":null,"duration_ms":3,"status":200,"error_kind":null,"attempts":1,"replica":"r","settles":[{"metric":"tpm","win":60000,"used":11.0}]}"#;
+        let read = Entry::read(object).unwrap();
+        assert_eq!(
+            read.record,
+            Record {
+                client: String::from("codex"),
+                front: String::from("chat"),
+                model: String::from("m"),
+                input_tokens: 5,
+                output_tokens: 6,
+                ttft_ms: None,
+                duration_ms: 3,
+                settles: vec![Settle {
+                    metric: Metric::Tpm,
+                    win: 60_000,
+                    used: 11.0,
+                }],
+                ..Record::example("req_2")
+            }
+        );
+        assert_eq!(
+            Entry::read(r#"["req_3",1"#),
+            None,
+            "a cut line is not a record"
+        );
     }
 
     #[tokio::test]

@@ -48,8 +48,11 @@ const STORE_WAIT: Duration = Duration::from_secs(2);
 /// Why a request counts alone when the store did not answer within [`STORE_WAIT`].
 const NO_ANSWER: &str = "no answer within 2 s";
 
-/// What is counted.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+/// What is counted (in the store and a ledger row, by its [`Metric::name`]).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// Requests per minute.
     Rpm,
@@ -559,10 +562,7 @@ impl Limiter {
     pub fn settled(&self, settlements: &[Settlement]) {
         let mut buckets = self.buckets();
         for s in settlements.iter().filter(|s| s.replica == self.replica) {
-            let Some(metric) = metric_named(&s.metric) else {
-                continue;
-            };
-            if let Some(bucket) = buckets.get_mut(&(s.key.clone(), metric))
+            if let Some(bucket) = buckets.get_mut(&(s.key.clone(), s.metric))
                 && bucket.win == s.win
             {
                 bucket.overflow = (bucket.overflow - s.used).max(0.0);
@@ -690,7 +690,7 @@ impl Limiter {
             .requests
             .iter()
             .map(|(metric, win)| Settle {
-                metric: metric.name().to_owned(),
+                metric: *metric,
                 win: *win,
                 used: 1.0,
             })
@@ -717,7 +717,7 @@ impl Limiter {
                 continue;
             }
             settles.push(Settle {
-                metric: metric.name().to_owned(),
+                metric: *metric,
                 win: *win,
                 used,
             });
@@ -798,16 +798,6 @@ impl Limiter {
                 .await;
         }
     }
-}
-
-fn metric_named(name: &str) -> Option<Metric> {
-    Some(match name {
-        "rpm" => Metric::Rpm,
-        "tpm" => Metric::Tpm,
-        "usd" => Metric::Usd,
-        "tokens" => Metric::Tokens,
-        _ => return None,
-    })
 }
 
 fn refusal(

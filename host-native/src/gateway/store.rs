@@ -11,12 +11,12 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Serialize;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, AssertSqlSafe, Row};
 
 use super::keys::{KeyEntry, KeySource, KeySpec};
-use super::ledger::Record;
+use super::ledger::Entry;
+use super::limits::Metric;
 
 /// A store operation that failed.
 #[derive(Debug, thiserror::Error)]
@@ -133,8 +133,8 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// The columns of `bridge_ledger`, in [`Record`]'s order, and the SQL type each is read as from
-/// the JSON of a [`LedgerRow`] (PostgreSQL casts to it).
+/// The columns of `bridge_ledger`, in the order of a ledger row's first elements
+/// ([`Entry::row`]), and the SQL type each is read as from it (PostgreSQL casts to it).
 const LEDGER_COLUMNS: [(&str, &str); 25] = [
     ("id", "text"),
     ("at_ms", "bigint"),
@@ -167,78 +167,13 @@ const LEDGER_COLUMNS: [(&str, &str); 25] = [
 /// leaves larger ones), so a statement's JSON stays a few megabytes.
 const ROWS_PER_INSERT: usize = 5_000;
 
-/// One ledger row in [`LEDGER_COLUMNS`]' order, as the JSON array the `INSERT` takes apart
-/// ([`insert_sql`]): a batch is bound as one JSON text, not as 25 parameters a record (binding
-/// them, and sqlx's copies of each, were most of the ledger writer's time, and a batch took
-/// one statement per power of two of its length).
-#[derive(Serialize)]
-struct LedgerRow<'a>(
-    &'a str,
-    i64,
-    String,
-    &'a str,
-    &'a str,
-    Option<&'a str>,
-    &'a str,
-    &'a str,
-    &'a str,
-    &'a str,
-    &'a str,
-    i64,
-    i64,
-    i64,
-    i64,
-    i64,
-    f64,
-    i64,
-    Option<i64>,
-    i64,
-    i64,
-    Option<&'a str>,
-    i64,
-    Option<&'a str>,
-    Option<&'a str>,
-);
-
-impl<'a> LedgerRow<'a> {
-    fn of(r: &'a Record) -> Self {
-        Self(
-            &r.id,
-            r.at_ms,
-            super::period::day_of(r.at_ms),
-            &r.key,
-            &r.client,
-            r.session.as_deref(),
-            &r.front,
-            &r.route,
-            &r.target,
-            &r.model,
-            &r.upstream_model,
-            r.input_tokens,
-            r.output_tokens,
-            r.cache_read_tokens,
-            r.cache_write_tokens,
-            i64::from(r.estimated),
-            r.cost_usd,
-            i64::from(r.priced),
-            r.ttft_ms,
-            r.duration_ms,
-            r.status,
-            r.error_kind.as_deref(),
-            r.attempts,
-            r.paid.as_deref(),
-            r.paid_unit.as_deref(),
-        )
-    }
-}
-
 /// `id, at_ms, …`: the ledger's column names.
 fn ledger_column_names() -> String {
     LEDGER_COLUMNS.map(|(name, _)| name).join(", ")
 }
 
 /// `INSERT INTO bridge_ledger (…) SELECT … ON CONFLICT (id) DO NOTHING` of the rows of one
-/// bound JSON array of [`LedgerRow`]s.
+/// bound JSON array of ledger rows ([`Entry::row`]).
 fn insert_sql(dialect: Dialect, returning: bool) -> String {
     let columns: Vec<String> = LEDGER_COLUMNS
         .iter()
@@ -289,7 +224,7 @@ pub struct Settlement {
     /// The key.
     pub key: String,
     /// `rpm`, `tpm`, `usd`, `tokens`.
-    pub metric: String,
+    pub metric: Metric,
     /// The window's start.
     pub win: i64,
     /// How much was used.
@@ -676,27 +611,32 @@ impl Store {
     ///
     /// # Errors
     /// The store failed (nothing was written).
-    pub async fn write(&self, records: &[Record]) -> Result<Vec<Settlement>, StoreError> {
-        if let Some(settled) = self.write_batch(records, false).await? {
+    pub async fn write(&self, entries: &[Entry]) -> Result<Vec<Settlement>, StoreError> {
+        if let Some(settled) = self.write_batch(entries, false).await? {
             return Ok(settled);
         }
-        Ok(self.write_batch(records, true).await?.unwrap_or_default())
+        Ok(self.write_batch(entries, true).await?.unwrap_or_default())
     }
 
     /// [`Store::write`] once: `returning` asks which ids went in; without it, `None` when
     /// any id was there already (nothing written).
     async fn write_batch(
         &self,
-        records: &[Record],
+        entries: &[Entry],
         returning: bool,
     ) -> Result<Option<Vec<Settlement>>, StoreError> {
         let mut tx = self.pool.begin().await.map_err(|e| self.fail(e))?;
         // The ids that went in, when asked (`returning`); without, every one did.
         let mut inserted = std::collections::BTreeSet::new();
-        for chunk in records.chunks(ROWS_PER_INSERT) {
-            let rows: Vec<LedgerRow<'_>> = chunk.iter().map(LedgerRow::of).collect();
-            let json = serde_json::to_string(&rows)
-                .map_err(|e| self.fail(sqlx::Error::Encode(Box::new(e))))?;
+        for chunk in entries.chunks(ROWS_PER_INSERT) {
+            // The rows are JSON already (each record's journal line): joined, not made again.
+            let mut json =
+                String::with_capacity(chunk.iter().map(|e| e.row().len() + 1).sum::<usize>() + 1);
+            for entry in chunk {
+                json.push(if json.is_empty() { '[' } else { ',' });
+                json.push_str(entry.row());
+            }
+            json.push(']');
             let sql = &self.statements.insert[usize::from(returning)];
             let query = sqlx::query(AssertSqlSafe(sql.as_str())).bind(json);
             if returning {
@@ -714,15 +654,16 @@ impl Store {
             }
         }
         // What the written records used, summed per quota and lease.
-        let mut sums: std::collections::BTreeMap<(&str, &str, &str, i64), f64> =
+        let mut sums: std::collections::BTreeMap<(&str, &str, Metric, i64), f64> =
             std::collections::BTreeMap::new();
-        for r in records
+        for r in entries
             .iter()
+            .map(|e| &e.record)
             .filter(|r| !returning || inserted.contains(&r.id))
         {
             for s in &r.settles {
                 *sums
-                    .entry((r.replica.as_str(), r.key.as_str(), s.metric.as_str(), s.win))
+                    .entry((r.replica.as_str(), r.key.as_str(), s.metric, s.win))
                     .or_default() += s.used;
             }
         }
@@ -731,7 +672,7 @@ impl Store {
             .map(|((replica, key, metric, win), used)| Settlement {
                 replica: replica.to_owned(),
                 key: key.to_owned(),
-                metric: metric.to_owned(),
+                metric,
                 win,
                 used,
             })
@@ -757,8 +698,16 @@ impl Store {
         settlements: &[Settlement],
     ) -> Result<(), StoreError> {
         for s in settlements {
-            self.draw(tx, &s.replica, &s.key, &s.metric, s.win, s.used, s.used)
-                .await?;
+            self.draw(
+                tx,
+                &s.replica,
+                &s.key,
+                s.metric.name(),
+                s.win,
+                s.used,
+                s.used,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -1163,7 +1112,16 @@ pub fn now_ms() -> i64 {
 
 #[cfg(test)]
 mod tests {
+    use super::super::ledger::Record;
     use super::*;
+
+    /// The records with their rows, as the ledger queues them.
+    fn entries(records: &[Record]) -> Vec<Entry> {
+        records
+            .iter()
+            .map(|r| Entry::new(r.clone()).unwrap())
+            .collect()
+    }
 
     fn temp_url(name: &str) -> (String, PathBuf) {
         let dir = std::env::temp_dir().join(format!(
@@ -1202,7 +1160,7 @@ mod tests {
         let used = Settlement {
             replica: "b".into(),
             key: "k".into(),
-            metric: "rpm".into(),
+            metric: Metric::Rpm,
             win: 60_000,
             used: 3.0,
         };
@@ -1247,14 +1205,20 @@ mod tests {
             paid: Some(String::from("0.000042")),
             paid_unit: Some(String::from("ETH")),
             settles: vec![super::super::ledger::Settle {
-                metric: String::from("tokens"),
+                metric: Metric::Tokens,
                 win: 0,
                 used: 115.0,
             }],
             ..Record::example("req_1")
         };
-        store.write(std::slice::from_ref(&record)).await.unwrap();
-        store.write(std::slice::from_ref(&record)).await.unwrap();
+        store
+            .write(&entries(std::slice::from_ref(&record)))
+            .await
+            .unwrap();
+        store
+            .write(&entries(std::slice::from_ref(&record)))
+            .await
+            .unwrap();
         let query =
             super::super::usage::UsageQuery::parse("group_by=key,day,session", record.at_ms)
                 .unwrap();
@@ -1268,7 +1232,10 @@ mod tests {
         let mut newer = record.clone();
         newer.id = "req_2".into();
         newer.settles[0].used = 10.0;
-        let settled = store.write(&[record.clone(), newer]).await.unwrap();
+        let settled = store
+            .write(&entries(&[record.clone(), newer]))
+            .await
+            .unwrap();
         assert_eq!(settled.len(), 1);
         assert_eq!(
             store.quota("alice", "tokens", 0).await.unwrap(),
@@ -1350,7 +1317,10 @@ mod tests {
             ..Record::example("req_full")
         };
         let plain = Record::example("req_plain");
-        store.write(&[full.clone(), plain.clone()]).await.unwrap();
+        store
+            .write(&entries(&[full.clone(), plain.clone()]))
+            .await
+            .unwrap();
         let mut conn = store.pool.acquire().await.unwrap();
         let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {} FROM bridge_ledger ORDER BY id",
@@ -1402,7 +1372,7 @@ mod tests {
             .map(|i| Record::example(&format!("req_{i}")))
             .chain([plain])
             .collect();
-        store.write(&many).await.unwrap();
+        store.write(&entries(&many)).await.unwrap();
         assert_eq!(
             store.status().await.unwrap().records,
             2 + ROWS_PER_INSERT as i64 + 3

@@ -330,7 +330,7 @@ fn free_port() -> Result<u16> {
 
 /// Records per second the store takes in the ledger writer's batches (100,000 records).
 async fn ledger_rate(url: &str) -> Result<f64> {
-    use claude_bridge::gateway::ledger::Record;
+    use claude_bridge::gateway::ledger::{Entry, Record};
     use claude_bridge::gateway::store::Store;
     let store = Store::open(url, Duration::from_secs(10))?;
     store.migrate().await?;
@@ -365,11 +365,22 @@ async fn ledger_rate(url: &str) -> Result<f64> {
             settles: Vec::new(),
         })
         .collect();
+    // Each record is made into its row when it is queued (the ledger's `record`), counted here.
+    let count = records.len();
+    let mut records = records.into_iter();
     let started = Instant::now();
-    for batch in records.chunks(5_000) {
-        store.write(batch).await?;
+    loop {
+        let batch = records
+            .by_ref()
+            .take(5_000)
+            .map(Entry::new)
+            .collect::<std::result::Result<Vec<_>, _>>()?;
+        if batch.is_empty() {
+            break;
+        }
+        store.write(&batch).await?;
     }
-    let rate = records.len() as f64 / started.elapsed().as_secs_f64();
+    let rate = count as f64 / started.elapsed().as_secs_f64();
     store.close().await;
     Ok(rate)
 }
