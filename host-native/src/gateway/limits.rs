@@ -55,7 +55,7 @@ const NO_ANSWER: &str = "no answer within 2 s";
 #[serde(rename_all = "lowercase")]
 pub enum Metric {
     /// Requests per minute.
-    Rpm,
+    Rpm = 0,
     /// Tokens per minute.
     Tpm,
     /// Requests in flight.
@@ -67,6 +67,15 @@ pub enum Metric {
 }
 
 impl Metric {
+    /// Every metric, in the order of their numbers.
+    const ALL: [Self; 5] = [
+        Self::Rpm,
+        Self::Tpm,
+        Self::Parallel,
+        Self::Usd,
+        Self::Tokens,
+    ];
+
     /// Its name in the store.
     #[must_use]
     pub const fn name(self) -> &'static str {
@@ -217,6 +226,51 @@ impl Bucket {
     }
 }
 
+/// Every key's buckets, one a metric: found by the key's name without making a `String` of it
+/// (a request looks its key's buckets up about ten times).
+#[derive(Debug, Default)]
+struct Buckets {
+    /// Each key's place in `slots`.
+    index: BTreeMap<String, usize>,
+    /// Each key, and its buckets by [`Metric`].
+    slots: Vec<(String, [Option<Bucket>; 5])>,
+}
+
+impl Buckets {
+    fn get(&self, key: &str, metric: Metric) -> Option<&Bucket> {
+        let (_, metrics) = self.slots.get(*self.index.get(key)?)?;
+        metrics[metric as usize].as_ref()
+    }
+
+    fn get_mut(&mut self, key: &str, metric: Metric) -> Option<&mut Bucket> {
+        let (_, metrics) = self.slots.get_mut(*self.index.get(key)?)?;
+        metrics[metric as usize].as_mut()
+    }
+
+    /// The bucket, made (empty) if the key or the metric has none yet.
+    fn entry(&mut self, key: &str, metric: Metric) -> &mut Bucket {
+        let at = match self.index.get(key) {
+            Some(&at) => at,
+            None => {
+                self.index.insert(key.to_owned(), self.slots.len());
+                self.slots.push((key.to_owned(), Default::default()));
+                self.slots.len() - 1
+            }
+        };
+        self.slots[at].1[metric as usize].get_or_insert_with(Bucket::default)
+    }
+
+    fn iter_mut(&mut self) -> impl Iterator<Item = ((&String, Metric), &mut Bucket)> {
+        self.slots.iter_mut().flat_map(|(key, metrics)| {
+            let key: &String = key;
+            metrics
+                .iter_mut()
+                .zip(Metric::ALL)
+                .filter_map(move |(bucket, metric)| Some(((key, metric), bucket.as_mut()?)))
+        })
+    }
+}
+
 /// What a replica's own slice said.
 enum Local {
     /// Taken (or there was room); `refill`: top the slice up.
@@ -269,7 +323,7 @@ pub struct Limiter {
     store: Store,
     replica: String,
     closed: bool,
-    buckets: Mutex<BTreeMap<(String, Metric), Bucket>>,
+    buckets: Mutex<Buckets>,
     /// When "counting alone" was last logged (once every 10 s while the store is away).
     warned_alone: Mutex<Option<Instant>>,
     /// Woken when a lease (a request's, or a background top-up) lands.
@@ -284,13 +338,13 @@ impl Limiter {
             store,
             replica: replica.to_owned(),
             closed,
-            buckets: Mutex::new(BTreeMap::new()),
+            buckets: Mutex::new(Buckets::default()),
             warned_alone: Mutex::new(None),
             refilled: tokio::sync::Notify::new(),
         }
     }
 
-    fn buckets(&self) -> std::sync::MutexGuard<'_, BTreeMap<(String, Metric), Bucket>> {
+    fn buckets(&self) -> std::sync::MutexGuard<'_, Buckets> {
         self.buckets
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -400,11 +454,11 @@ impl Limiter {
             Metric::Usd => ((limit / 20.0).max(2.0 * need), need.max(limit / 1000.0)),
         };
         let mut asked_store = false;
+        // Registered for the next landing lease only once a look found one on its way, and the
+        // slice looked at again before waiting: a lease landing in between is not missed, and
+        // a request that finds room (nearly every one) registers nothing.
+        let mut landed: Option<std::pin::Pin<Box<tokio::sync::futures::Notified<'_>>>> = None;
         loop {
-            // Registered before looking, so a lease landing meanwhile is not missed.
-            let landed = self.refilled.notified();
-            tokio::pin!(landed);
-            landed.as_mut().enable();
             match self.take_local(key, metric, win, need, want, !asked_store) {
                 Local::Taken { refill } => {
                     if refill {
@@ -416,7 +470,15 @@ impl Limiter {
                 // burst of requests, not one each (64 requests at once after an idle spell
                 // made 64 grants a limit, and each took a whole slice).
                 Local::Wait { answers } => {
-                    if tokio::time::timeout(STORE_WAIT, landed).await.is_err() {
+                    let Some(waiting) = landed.as_mut() else {
+                        let mut waiting = Box::pin(self.refilled.notified());
+                        waiting.as_mut().enable();
+                        landed = Some(waiting);
+                        continue;
+                    };
+                    let woke = tokio::time::timeout(STORE_WAIT, waiting.as_mut()).await;
+                    landed = None;
+                    if woke.is_err() {
                         return self
                             .without_store(key, metric, limit, win, NO_ANSWER)
                             .map(|()| 0.0);
@@ -477,7 +539,7 @@ impl Limiter {
         may_lease: bool,
     ) -> Local {
         let mut buckets = self.buckets();
-        let bucket = buckets.entry((key.to_owned(), metric)).or_default();
+        let bucket = buckets.entry(key, metric);
         bucket.enter(win);
         if bucket.local < need {
             return match (bucket.refilling, may_lease) {
@@ -507,7 +569,7 @@ impl Limiter {
     /// dropped meanwhile): its room is in the slice, the next request may ask, and those
     /// waiting look again.
     fn landed(&self, key: &str, metric: Metric, win: i64, granted: Option<&Granted>) {
-        if let Some(bucket) = self.buckets().get_mut(&(key.to_owned(), metric))
+        if let Some(bucket) = self.buckets().get_mut(key, metric)
             && bucket.win == win
         {
             bucket.refilling = false;
@@ -553,7 +615,7 @@ impl Limiter {
     /// What this replica spent beyond its slices that the store has not settled yet.
     fn overflow(&self, key: &str, metric: Metric, win: i64) -> f64 {
         self.buckets()
-            .get(&(key.to_owned(), metric))
+            .get(key, metric)
             .filter(|b| b.win == win)
             .map_or(0.0, |b| b.overflow)
     }
@@ -562,7 +624,7 @@ impl Limiter {
     pub fn settled(&self, settlements: &[Settlement]) {
         let mut buckets = self.buckets();
         for s in settlements.iter().filter(|s| s.replica == self.replica) {
-            if let Some(bucket) = buckets.get_mut(&(s.key.clone(), s.metric))
+            if let Some(bucket) = buckets.get_mut(&s.key, s.metric)
                 && bucket.win == s.win
             {
                 bucket.overflow = (bucket.overflow - s.used).max(0.0);
@@ -581,7 +643,7 @@ impl Limiter {
             .chain(held.pays.iter().copied())
             .chain(held.parallel.then_some((Metric::Parallel, 0, 1.0)));
         for (metric, win, amount) in back {
-            if let Some(bucket) = buckets.get_mut(&(held.key.clone(), metric))
+            if let Some(bucket) = buckets.get_mut(&held.key, metric)
                 && bucket.win == win
             {
                 if metric.counts_requests() {
@@ -595,16 +657,14 @@ impl Limiter {
 
     /// What a request of `key` is expected to use of `metric` (0 before its first).
     fn expected(&self, key: &str, metric: Metric) -> f64 {
-        self.buckets()
-            .get(&(key.to_owned(), metric))
-            .map_or(0.0, |b| b.expect)
+        self.buckets().get(key, metric).map_or(0.0, |b| b.expect)
     }
 
     /// The store's last answer to a lease of this window, if it answered one since it had
     /// answered `answers`.
     fn answer_since(&self, key: &str, metric: Metric, answers: u64) -> Option<Answer> {
         self.buckets()
-            .get(&(key.to_owned(), metric))
+            .get(key, metric)
             .filter(|b| b.answers > answers)
             .map(|b| b.last_answer.clone())
     }
@@ -661,7 +721,7 @@ impl Limiter {
         }
         drop(warned);
         let mut buckets = self.buckets();
-        let bucket = buckets.entry((key.to_owned(), metric)).or_default();
+        let bucket = buckets.entry(key, metric);
         bucket.enter(win);
         if bucket.known_used + bucket.fallback_used + bucket.overflow >= limit {
             return Err(LimitRefusal::StoreDown(format!(
@@ -681,7 +741,7 @@ impl Limiter {
     pub fn finish(&self, held: &Held, tokens: f64, usd: f64) -> Vec<Settle> {
         let mut buckets = self.buckets();
         if held.parallel
-            && let Some(bucket) = buckets.get_mut(&(held.key.clone(), Metric::Parallel))
+            && let Some(bucket) = buckets.get_mut(&held.key, Metric::Parallel)
         {
             bucket.return_unit(1.0);
             bucket.last_used = Some(Instant::now());
@@ -697,7 +757,7 @@ impl Limiter {
             .collect();
         for (metric, win, reserved) in &held.pays {
             let used = if *metric == Metric::Usd { usd } else { tokens };
-            if let Some(bucket) = buckets.get_mut(&(held.key.clone(), *metric))
+            if let Some(bucket) = buckets.get_mut(&held.key, *metric)
                 && bucket.win == *win
             {
                 if used <= *reserved {
@@ -756,7 +816,7 @@ impl Limiter {
                             b.local
                         };
                         b.local -= back;
-                        (key.clone(), *metric, b.win, back)
+                        (key.clone(), metric, b.win, back)
                     })
                     .filter(|(_, _, _, back)| *back > 0.0)
                     .collect()
@@ -786,7 +846,7 @@ impl Limiter {
                 .map(|((key, metric), b)| {
                     let back = b.local.max(0.0);
                     b.local = 0.0;
-                    (key.clone(), *metric, b.win, back)
+                    (key.clone(), metric, b.win, back)
                 })
                 .filter(|(_, _, _, back)| *back > 0.0)
                 .collect()
