@@ -104,6 +104,9 @@ impl Serialize for Settle {
     }
 }
 
+/// What a row's JSON starts with room for.
+const ROW_BYTES: usize = 320;
+
 /// A [`Record`] and its row: the JSON array of its ledger columns (in the store's column
 /// order), then its replica and what it settles. The row is the record's journal line (with a
 /// newline) and, joined with the others of a batch, what the store's `INSERT` takes apart, so
@@ -121,8 +124,10 @@ impl Entry {
     /// # Errors
     /// It cannot be made into JSON (never, for these types; kept typed rather than assumed).
     pub fn new(record: Record) -> serde_json::Result<Self> {
-        let mut row = serde_json::to_string(&Row::of(&record))?;
-        row.shrink_to_fit();
+        // Room for a typical row (about 230 bytes), so it is seldom grown while written.
+        let mut row = Vec::with_capacity(ROW_BYTES);
+        serde_json::to_writer(&mut row, &Row::of(&record))?;
+        let row = String::from_utf8(row).map_err(serde::ser::Error::custom)?;
         Ok(Self { record, row })
     }
 
@@ -487,13 +492,16 @@ impl Ledger {
     /// used again once its records are in the store).
     fn take(&self) -> Taken {
         let mut queue = self.lock();
+        // The next batch is likely as long: room for it (up to a busy second's), so its queue
+        // is not grown a record at a time.
+        let room = VecDeque::with_capacity(queue.records.len().min(8_192));
         let journal = queue.journal.take();
         let generation = queue.generation;
         if journal.is_some() {
             queue.generation += 1;
         }
         Taken {
-            batch: Vec::from(std::mem::take(&mut queue.records)),
+            batch: Vec::from(std::mem::replace(&mut queue.records, room)),
             generation,
             journal,
             flushes: std::mem::take(&mut queue.flushes),
