@@ -24,8 +24,9 @@ use super::journal::{self, Journal};
 use super::limits::{Limiter, Metric};
 use super::store::{Dialect, Store};
 
-/// One finished request.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// One finished request. Queued and journaled as its row ([`Entry`]); it reads from JSON too
+/// as an object, the form journals held before rows.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Record {
     /// The request id (`req_…`).
     pub id: String,
@@ -82,7 +83,7 @@ pub struct Record {
     pub replica: String,
     /// What it used of its key's quotas, settled when the record is written (once: a record
     /// written again settles nothing), so a journal replayed after a crash settles too.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[serde(default)]
     pub settles: Vec<Settle>,
 }
 

@@ -904,6 +904,35 @@ fn refusal(
 mod tests {
     use super::*;
 
+    #[test]
+    fn a_metric_is_its_own_place_in_all_and_is_named_alike_in_the_store_and_in_json() {
+        for metric in Metric::ALL {
+            assert_eq!(Metric::ALL[metric as usize], metric);
+            assert_eq!(
+                serde_json::to_string(&metric).unwrap(),
+                format!("\"{}\"", metric.name())
+            );
+        }
+        // Each key's buckets are its own, made on first use.
+        let mut buckets = Buckets::default();
+        buckets.entry("a", Metric::Tpm).local = 5.0;
+        buckets.entry("b", Metric::Tpm).local = 7.0;
+        assert_eq!(buckets.get("a", Metric::Tpm).map(|b| b.local), Some(5.0));
+        assert!(buckets.get("a", Metric::Rpm).is_none());
+        assert!(buckets.get("c", Metric::Tpm).is_none());
+        let all: Vec<(String, Metric, f64)> = buckets
+            .iter_mut()
+            .map(|((key, metric), bucket)| (key.clone(), metric, bucket.local))
+            .collect();
+        assert_eq!(
+            all,
+            [
+                (String::from("a"), Metric::Tpm, 5.0),
+                (String::from("b"), Metric::Tpm, 7.0)
+            ]
+        );
+    }
+
     async fn limiter(name: &str) -> (Arc<Limiter>, std::path::PathBuf) {
         let dir = std::env::temp_dir().join(format!(
             "claude-bridge-limits-{name}-{}-{}",
