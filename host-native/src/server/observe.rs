@@ -28,6 +28,18 @@ use tracing::info;
 
 type Labels = Vec<(&'static str, String)>;
 
+/// A gateway key's counters, taken from their families on first use: a family's lookup makes
+/// its labels (a `String` each) every time, and each request of a key that ended looked up
+/// two to six of them.
+#[derive(Debug, Default)]
+struct KeyCounters {
+    /// By status.
+    requests: Vec<(u16, Counter)>,
+    /// By direction: `input`, `output`, `cache_read`, `cache_write`.
+    tokens: [Option<Counter>; 4],
+    cost: Option<Counter<f64, std::sync::atomic::AtomicU64>>,
+}
+
 /// The process's metrics.
 #[derive(Debug)]
 pub struct Metrics {
@@ -45,6 +57,8 @@ pub struct Metrics {
     key_tokens: Family<Labels, Counter>,
     key_cost: Family<Labels, Counter<f64, std::sync::atomic::AtomicU64>>,
     key_refused: Family<Labels, Counter>,
+    /// Each key's counters in the `key_*` families (per key: bounded by the keys there are).
+    key_counters: std::sync::Mutex<std::collections::HashMap<String, KeyCounters>>,
 }
 
 fn seconds_buckets() -> Histogram {
@@ -149,6 +163,7 @@ impl Metrics {
             key_tokens,
             key_cost,
             key_refused,
+            key_counters: std::sync::Mutex::default(),
         }
     }
 
@@ -160,30 +175,55 @@ impl Metrics {
         usage: &crate::gateway::prices::Usage,
         cost: f64,
     ) {
-        self.key_requests
-            .get_or_create(&vec![
-                ("key", key.to_owned()),
-                ("status", status.to_string()),
-            ])
-            .inc();
-        for (direction, n) in [
+        let mut keys = self
+            .key_counters
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !keys.contains_key(key) {
+            keys.insert(key.to_owned(), KeyCounters::default());
+        }
+        let Some(counters) = keys.get_mut(key) else {
+            return;
+        };
+        let labels =
+            |name: &'static str, value: String| vec![("key", key.to_owned()), (name, value)];
+        match counters.requests.iter().find(|(s, _)| *s == status) {
+            Some((_, requests)) => {
+                requests.inc();
+            }
+            None => {
+                let requests = self
+                    .key_requests
+                    .get_or_create(&labels("status", status.to_string()))
+                    .clone();
+                requests.inc();
+                counters.requests.push((status, requests));
+            }
+        }
+        let directions = [
             ("input", usage.input),
             ("output", usage.output),
             ("cache_read", usage.cache_read),
             ("cache_write", usage.cache_write),
-        ] {
+        ];
+        for ((direction, n), slot) in directions.into_iter().zip(&mut counters.tokens) {
             if n > 0 {
-                self.key_tokens
-                    .get_or_create(&vec![
-                        ("key", key.to_owned()),
-                        ("direction", direction.to_owned()),
-                    ])
-                    .inc_by(n);
+                slot.get_or_insert_with(|| {
+                    self.key_tokens
+                        .get_or_create(&labels("direction", direction.to_owned()))
+                        .clone()
+                })
+                .inc_by(n);
             }
         }
         if cost > 0.0 {
-            self.key_cost
-                .get_or_create(&vec![("key", key.to_owned())])
+            counters
+                .cost
+                .get_or_insert_with(|| {
+                    self.key_cost
+                        .get_or_create(&vec![("key", key.to_owned())])
+                        .clone()
+                })
                 .inc_by(cost);
         }
     }
@@ -677,6 +717,38 @@ impl Drop for OpenStream {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_keys_series_count_every_request_each_status_and_direction_apart_and_only_what_was_used() {
+        let metrics = Metrics::new();
+        let usage = |input, output| crate::gateway::prices::Usage {
+            input,
+            output,
+            ..Default::default()
+        };
+        metrics.key_used("alice", 200, &usage(10, 5), 0.25);
+        metrics.key_used("alice", 200, &usage(1, 0), 0.0);
+        metrics.key_used("alice", 429, &usage(0, 0), 0.0);
+        metrics.key_used("bob", 200, &usage(0, 7), 0.5);
+        let text = metrics.render(&[]);
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("claude_bridge_key_") && !l.contains("_created"))
+            .collect();
+        for expected in [
+            r#"claude_bridge_key_requests_total{key="alice",status="200"} 2"#,
+            r#"claude_bridge_key_requests_total{key="alice",status="429"} 1"#,
+            r#"claude_bridge_key_requests_total{key="bob",status="200"} 1"#,
+            r#"claude_bridge_key_tokens_total{key="alice",direction="input"} 11"#,
+            r#"claude_bridge_key_tokens_total{key="alice",direction="output"} 5"#,
+            r#"claude_bridge_key_tokens_total{key="bob",direction="output"} 7"#,
+            r#"claude_bridge_key_cost_usd_total{key="alice"} 0.25"#,
+            r#"claude_bridge_key_cost_usd_total{key="bob"} 0.5"#,
+        ] {
+            assert!(lines.contains(&expected), "{expected} in {lines:#?}");
+        }
+        assert_eq!(lines.len(), 8, "no series of what was not used: {lines:#?}");
+    }
 
     #[test]
     fn events_are_what_lies_between_blank_lines() {
