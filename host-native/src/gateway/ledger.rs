@@ -138,13 +138,16 @@ impl Entry {
         &self.row
     }
 
-    /// A journal line: a row, or a record as an object (what journals held before rows).
+    /// A journal line: a row (kept as it is), or a record as an object (what journals held
+    /// before rows; made into its row).
     fn read(line: &str) -> Option<Self> {
-        let record = match serde_json::from_str::<Row<'_>>(line) {
-            Ok(row) => row.into_record(),
-            Err(_) => serde_json::from_str::<Record>(line).ok()?,
-        };
-        Self::new(record).ok()
+        match serde_json::from_str::<Row<'_>>(line) {
+            Ok(row) => Some(Self {
+                record: row.into_record(),
+                row: line.to_owned(),
+            }),
+            Err(_) => Self::new(serde_json::from_str::<Record>(line).ok()?).ok(),
+        }
     }
 }
 
