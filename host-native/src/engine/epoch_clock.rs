@@ -1,4 +1,5 @@
-//! The clock behind the guest calls' deadlines, ticking only while a call is in flight.
+//! The clock behind plug-in calls' deadlines, ticking only while a call is in flight (the
+//! embedded core's engine has no deadline, see `wasm.rs`'s `shared_engine`).
 //!
 //! Wasmtime interrupts a guest by epochs: a store's deadline is a number of ticks after the
 //! epoch its call started at, and a thread advances the engine's epoch every [`EPOCH_TICK`]. A
@@ -32,7 +33,7 @@ pub(super) const EPOCH_TICK: Duration = Duration::from_millis(10);
 /// (one per upstream chunk) never wait for a wake-up.
 const PARK_AFTER_TICKS: u32 = 100;
 
-/// The process's clock (one wasmtime engine per process, see `wasm.rs`'s `shared_engine`).
+/// The process's clock (of the one engine for plug-ins, see `wasm.rs`'s `shared_engine`).
 static CLOCK: EpochClock = EpochClock {
     in_flight: AtomicUsize::new(0),
     parked: AtomicBool::new(false),

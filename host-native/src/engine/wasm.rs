@@ -1,7 +1,8 @@
 //! The core as a WASI 0.2 component (`wit/bridge-core.wit`) in wasmtime.
 //!
-//! One process-wide wasmtime [`wasmtime::Engine`] (cranelift, pooling allocator) and one
-//! [`InstancePre`] per component. The embedded core's instances are shared by up to 16 open
+//! Two process-wide wasmtime [`wasmtime::Engine`]s (cranelift, pooling allocator), one for the
+//! embedded core and one for plug-ins, and one [`InstancePre`] per component. Only a plug-in's
+//! calls run against a deadline (see [`shared_engine`]). The embedded core's instances are shared by up to 16 open
 //! streams and reused by the next request's calls ([`super::wasm_pool`]): an instantiation and
 //! its page faults per operation cost more than the call, and an instance's pages per open
 //! stream more than the stream's own state. A plug-in (`--core`) gets a fresh instance for every
@@ -50,8 +51,8 @@ use bindings::{BridgeCore, BridgeCorePre};
 static EMBEDDED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/bridge_core_component.wasm"));
 
-/// How many stores (requests and streams in flight) may exist at once, across all components.
-/// Each takes slots of the pooling allocator; a memory slot is a 4 GiB address-space
+/// How many stores (requests and streams in flight) may exist at once in one engine (the
+/// embedded core's, or the plug-ins'). Each takes slots of the pooling allocator; a memory slot is a 4 GiB address-space
 /// reservation (so wasm needs no bounds checks), which costs address space, not memory.
 /// Past this, new operations fail with a clear `EngineError::Trap` until slots come back.
 const MAX_INSTANCES: u32 = 1000;
@@ -65,7 +66,7 @@ const TABLES_PER_COMPONENT: u32 = 2;
 /// Largest linear memory of one store: the request body (up to Anthropic's 32 MB limit), its
 /// parsed form and the converted body must fit.
 const MAX_MEMORY_BYTES: usize = 512 << 20;
-/// Longest one call into the core may run (in ticks: 2 s). Converting a 32 MB request takes a
+/// Longest one call into a plug-in may run (in ticks: 2 s). Converting a 32 MB request takes a
 /// fraction of that; a guest still running after it (a looping plug-in) is interrupted, so it
 /// cannot hold a server thread (or SIGTERM) for longer.
 const CALL_DEADLINE_TICKS: u64 = 200;
@@ -139,7 +140,7 @@ impl WasmEngine {
     }
 
     fn load(wasm: &[u8], label: &str, plugin: bool) -> Result<Self, EngineError> {
-        let engine = shared_engine()?;
+        let engine = shared_engine(plugin)?;
         let component = load_component(engine, wasm, cache_dir().as_deref())
             .map_err(|e| EngineError::Trap(format!("cannot compile {label}: {e:#}")))?;
         let mut linker = Linker::<StoreState>::new(engine);
@@ -175,9 +176,12 @@ impl WasmEngine {
             wasi: wasi.build(),
             table: ResourceTable::new(),
             output,
+            deadline: self.plugin,
         };
         let mut store = Store::new(self.pre.engine(), state);
-        store.epoch_deadline_trap();
+        if self.plugin {
+            store.epoch_deadline_trap();
+        }
         match self.pre.instantiate(arm(&mut store)) {
             Ok(bindings) => Ok(Instance { store, bindings }),
             Err(e) if format!("{e:#}").contains("maximum concurrent") => {
@@ -193,12 +197,21 @@ impl WasmEngine {
     }
 }
 
-/// The process-wide wasmtime engine: one pool of instance slots for every component.
-fn shared_engine() -> Result<&'static wasmtime::Engine, EngineError> {
-    static ENGINE: OnceLock<Result<wasmtime::Engine, String>> = OnceLock::new();
-    ENGINE
+/// The process-wide wasmtime engine for plug-ins (`plugin`) or for the embedded core, each
+/// with its pool of instance slots.
+///
+/// Only the plug-ins' engine interrupts a call that runs past [`CALL_DEADLINE_TICKS`].
+/// Wasmtime does that by epochs: it compiles a check of the epoch into every function entry
+/// and loop of the guest, and those checks cost the embedded core 15-20% of its time
+/// (docs/benchmarks.md, "No deadline for the embedded core"). The embedded core is this build's own core, the code the
+/// native engine runs with no deadline at all; a plug-in is anybody's code.
+fn shared_engine(plugin: bool) -> Result<&'static wasmtime::Engine, EngineError> {
+    static EMBEDDED: OnceLock<Result<wasmtime::Engine, String>> = OnceLock::new();
+    static PLUGINS: OnceLock<Result<wasmtime::Engine, String>> = OnceLock::new();
+    let engine = if plugin { &PLUGINS } else { &EMBEDDED };
+    engine
         .get_or_init(|| {
-            let mut config = base_config();
+            let mut config = base_config(plugin);
             let mut pool = PoolingAllocationConfig::new();
             pool.total_component_instances(MAX_INSTANCES)
                 .total_core_instances(MAX_INSTANCES * CORE_INSTANCES_PER_COMPONENT)
@@ -214,11 +227,13 @@ fn shared_engine() -> Result<&'static wasmtime::Engine, EngineError> {
             let engine = wasmtime::Engine::new(&config).or_else(|pooled| {
                 // The pool reserves address space up front; where that is not allowed
                 // (a tight `ulimit -v`), allocate each instance on demand instead.
-                wasmtime::Engine::new(&base_config()).map_err(|e| {
+                wasmtime::Engine::new(&base_config(plugin)).map_err(|e| {
                     format!("cannot create the wasmtime engine: {e:#} (with the pooling allocator: {pooled:#})")
                 })
             })?;
-            epoch_clock::start(&engine)?;
+            if plugin {
+                epoch_clock::start(&engine)?;
+            }
             Ok(engine)
         })
         .as_ref()
@@ -246,13 +261,15 @@ fn start_trimming(pool: &Arc<Pool<Instance>>) {
     }
 }
 
-/// `store` for the call about to be made: with a fresh deadline, the epoch clock running until
-/// the call returns (the [`Armed`] is passed by value to it and dropped at its end), and the
-/// guest's kept output cleared (a trap report then shows only this call's, never another
-/// stream's).
+/// `store` for the call about to be made: for a plug-in with a fresh deadline and the epoch
+/// clock running until the call returns (the [`Armed`] is passed by value to it and dropped at
+/// its end), and the guest's kept output cleared (a trap report then shows only this call's,
+/// never another stream's).
 fn arm(store: &mut Store<StoreState>) -> Armed<'_> {
-    let call = epoch_clock::Call::begin();
-    store.set_epoch_deadline(CALL_DEADLINE_TICKS);
+    let call = store.data().deadline.then(|| {
+        store.set_epoch_deadline(CALL_DEADLINE_TICKS);
+        epoch_clock::Call::begin()
+    });
     store.data().output.clear();
     Armed { store, _call: call }
 }
@@ -260,7 +277,7 @@ fn arm(store: &mut Store<StoreState>) -> Armed<'_> {
 /// A store with one guest call in flight on it (see [`arm`]).
 struct Armed<'a> {
     store: &'a mut Store<StoreState>,
-    _call: epoch_clock::Call,
+    _call: Option<epoch_clock::Call>,
 }
 
 impl AsContext for Armed<'_> {
@@ -277,10 +294,11 @@ impl AsContextMut for Armed<'_> {
     }
 }
 
-fn base_config() -> Config {
+/// The engine's configuration; `deadline`: compile the epoch checks a deadline needs.
+fn base_config(deadline: bool) -> Config {
     let mut config = Config::new();
     config
-        .epoch_interruption(true)
+        .epoch_interruption(deadline)
         .strategy(Strategy::Cranelift)
         .cranelift_opt_level(OptLevel::Speed)
         .parallel_compilation(true);
@@ -423,6 +441,9 @@ struct StoreState {
     table: ResourceTable,
     /// The guest's stdout and stderr.
     output: GuestOutput,
+    /// Whether its calls run against [`CALL_DEADLINE_TICKS`] (a plug-in's, see
+    /// [`shared_engine`]).
+    deadline: bool,
 }
 
 impl HasTable for StoreState {
@@ -776,9 +797,37 @@ mod tests {
         what()
     }
 
+    /// The embedded core as a plug-in would be loaded: its calls run against the deadline.
+    fn core_as_plugin() -> WasmEngine {
+        WasmEngine::load(EMBEDDED_COMPONENT, "the core as a plug-in", true).unwrap()
+    }
+
+    #[test]
+    fn only_a_plugins_calls_are_interrupted_at_their_deadline() {
+        // A deadline of no ticks: the first epoch check a call meets interrupts it.
+        let count_with_no_time = |wasm: &WasmEngine| {
+            let mut instance = wasm.instantiate().unwrap();
+            let armed = arm(&mut instance.store);
+            armed.store.set_epoch_deadline(0);
+            instance
+                .bindings
+                .fabstir_bridge_core_translate()
+                .call_count_tokens(armed, REQUEST)
+        };
+        let plugin = count_with_no_time(&core_as_plugin()).unwrap_err();
+        assert_eq!(
+            plugin.downcast_ref::<wasmtime::Trap>(),
+            Some(&wasmtime::Trap::Interrupt),
+            "{plugin:?}"
+        );
+        // The embedded core's engine compiles no epoch checks, so nothing interrupts it.
+        let embedded = count_with_no_time(&WasmEngine::embedded().unwrap()).unwrap();
+        assert!(embedded.is_ok(), "{embedded:?}");
+    }
+
     #[test]
     fn the_epoch_clock_parks_when_no_call_is_in_flight_and_a_call_wakes_it() {
-        let wasm = WasmEngine::embedded().unwrap();
+        let wasm = core_as_plugin();
         let mut instance = wasm.instantiate().unwrap();
         // Other tests of this process make calls too; each resets the idle count, so wait for
         // a quiet second rather than exactly one.
@@ -805,7 +854,7 @@ mod tests {
 
     #[test]
     fn the_compiled_core_is_cached_and_a_bad_cache_entry_is_replaced() {
-        let engine = shared_engine().unwrap();
+        let engine = shared_engine(false).unwrap();
         let dir = TempDir::new("cache-test");
 
         load_component(engine, EMBEDDED_COMPONENT, Some(&dir.0)).unwrap();
@@ -1087,7 +1136,7 @@ mod tests {
     #[ignore = "a measurement, not a check"]
     fn measure() {
         let start = Instant::now();
-        let engine = shared_engine().unwrap();
+        let engine = shared_engine(false).unwrap();
         eprintln!("engine (pooling allocator): {:?}", start.elapsed());
 
         let start = Instant::now();
