@@ -2,11 +2,12 @@
 //!
 //! Two process-wide wasmtime [`wasmtime::Engine`]s (cranelift, pooling allocator), one for the
 //! embedded core and one for plug-ins, and one [`InstancePre`] per component. Only a plug-in's
-//! calls run against a deadline (see [`shared_engine`]). The embedded core's instances are shared by up to 16 open
-//! streams and reused by the next request's calls ([`super::wasm_pool`]): an instantiation and
-//! its page faults per operation cost more than the call, and an instance's pages per open
-//! stream more than the stream's own state. A plug-in (`--core`) gets a fresh instance for every
-//! operation and stream, so a trap in one request cannot affect another.
+//! calls run against a deadline (see [`shared_engine`]). The embedded core's instances are
+//! shared by up to 16 open streams and reused by the next request's calls
+//! ([`super::wasm_pool`]): an instantiation and its page faults per operation cost more than
+//! the call, and an instance's pages per open stream more than the stream's own state. A
+//! plug-in (`--core`) gets a fresh instance for every operation and stream, so a trap in one
+//! request cannot affect another.
 //!
 //! Compiling the component takes tens of milliseconds (much more in a debug build), so the
 //! compiled code is cached on disk (`$XDG_CACHE_HOME/claude-bridge`, else
@@ -52,8 +53,9 @@ static EMBEDDED_COMPONENT: &[u8] =
     include_bytes!(concat!(env!("OUT_DIR"), "/bridge_core_component.wasm"));
 
 /// How many stores (requests and streams in flight) may exist at once in one engine (the
-/// embedded core's, or the plug-ins'). Each takes slots of the pooling allocator; a memory slot is a 4 GiB address-space
-/// reservation (so wasm needs no bounds checks), which costs address space, not memory.
+/// embedded core's, or the plug-ins'). Each takes slots of the pooling allocator; a memory
+/// slot is a 4 GiB address-space reservation (so wasm needs no bounds checks), which costs
+/// address space, not memory.
 /// Past this, new operations fail with a clear `EngineError::Trap` until slots come back.
 const MAX_INSTANCES: u32 = 1000;
 /// Core instances one component may hold: the embedded core has 3 (the core module and the
@@ -203,8 +205,9 @@ impl WasmEngine {
 /// Only the plug-ins' engine interrupts a call that runs past [`CALL_DEADLINE_TICKS`].
 /// Wasmtime does that by epochs: it compiles a check of the epoch into every function entry
 /// and loop of the guest, and those checks cost the embedded core 15-20% of its time
-/// (docs/benchmarks.md, "No deadline for the embedded core"). The embedded core is this build's own core, the code the
-/// native engine runs with no deadline at all; a plug-in is anybody's code.
+/// (docs/benchmarks.md, "No deadline for the embedded core"). The embedded core is this
+/// build's own core, the code the native engine runs with no deadline at all; a plug-in is
+/// anybody's code.
 fn shared_engine(plugin: bool) -> Result<&'static wasmtime::Engine, EngineError> {
     static EMBEDDED: OnceLock<Result<wasmtime::Engine, String>> = OnceLock::new();
     static PLUGINS: OnceLock<Result<wasmtime::Engine, String>> = OnceLock::new();
