@@ -35,7 +35,8 @@
 //!   `text_delta` event from the bridge; a `"content":"w…` chunk from the upstream); for a
 //!   non-streaming answer, the first body byte. Total: to the end of the body. A request counts
 //!   only if it got 200 and a complete answer (`message_stop` / `[DONE]` / a closing `}`).
-//! - Bridge CPU from `/proc/<pid>/stat` (utime + stime, clock ticks) around each scenario; this
+//! - Bridge CPU around each scenario: the sum of its threads' time on a CPU
+//!   (`/proc/<pid>/task/*/sched`, nanoseconds), else `/proc/<pid>/stat` (clock ticks); this
 //!   process's own CPU too (`gen CPU`: near 100% would mean the generator side was the limit).
 //! - RSS: the bridge's `VmRSS` after start and one request of each kind, small and 292 KB,
 //!   streamed and not; again `BENCH_PROXY_IDLE_WAIT` seconds later (36: idle, after the wasm
@@ -51,7 +52,7 @@
 //! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_LARGE_TOOLS` (20: the fixture's 12 tools, then
 //! copies of them; fewer takes its first ones), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
 //! (an engine written `wasm@/path/to/claude-bridge` runs that binary: a build before a change),
-//! `BENCH_PROXY_GATEWAY_ROUNDS` (5: alternating rounds of a `+sqlite`, `+postgres` or `+config`
+//! `BENCH_PROXY_GATEWAY_ROUNDS` (9: alternating rounds of a `+sqlite`, `+postgres` or `+config`
 //! engine against its plain one, small streams, each result the median of its rounds),
 //! `BENCH_PROXY_PAIRS`
 //! (`native:wasm`: `baseline:subject` engine pairs measured the same way on the small, paced and
@@ -607,6 +608,61 @@ impl Paired {
     }
 }
 
+/// What a process has run so far: each thread's time on a CPU in nanoseconds where the
+/// kernel shows it (`se.sum_exec_runtime` in `/proc/<pid>/task/<tid>/sched`), and utime + stime
+/// in clock ticks (`/proc/<pid>/stat`, 10 ms each: a scenario of 200 requests at 0.6 ms each
+/// is 12 ticks, so a tick more or less moved its CPU per request by 8%).
+struct CpuSample {
+    threads: Option<std::collections::HashMap<String, u64>>,
+    ticks: Option<u64>,
+}
+
+impl CpuSample {
+    fn take(pid: &str) -> Self {
+        Self {
+            threads: thread_cpu_ns(pid),
+            ticks: cpu_ticks(pid),
+        }
+    }
+
+    /// Seconds run from `self` to `later`: by threads when both have them (a thread that ended
+    /// between the two loses its time since `self`; one that began counts from zero), else by
+    /// ticks.
+    fn seconds_until(&self, later: &Self, tck: f64) -> Option<f64> {
+        if let (Some(before), Some(after)) = (&self.threads, &later.threads) {
+            let ns: u64 = after
+                .iter()
+                .map(|(tid, ns)| ns.saturating_sub(before.get(tid).copied().unwrap_or(0)))
+                .sum();
+            return Some(ns as f64 / 1e9);
+        }
+        Some(later.ticks?.saturating_sub(self.ticks?) as f64 / tck)
+    }
+}
+
+/// Each thread's `se.sum_exec_runtime` (milliseconds with six decimals), in nanoseconds; `None`
+/// where the kernel has no such files (no `CONFIG_SCHED_DEBUG`).
+fn thread_cpu_ns(pid: &str) -> Option<std::collections::HashMap<String, u64>> {
+    let mut threads = std::collections::HashMap::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let task = task.ok()?;
+        // A thread that ended since the directory was read is skipped.
+        let Ok(sched) = std::fs::read_to_string(task.path().join("sched")) else {
+            continue;
+        };
+        let ms = sched
+            .lines()
+            .find_map(|l| l.strip_prefix("se.sum_exec_runtime"))?
+            .trim_start_matches([' ', ':'])
+            .trim();
+        let (whole, fraction) = ms.split_once('.').unwrap_or((ms, "0"));
+        let fraction = format!("{fraction:0<6}");
+        let ns = whole.parse::<u64>().ok()? * 1_000_000 + fraction.get(..6)?.parse::<u64>().ok()?;
+        threads.insert(task.file_name().to_string_lossy().into_owned(), ns);
+    }
+    Some(threads)
+}
+
 /// utime + stime of a process, in clock ticks.
 fn cpu_ticks(pid: &str) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
@@ -826,11 +882,11 @@ async fn run(
     }
     let (senders, _, _) = pass(senders, target, body, streaming_answer, sc.concurrency).await;
     let pid = bridge_pid.map(|p| p.to_string());
-    let bridge0 = pid.as_deref().and_then(cpu_ticks);
-    let self0 = cpu_ticks("self");
+    let bridge0 = pid.as_deref().map(CpuSample::take);
+    let self0 = CpuSample::take("self");
     let (senders, shots, wall) = pass(senders, target, body, streaming_answer, sc.requests).await;
-    let bridge1 = pid.as_deref().and_then(cpu_ticks);
-    let self1 = cpu_ticks("self");
+    let bridge1 = pid.as_deref().map(CpuSample::take);
+    let self1 = CpuSample::take("self");
     drop(senders);
     let good: Vec<&Shot> = shots.iter().filter(|s| s.ok).collect();
     let mut ttft: Vec<f64> = good.iter().map(|s| ms(s.ttft)).collect();
@@ -839,13 +895,10 @@ async fn run(
     total.sort_by(f64::total_cmp);
     let wall_s = wall.as_secs_f64();
     let bridge_cpu_s = match (bridge0, bridge1) {
-        (Some(a), Some(b)) => Some((b.saturating_sub(a)) as f64 / tck),
+        (Some(a), Some(b)) => a.seconds_until(&b, tck),
         _ => None,
     };
-    let self_cpu_s = match (self0, self1) {
-        (Some(a), Some(b)) => Some((b.saturating_sub(a)) as f64 / tck),
-        _ => None,
-    };
+    let self_cpu_s = self0.seconds_until(&self1, tck);
     Ok(json!({
         "mode": if sc.streaming { "stream" } else { "json" },
         "size": sc.size,
@@ -1400,7 +1453,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     // The same, measured the way the issue's targets read (small streams): in alternating
     // rounds (plain first, then the gateway first, …) so that drift in the machine's speed
     // over the run falls on both, each target's result the median of its rounds.
-    let rounds: usize = env_or("BENCH_PROXY_GATEWAY_ROUNDS", 5);
+    let rounds: usize = env_or("BENCH_PROXY_GATEWAY_ROUNDS", 9);
     let mut paired = serde_json::Map::new();
     let body_of = |size: &str| {
         bodies
