@@ -177,6 +177,19 @@ pub(crate) fn write_str(out: &mut String, text: &str) {
 /// which serde_json writes as it is, and so does this writer (compact only if the text is).
 const RAW_VALUE: &str = "$serde_json::private::RawValue";
 
+/// `text`, JSON this crate wrote itself, serialized as a `RawValue` is: written as it is by
+/// this writer and by serde_json's (read back by `serde_json::to_value`), without the parse a
+/// `RawValue` makes to check its text when it is made.
+pub(crate) fn serialize_raw<S: ser::Serializer>(
+    text: &str,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::SerializeStruct as _;
+    let mut raw = serializer.serialize_struct(RAW_VALUE, 1)?;
+    raw.serialize_field(RAW_VALUE, text)?;
+    raw.end()
+}
+
 /// A serializer writing compact JSON into `out`.
 struct Writer<'a> {
     out: &'a mut String,

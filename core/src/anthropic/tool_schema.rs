@@ -60,14 +60,22 @@ impl ToolSchema {
     /// byte for byte what `clean_schema` of the parsed schema writes.
     #[must_use]
     pub fn cleaned(&self, strict: bool) -> CleanedSchema {
+        self.cleaned_counted(strict).0
+    }
+
+    /// [`Self::cleaned`], and [`Self::json_chars`] counted in the same pass.
+    #[must_use]
+    pub fn cleaned_counted(&self, strict: bool) -> (CleanedSchema, usize) {
         let one_pass = (!strict)
             .then(|| Pass::whole(self.0.get(), Place::Schema, true))
             .flatten();
-        let text = match one_pass {
-            Some((_, text)) => text,
-            None => clean_schema(self.to_value(), strict).to_string(),
-        };
-        CleanedSchema(raw(text))
+        match one_pass {
+            Some((chars, text)) => (CleanedSchema(text), chars),
+            None => (
+                CleanedSchema(clean_schema(self.to_value(), strict).to_string()),
+                self.json_chars(),
+            ),
+        }
     }
 
     /// Its size as the token estimate counts a JSON value (`tokens::json_chars` of the parsed
@@ -80,14 +88,17 @@ impl ToolSchema {
 }
 
 /// A schema as it goes upstream: compact JSON text, written into a request body as it is.
+///
+/// The text is JSON by construction (written by [`Pass`] from checked JSON, or by serde_json),
+/// so unlike a `RawValue` it is not parsed again to check it.
 #[derive(Debug, Clone)]
-pub struct CleanedSchema(Box<RawValue>);
+pub struct CleanedSchema(String);
 
 impl CleanedSchema {
     /// The JSON text.
     #[must_use]
     pub fn get(&self) -> &str {
-        self.0.get()
+        &self.0
     }
 }
 
@@ -99,7 +110,7 @@ impl PartialEq for CleanedSchema {
 
 impl Serialize for CleanedSchema {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        self.0.serialize(serializer)
+        crate::compact_json::serialize_raw(&self.0, serializer)
     }
 }
 
@@ -172,6 +183,9 @@ struct Pass<'a> {
     at: usize,
     write: bool,
     out: String,
+    /// The keys of the objects open at the cursor, outermost first (one list for all of them,
+    /// not one allocated per object).
+    keys: Vec<Cow<'a, str>>,
 }
 
 impl<'a> Pass<'a> {
@@ -181,6 +195,7 @@ impl<'a> Pass<'a> {
             at: 0,
             write,
             out: String::with_capacity(if write { text.len() } else { 0 }),
+            keys: Vec::new(),
         }
     }
 
@@ -352,7 +367,8 @@ impl<'a> Pass<'a> {
         self.at += 1;
         self.push("{");
         let mut chars = 2;
-        let mut keys: Vec<Cow<'a, str>> = Vec::new();
+        // This object's keys are `self.keys[first..]`.
+        let first = self.keys.len();
         let mut written = 0;
         if self.peek() == Some(b'}') {
             self.at += 1;
@@ -363,7 +379,7 @@ impl<'a> Pass<'a> {
                 }
                 let key = self.string()?;
                 // A key twice: the parsed form keeps the last value at the first place.
-                if keys.contains(&key) {
+                if self.keys[first..].contains(&key) {
                     return Err(Declined);
                 }
                 if self.peek() != Some(b':') {
@@ -390,7 +406,7 @@ impl<'a> Pass<'a> {
                 let value = self.value(member);
                 self.write = write;
                 chars += key.len() + 3 + value?;
-                keys.push(key);
+                self.keys.push(key);
                 match self.peek() {
                     Some(b',') => self.at += 1,
                     Some(b'}') => {
@@ -402,7 +418,9 @@ impl<'a> Pass<'a> {
             }
         }
         self.push("}");
-        Ok(chars + keys.len())
+        let count = self.keys.len() - first;
+        self.keys.truncate(first);
+        Ok(chars + count)
     }
 }
 
@@ -439,6 +457,12 @@ mod tests {
         let (cleaned, chars) = parsed(text, false);
         assert_eq!(s.cleaned(false).get(), cleaned, "{text}");
         assert_eq!(s.json_chars(), chars, "{text}");
+        let (counted_text, counted) = s.cleaned_counted(false);
+        assert_eq!(
+            (counted_text.get(), counted),
+            (cleaned.as_str(), chars),
+            "{text}"
+        );
         assert_eq!(
             crate::compact_json::to_string(&s).unwrap(),
             s.to_value().to_string()
@@ -479,6 +503,10 @@ mod tests {
         let (strict, _) = parsed(text, true);
         assert_eq!(schema(text).cleaned(true).get(), strict);
         assert_eq!(strict, r#"{"type":"string"}"#);
+        // Counted all the same, for the token estimate.
+        let chars = parsed(text, false).1;
+        assert_eq!(schema(text).cleaned_counted(false).1, chars);
+        assert_eq!(schema(text).cleaned_counted(true).1, chars);
     }
 
     /// A repaired history is read again from its parsed form (`repair::parse_and_repair`).
@@ -488,6 +516,34 @@ mod tests {
             serde_json::from_value(json!({"$schema": "x", "type": "object"})).unwrap();
         assert_eq!(from_value.cleaned(false).get(), r#"{"type":"object"}"#);
         assert!(from_value.is_object());
+    }
+
+    /// Written into a body as it is, by this crate's writer and by serde_json's (text and
+    /// `Value`), as a `RawValue` would be.
+    #[test]
+    fn a_cleaned_schema_is_written_as_its_text() {
+        let cleaned = schema(r#"{"$schema":"x","type":"object","n":[1.5,2]}"#).cleaned(false);
+        let body = json!({"type": "object", "n": [1.5, 2]});
+        let wrapped = |text: String| format!(r#"{{"parameters":{text}}}"#);
+        #[derive(Serialize)]
+        struct Function<'a> {
+            parameters: &'a CleanedSchema,
+        }
+        let function = Function {
+            parameters: &cleaned,
+        };
+        assert_eq!(
+            crate::compact_json::to_string(&function).unwrap(),
+            wrapped(body.to_string())
+        );
+        assert_eq!(
+            serde_json::to_string(&function).unwrap(),
+            wrapped(body.to_string())
+        );
+        assert_eq!(
+            serde_json::to_value(&function).unwrap(),
+            json!({"parameters": body})
+        );
     }
 
     #[test]

@@ -15,7 +15,7 @@
 use crate::anthropic::tool_schema::{ToolSchema, json_chars};
 
 use crate::anthropic::request::parse_request;
-use crate::anthropic::request::{Block, Content, KnownBlock, MessagesRequest};
+use crate::anthropic::request::{Block, Content, KnownBlock, MessagesRequest, Tool};
 use crate::error::RequestError;
 
 const CHARS_PER_TOKEN: usize = 4;
@@ -33,7 +33,34 @@ pub fn count_request_tokens(request: &[u8]) -> Result<u32, RequestError> {
 /// Estimate for a parsed request.
 #[must_use]
 pub fn estimate_request(req: &MessagesRequest) -> u32 {
-    let mut chars = 0usize;
+    let mut tools = ToolChars::default();
+    for tool in req.tools.iter().flatten() {
+        tools.add(
+            tool,
+            tool.input_schema.as_ref().map_or(0, ToolSchema::json_chars),
+        );
+    }
+    estimate_with_tools(req, &tools)
+}
+
+/// What the tools of a request add to its estimate, counted by a translator as it converts
+/// each one: cleaning a schema for the upstream counts it in the same pass
+/// ([`ToolSchema::cleaned_counted`]), so the schema text is read once, not twice.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct ToolChars(usize);
+
+impl ToolChars {
+    /// `tool`, whose schema is `schema_chars` long as the estimate counts it (0 for none).
+    pub fn add(&mut self, tool: &Tool, schema_chars: usize) {
+        self.0 += tool.name.len() + tool.description.as_ref().map_or(0, String::len) + schema_chars;
+    }
+}
+
+/// [`estimate_request`] with the tools already counted: `req.tools` is not read (a translator
+/// has moved them into its body by now).
+#[must_use]
+pub fn estimate_with_tools(req: &MessagesRequest, tools: &ToolChars) -> u32 {
+    let mut chars = tools.0;
     let mut extra = 0usize;
     if let Some(system) = &req.system {
         chars += content_chars(system, &mut extra);
@@ -41,11 +68,6 @@ pub fn estimate_request(req: &MessagesRequest) -> u32 {
     for message in &req.messages {
         extra += PER_MESSAGE;
         chars += content_chars(&message.content, &mut extra);
-    }
-    for tool in req.tools.iter().flatten() {
-        chars += tool.name.len();
-        chars += tool.description.as_ref().map_or(0, String::len);
-        chars += tool.input_schema.as_ref().map_or(0, ToolSchema::json_chars);
     }
     let tokens = chars.div_ceil(CHARS_PER_TOKEN) + extra;
     u32::try_from(tokens.max(1)).unwrap_or(u32::MAX)

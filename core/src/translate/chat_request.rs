@@ -28,6 +28,7 @@ use crate::anthropic::request::{
 use crate::error::RequestError;
 use crate::openai::chat::{ChatFunction, ChatMessage, ChatRequest, ChatTool};
 use crate::server_tools::hosted::{HostedSearch, history_text, is_search_block};
+use crate::tokens::ToolChars;
 use crate::translate::tool_names::ToolNames;
 
 /// How to shape the upstream request (set by the host from flags and routes).
@@ -152,9 +153,10 @@ pub fn convert(request: &[u8], options: &ConvertOptions) -> Result<ConvertedRequ
     }
     fold_mid_conversation_system(&mut messages, mid_system);
 
-    // Counted before the tools are moved out of the request into the body.
-    let input_tokens_estimate = crate::tokens::estimate_request(&req);
-    let (tools, web_search) = convert_tools(req.tools.take(), options, &mut warnings);
+    let mut tool_chars = ToolChars::default();
+    let (tools, web_search) =
+        convert_tools(req.tools.take(), options, &mut tool_chars, &mut warnings);
+    let input_tokens_estimate = crate::tokens::estimate_with_tools(&req, &tool_chars);
     let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
     } else if options.drop_tool_choice {
@@ -615,9 +617,12 @@ fn convert_assistant(
 }
 
 /// The function tools, and OpenRouter's web search for the client's (its name returned).
+/// The tools as functions (each schema cleaned, and counted into `chars` in the same pass), and
+/// the name of a web search tool the upstream runs itself.
 fn convert_tools(
     tools: Option<Vec<Tool>>,
     options: &ConvertOptions,
+    chars: &mut ToolChars,
     warnings: &mut Vec<String>,
 ) -> (Option<Vec<ChatTool>>, Option<String>) {
     let Some(tools) = tools else {
@@ -625,7 +630,12 @@ fn convert_tools(
     };
     let mut out = Vec::with_capacity(tools.len());
     let mut web_search = None;
-    for tool in tools {
+    for mut tool in tools {
+        let cleaned = tool
+            .input_schema
+            .take()
+            .map(|schema| schema.cleaned_counted(options.strict_schemas));
+        chars.add(&tool, cleaned.as_ref().map_or(0, |(_, n)| *n));
         let hosted = options
             .hosted_web_search
             .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
@@ -635,7 +645,7 @@ fn convert_tools(
             web_search = Some(tool.name.clone());
             continue;
         }
-        let Some(schema) = tool.input_schema else {
+        let Some((parameters, _)) = cleaned else {
             warnings.push(format!(
                 "tool {:?} ({}) dropped: server tools have no Chat Completions equivalent",
                 tool.name,
@@ -648,7 +658,7 @@ fn convert_tools(
             function: ChatFunction {
                 name: tool.name,
                 description: tool.description,
-                parameters: schema.cleaned(options.strict_schemas),
+                parameters,
             },
         });
     }
@@ -747,6 +757,40 @@ fn response_format(format: &Value) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each tool's schema is counted as it is cleaned (one pass), and the estimate is the one
+    /// `tokens::estimate_request` makes of the whole request, for both OpenAI translators and
+    /// with a schema that goes through the parsed form (a key twice, strict cleaning).
+    #[test]
+    fn the_estimate_counts_the_tools_as_they_are_converted() {
+        let req = br#"{"model":"m","max_tokens":5,"system":"be brief",
+            "messages":[{"role":"user","content":"hello there"}],
+            "tools":[
+              {"name":"Read","description":"Reads a file.","input_schema":{"$schema":"x",
+                "type":"object","properties":{"path":{"type":"string","description":"caf\u00e9"}}}},
+              {"name":"twice","input_schema":{"type":"object","type":"object","format":"uri"}},
+              {"type":"web_search_20250305","name":"web_search","max_uses":2}]}"#;
+        let whole = crate::tokens::count_request_tokens(req).unwrap();
+        let without_tools = crate::tokens::count_request_tokens(
+            br#"{"model":"m","max_tokens":5,"system":"be brief",
+            "messages":[{"role":"user","content":"hello there"}]}"#,
+        )
+        .unwrap();
+        assert!(whole > without_tools + 20, "{whole} {without_tools}");
+        for strict in [false, true] {
+            let options = ConvertOptions {
+                strict_schemas: strict,
+                ..ConvertOptions::default()
+            };
+            assert_eq!(convert(req, &options).unwrap().input_tokens_estimate, whole);
+            let responses = crate::translate::responses_request::ResponsesOptions {
+                strict_schemas: strict,
+                ..Default::default()
+            };
+            let converted = crate::translate::responses_request::convert(req, &responses).unwrap();
+            assert_eq!(converted.input_tokens_estimate, whole);
+        }
+    }
 
     fn roles_and_text(options: &ConvertOptions) -> Vec<(String, String)> {
         let req = br#"{"model":"m","max_tokens":5,"messages":[

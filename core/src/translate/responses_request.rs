@@ -65,6 +65,7 @@ use crate::openai::responses::{
 use crate::server_tools::hosted::{
     HostedSearch, history_text, is_search_block, result_pages, upstream_search_id,
 };
+use crate::tokens::ToolChars;
 use crate::translate::chat_request::ConvertedRequest;
 
 /// The Responses API refuses a smaller `max_output_tokens`.
@@ -138,8 +139,6 @@ pub fn convert(
     let (mut req, warnings) =
         crate::anthropic::fields::read_for_translation(request, options.require_max_tokens)?;
     let tool_names = crate::translate::tool_names::rename_request(&mut req);
-    // Counted before the tools are moved out of the request into the body.
-    let input_tokens_estimate = crate::tokens::estimate_request(&req);
     let mut warnings = Warnings(warnings);
     let instructions = req
         .system
@@ -165,11 +164,13 @@ pub fn convert(
             }
         }
     }
+    let mut tool_chars = ToolChars::default();
     let Tools {
         tools,
         max_tool_calls,
         web_search,
-    } = tools(req.tools.take(), options, &mut warnings);
+    } = tools(req.tools.take(), options, &mut tool_chars, &mut warnings);
+    let input_tokens_estimate = crate::tokens::estimate_with_tools(&req, &tool_chars);
     let (tool_choice, parallel_tool_calls) = if tools.is_none() {
         (None, None)
     } else if options.drop_tool_choice {
@@ -557,15 +558,23 @@ struct Tools {
     web_search: Option<String>,
 }
 
+/// The tools as functions (each schema cleaned, and counted into `chars` in the same pass),
+/// and the web search the upstream runs itself.
 fn tools(
     tools: Option<Vec<AnthropicTool>>,
     options: &ResponsesOptions,
+    chars: &mut ToolChars,
     warnings: &mut Warnings,
 ) -> Tools {
     let mut out = Vec::new();
     let mut max_tool_calls = None;
     let mut web_search = None;
-    for tool in tools.unwrap_or_default() {
+    for mut tool in tools.unwrap_or_default() {
+        let cleaned = tool
+            .input_schema
+            .take()
+            .map(|schema| schema.cleaned_counted(options.strict_schemas));
+        chars.add(&tool, cleaned.as_ref().map_or(0, |(_, n)| *n));
         let hosted = options
             .hosted_web_search
             .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
@@ -576,7 +585,7 @@ fn tools(
             web_search = Some(tool.name.clone());
             continue;
         }
-        let Some(schema) = tool.input_schema else {
+        let Some((parameters, _)) = cleaned else {
             warnings.add(format!(
                 "tool {:?} ({}) dropped: server tools have no Responses function equivalent",
                 tool.name,
@@ -588,7 +597,7 @@ fn tools(
             kind: "function",
             name: tool.name,
             description: tool.description,
-            parameters: schema.cleaned(options.strict_schemas),
+            parameters,
             strict: false,
         }));
     }

@@ -23,7 +23,13 @@ use crate::error::RequestError;
 /// # Errors
 /// [`RequestError`] naming the field and what to send instead.
 pub fn parse_request(request: &[u8]) -> Result<MessagesRequest, RequestError> {
-    match serde_json::from_slice::<MessagesRequest>(request) {
+    // Read as text when it is UTF-8 (as every client sends it): one check of the whole body,
+    // where reading bytes checks each string again on its own.
+    let parsed = match std::str::from_utf8(request) {
+        Ok(text) => serde_json::from_str::<MessagesRequest>(text),
+        Err(_) => serde_json::from_slice::<MessagesRequest>(request),
+    };
+    match parsed {
         Ok(req) => validate(req),
         Err(first) => Err(explain(request, &first)),
     }
