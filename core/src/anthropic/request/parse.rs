@@ -23,13 +23,14 @@ use crate::error::RequestError;
 /// # Errors
 /// [`RequestError`] naming the field and what to send instead.
 pub fn parse_request(request: &[u8]) -> Result<MessagesRequest, RequestError> {
-    // Read as text when it is UTF-8 (as every client sends it): one check of the whole body,
-    // where reading bytes checks each string again on its own.
-    let parsed = match std::str::from_utf8(request) {
-        Ok(text) => serde_json::from_str::<MessagesRequest>(text),
-        Err(_) => serde_json::from_slice::<MessagesRequest>(request),
+    // Read as text: one check of the whole body, where reading bytes checks each string on
+    // its own (and a second reader of bytes would be a second copy of the request's reader in
+    // the wasm builds). A body that is not UTF-8 is explained from its bytes.
+    let text = match std::str::from_utf8(request) {
+        Ok(text) => text,
+        Err(not_utf8) => return Err(explain(request, &not_utf8)),
     };
-    match parsed {
+    match serde_json::from_str::<MessagesRequest>(text) {
         Ok(req) => validate(req),
         Err(first) => Err(explain(request, &first)),
     }
@@ -132,7 +133,7 @@ fn check_blocks(content: &Content, at: &str) -> Result<(), RequestError> {
 /// A top-level field, the test its value must pass, and what to say when it does not.
 type FieldCheck = (&'static str, fn(&Value) -> bool, &'static str);
 
-fn explain(request: &[u8], first: &serde_json::Error) -> RequestError {
+fn explain(request: &[u8], first: &dyn std::fmt::Display) -> RequestError {
     let value: Value = match serde_json::from_slice(request) {
         Ok(v) => v,
         Err(e) => return RequestError::Json(e.to_string()),
@@ -221,6 +222,27 @@ fn explain(request: &[u8], first: &serde_json::Error) -> RequestError {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A body that is not UTF-8 is refused as serde_json reads it, naming where; a string
+    /// with an escape still reads (it is read as text now, not as bytes).
+    #[test]
+    fn a_body_that_is_not_utf8_is_refused_saying_where() {
+        let mut body =
+            br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"h"#.to_vec();
+        body.push(0xff);
+        body.extend_from_slice(br#""}]}"#);
+        match parse_request(&body) {
+            Err(RequestError::Json(message)) => {
+                assert!(message.contains("line 1 column"), "{message}");
+            }
+            other => panic!("{other:?}"),
+        }
+        let ok = parse_request(
+            br#"{"model":"m","max_tokens":5,"messages":[{"role":"user","content":"caf\u00e9 \ud83d\ude00"}]}"#,
+        )
+        .unwrap();
+        assert!(matches!(&ok.messages[0].content, Content::Text(t) if t == "caf\u{e9} \u{1f600}"));
+    }
 
     #[test]
     fn what_the_messages_api_refuses_is_refused_naming_the_field() {
