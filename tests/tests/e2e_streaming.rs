@@ -347,6 +347,18 @@ async fn client_disconnect_cancels_the_upstream_stream() {
         upstream.completed_streams(),
         ctx(&r, &upstream, &bridge)
     );
+    // The request that lost its client is on record all the same: its line, once.
+    let mut waited = Duration::ZERO;
+    while !bridge.log().contains("request done") && waited < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        waited += Duration::from_millis(100);
+    }
+    let log = bridge.log();
+    assert_eq!(log.matches("request done").count(), 1, "{log}");
+    assert!(
+        log.contains("client disconnected; upstream request cancelled"),
+        "{log}"
+    );
     // And the bridge still serves.
     let upstream_ok = Upstream::always(text_stream(&["ok"])).await.unwrap();
     drop(upstream_ok);
