@@ -5,10 +5,9 @@
 //! buffering), `ping` events while the client has received nothing for `ping_interval`, and —
 //! when nothing reached the client for `idle_timeout` — a well-formed `error` event written by
 //! the source's translator. Non-streaming clients get the same stream folded into one message by
-//! the core ([`SseFolder`]). A streamed answer is relayed by its response body, in the task that
-//! writes it to the client ([`super::body::relayed`]): a client that disconnects drops the body
-//! and the relay in it, and with it the source and the upstream request (its connection closed,
-//! a Fabstir prompt cancelled); the request's line is written then ([`Ending`]).
+//! the core ([`SseFolder`]). A client that disconnects drops the response body; the relay's next
+//! send fails, the source is dropped, and with it the upstream request (its connection closed, a
+//! Fabstir prompt cancelled).
 //!
 //! ```text
 //!   Answer::Complete ─────────────────────────────────────────► JSON as the upstream sent it
@@ -51,7 +50,7 @@ const PING: &[u8] = b"event: ping\ndata: {\"type\":\"ping\"}\n\n";
 /// Keep-alive for OpenAI clients: an SSE comment (their SDKs skip comments).
 const COMMENT_PING: &[u8] = b": ping\n\n";
 
-/// Chunks the relay may queue ahead of what the client's connection took before it waits.
+/// Chunks buffered between the relay task and a slow client before the relay waits.
 const CHANNEL_DEPTH: usize = 64;
 
 /// Most SSE a non-streaming answer may fold before it is ended with an error (an endless
@@ -136,22 +135,22 @@ impl Relay {
                 // A relay that panics never reaches its line: this copy writes it instead.
                 let panicked_outcome = outcome.clone();
                 let relay = AssertUnwindSafe(self.stream(source, out, outcome)).catch_unwind();
-                // Run by the response body as the client's connection writes it (see
-                // `super::body`), not by a task of its own.
-                let relay = async move {
-                    if let Err(panic) = relay.await {
-                        error!(panic = panic_message(&*panic), "relaying a stream panicked");
-                        let _ = on_panic.send(Bytes::from(panic_sse)).await;
-                        if let Some(outcome) = panicked_outcome {
-                            outcome
-                                .finish(200, &Tally::failed(ErrorKind::Api.as_str(), RELAY_FAILED));
+                tokio::spawn(
+                    async move {
+                        if let Err(panic) = relay.await {
+                            error!(panic = panic_message(&*panic), "relaying a stream panicked");
+                            let _ = on_panic.send(Bytes::from(panic_sse)).await;
+                            if let Some(outcome) = panicked_outcome {
+                                outcome.finish(
+                                    200,
+                                    &Tally::failed(ErrorKind::Api.as_str(), RELAY_FAILED),
+                                );
+                            }
                         }
                     }
-                }
-                .instrument(span);
-                let mut response = Response::new(super::body::relayed(rx, relay));
-                super::sse_headers(response.headers_mut());
-                response
+                    .instrument(span),
+                );
+                super::sse_response(rx)
             }
         }
     }
@@ -246,22 +245,17 @@ impl Relay {
 
     /// Relay to a streaming client until the answer ends or the client leaves; then the
     /// request's line.
-    async fn stream(self, source: Box<dyn EventSource>, out: Outbound, outcome: Option<Outcome>) {
+    async fn stream(
+        self,
+        source: Box<dyn EventSource>,
+        mut out: Outbound,
+        mut outcome: Option<Outcome>,
+    ) {
         let _open = OpenStream::open();
-        let mut ending = Ending {
-            out,
-            outcome,
-            tally: Tally::default(),
-            started: Instant::now(),
-        };
-        let Ending {
-            out,
-            outcome,
-            tally,
-            ..
-        } = &mut ending;
-        self.stream_source(source, out, tally, outcome).await;
-        ending.end();
+        let mut tally = Tally::default();
+        self.stream_source(source, &mut out, &mut tally, &mut outcome)
+            .await;
+        end_request(&mut outcome, &out, &mut tally);
     }
 
     async fn stream_source(
@@ -379,34 +373,6 @@ impl Relay {
             "the upstream sent nothing for {} s (--idle-timeout)",
             self.idle_timeout.as_secs()
         )
-    }
-}
-
-/// A streamed answer's end: its line and ledger record, written when the relay returns, or
-/// when it is dropped before (the client left: hyper dropped the response body that ran it).
-struct Ending {
-    out: Outbound,
-    outcome: Option<Outcome>,
-    tally: Tally,
-    started: Instant,
-}
-
-impl Ending {
-    fn end(&mut self) {
-        end_request(&mut self.outcome, &self.out, &mut self.tally);
-    }
-}
-
-impl Drop for Ending {
-    fn drop(&mut self) {
-        // A relay that panicked has its line written by the copy that caught the panic.
-        if self.outcome.is_some() && !std::thread::panicking() {
-            info!(
-                ms = self.started.elapsed().as_millis() as u64,
-                "client disconnected; upstream request cancelled"
-            );
-            self.end();
-        }
     }
 }
 
