@@ -616,9 +616,8 @@ fn convert_assistant(
     });
 }
 
-/// The function tools, and OpenRouter's web search for the client's (its name returned).
-/// The tools as functions (each schema cleaned, and counted into `chars` in the same pass), and
-/// the name of a web search tool the upstream runs itself.
+/// The function tools (each schema cleaned, and counted into `chars` in the same pass), and
+/// OpenRouter's web search for the client's (its name returned).
 fn convert_tools(
     tools: Option<Vec<Tool>>,
     options: &ConvertOptions,
