@@ -49,7 +49,8 @@
 //! requests per small scenario, 3000; at least twice the concurrency), `BENCH_PROXY_LARGE_REQUESTS`
 //! (per 300 KB scenario, 500), `BENCH_PROXY_PACED_REQUESTS` (per paced scenario, 300),
 //! `BENCH_PROXY_PACE_US` (1000), `BENCH_PROXY_HOLD` (512), `BENCH_PROXY_ENGINES` (`native,wasm`),
-//! `BENCH_PROXY_LARGE_KB` (300), `BENCH_PROXY_LARGE_TOOLS` (20: the fixture's 12 tools, then
+//! `BENCH_PROXY_LARGE_KB` (300: the size counts the fixture's own messages twice, so it makes
+//! 292 KB, the size every published run used), `BENCH_PROXY_LARGE_TOOLS` (20: the fixture's 12 tools, then
 //! copies of them; fewer takes its first ones), `BENCH_PROXY_IDLE_WAIT` (seconds, 36),
 //! (an engine written `wasm@/path/to/claude-bridge` runs that binary: a build before a change),
 //! `BENCH_PROXY_GATEWAY_ROUNDS` (9: alternating rounds of a `+sqlite`, `+postgres` or `+config`
@@ -1014,6 +1015,8 @@ fn claude_code_request(bytes: usize, tool_count: usize, stream: bool) -> Result<
         .cloned()
         .ok_or_else(|| err("fixture request has no messages"))?;
     // The fixture ends with the user's tool result; the grown history goes on from there.
+    // (The size below counts the fixture's messages twice, in `req` and in `messages`: kept, so
+    // the default still makes the 292 KB request every published run used.)
     let file: String = (0..80)
         .map(|l| {
             format!("    let value_{l:03} = compute(input, {l}); // line {l:03} of the file\n")
