@@ -57,6 +57,8 @@ const KNOWN_EXTRA: &[&str] = &[
     "inference_geo",
     "cache_control",
     "speed",
+    // Claude Code's auto mode: `[{type, classifier_context}]` for Anthropic's classifiers.
+    "safeguards",
 ];
 
 /// Fields an OpenAI client's JSON schema brings into `output_config.format` (the schema's `name`
@@ -142,7 +144,8 @@ mod tests {
     fn only_fields_the_api_does_not_define_are_named() {
         let (_, warnings) = read(
             r#"{"model":"m","max_tokens":9,"messages":[{"role":"user","content":"q"}],"metadata":{"user_id":"u"},
-            "context_management":{},"service_tier":"auto","top_logprobs":3}"#,
+            "context_management":{},"service_tier":"auto","top_logprobs":3,
+            "safeguards":[{"type":"auto_mode","classifier_context":"c"}]}"#,
         );
         assert_eq!(warnings, [format!("{UNKNOWN_FIELD}top_logprobs")]);
     }
