@@ -155,7 +155,7 @@ impl Serialize for ToolSchema {
     /// Compact, as the parsed schema would be written (the client's spacing is not kept).
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match Pass::whole(self.0.get(), PLAIN, true) {
-            Some((_, text)) => raw(text).serialize(serializer),
+            Some((_, text)) => crate::compact_json::serialize_raw(&text, serializer),
             None => self.to_value().serialize(serializer),
         }
     }

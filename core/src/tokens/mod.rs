@@ -12,7 +12,7 @@
 //! assert!(n >= 8 && n <= 20, "{n}");
 //! ```
 
-use crate::anthropic::tool_schema::{ToolSchema, json_chars};
+use crate::anthropic::tool_schema::{CleanedSchema, ToolSchema, json_chars};
 
 use crate::anthropic::request::parse_request;
 use crate::anthropic::request::{Block, Content, KnownBlock, MessagesRequest, Tool};
@@ -53,6 +53,18 @@ impl ToolChars {
     /// `tool`, whose schema is `schema_chars` long as the estimate counts it (0 for none).
     pub fn add(&mut self, tool: &Tool, schema_chars: usize) {
         self.0 += tool.name.len() + tool.description.as_ref().map_or(0, String::len) + schema_chars;
+    }
+
+    /// `tool` counted, and its schema taken out of it cleaned for an OpenAI upstream
+    /// ([`ToolSchema::cleaned_counted`]: counted in the same pass); `None` for a tool without
+    /// one (a server tool).
+    pub fn clean_and_add(&mut self, tool: &mut Tool, strict: bool) -> Option<CleanedSchema> {
+        let cleaned = tool
+            .input_schema
+            .take()
+            .map(|schema| schema.cleaned_counted(strict));
+        self.add(tool, cleaned.as_ref().map_or(0, |(_, chars)| *chars));
+        cleaned.map(|(schema, _)| schema)
     }
 }
 

@@ -630,11 +630,7 @@ fn convert_tools(
     let mut out = Vec::with_capacity(tools.len());
     let mut web_search = None;
     for mut tool in tools {
-        let cleaned = tool
-            .input_schema
-            .take()
-            .map(|schema| schema.cleaned_counted(options.strict_schemas));
-        chars.add(&tool, cleaned.as_ref().map_or(0, |(_, n)| *n));
+        let parameters = chars.clean_and_add(&mut tool, options.strict_schemas);
         let hosted = options
             .hosted_web_search
             .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
@@ -644,7 +640,7 @@ fn convert_tools(
             web_search = Some(tool.name.clone());
             continue;
         }
-        let Some((parameters, _)) = cleaned else {
+        let Some(parameters) = parameters else {
             warnings.push(format!(
                 "tool {:?} ({}) dropped: server tools have no Chat Completions equivalent",
                 tool.name,

@@ -570,11 +570,7 @@ fn tools(
     let mut max_tool_calls = None;
     let mut web_search = None;
     for mut tool in tools.unwrap_or_default() {
-        let cleaned = tool
-            .input_schema
-            .take()
-            .map(|schema| schema.cleaned_counted(options.strict_schemas));
-        chars.add(&tool, cleaned.as_ref().map_or(0, |(_, n)| *n));
+        let parameters = chars.clean_and_add(&mut tool, options.strict_schemas);
         let hosted = options
             .hosted_web_search
             .then(|| HostedSearch::of_fields(tool.kind.as_deref()?, &tool.extra))
@@ -585,7 +581,7 @@ fn tools(
             web_search = Some(tool.name.clone());
             continue;
         }
-        let Some((parameters, _)) = cleaned else {
+        let Some(parameters) = parameters else {
             warnings.add(format!(
                 "tool {:?} ({}) dropped: server tools have no Responses function equivalent",
                 tool.name,
