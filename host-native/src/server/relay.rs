@@ -266,8 +266,18 @@ impl Relay {
         outcome: &mut Option<Outcome>,
     ) {
         let started = Instant::now();
-        let mut last_output = Instant::now();
-        let mut last_sent = Instant::now();
+        let mut last_output = started;
+        let mut last_sent = started;
+        // One timer for the whole answer, set to the earliest thing due (a ping, the idle
+        // timeout, the stream timeout) and moved only when it fires: a chunk only notes the
+        // time, so a stream of many chunks does not arm and disarm a timer for each.
+        let timer = tokio::time::sleep_until(self.due(started, last_output, last_sent).into());
+        tokio::pin!(timer);
+        // A client that leaves is noticed at once (not at the next send), so the upstream
+        // request and the engine instance are freed at once. The watch is made once.
+        let client = out.tx.clone();
+        let client_gone = client.closed();
+        tokio::pin!(client_gone);
         loop {
             if self.out_of_time(started) {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
@@ -275,51 +285,60 @@ impl Relay {
                 out.last(last).await;
                 return;
             }
-            let idle_left = self.idle_timeout.saturating_sub(last_output.elapsed());
-            let ping_left = self.ping_interval.saturating_sub(last_sent.elapsed());
-            let wait = idle_left
-                .min(ping_left)
-                .min(self.time_left(started))
-                .max(Duration::from_millis(1));
-            // `next` is cancel-safe: a ping in between loses nothing. A client that leaves is
-            // noticed at once (not at the next send), so the upstream request and the engine
-            // instance are freed at once.
+            // `next` is cancel-safe: a ping in between loses nothing.
             let next = tokio::select! {
-                next = tokio::time::timeout(wait, source.next()) => next,
-                () = out.tx.closed() => {
+                biased;
+                next = source.next() => Some(next),
+                () = &mut client_gone => {
                     info!(
                         ms = started.elapsed().as_millis() as u64,
                         "client disconnected; upstream request cancelled"
                     );
                     return;
                 }
+                () = &mut timer => None,
             };
             let sent = match next {
-                Ok(Next::Sse(sse)) => {
+                Some(Next::Sse(sse)) => {
                     last_output = Instant::now();
                     let seen = tally.saw(&sse);
                     // An upstream's error may quote a key back.
-                    if seen.error {
+                    let sent = if seen.error {
                         out.sse(crate::redact::redact(&sse).into_owned(), seen.ends)
                             .await
                     } else {
                         out.sse(sse, seen.ends).await
-                    }
+                    };
+                    last_sent = Instant::now();
+                    sent
                 }
-                Ok(Next::End) => {
+                Some(Next::End) => {
                     out.end().await;
                     return;
                 }
-                Err(_) if self.out_of_time(started) => continue,
-                Err(_) if last_output.elapsed() >= self.idle_timeout => {
+                // The timer fired: what is due now, if anything (a chunk may have moved it).
+                None if self.out_of_time(started) => continue,
+                None if last_output.elapsed() >= self.idle_timeout => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     tally.saw(&last);
                     out.last(last).await;
                     return;
                 }
-                Err(_) => out.ping().await,
+                None if last_sent.elapsed() >= self.ping_interval => {
+                    let sent = out.ping().await;
+                    last_sent = Instant::now();
+                    timer
+                        .as_mut()
+                        .reset(self.due(started, last_output, last_sent).into());
+                    sent
+                }
+                None => {
+                    timer
+                        .as_mut()
+                        .reset(self.due(started, last_output, last_sent).into());
+                    continue;
+                }
             };
-            last_sent = Instant::now();
             if out.finished {
                 // The last event is queued: the request ends (its line, its ledger record) at
                 // once — before the upstream is drained, and in practice before the client reads
@@ -359,6 +378,21 @@ impl Relay {
             .map_or(Duration::from_secs(86_400), |limit| {
                 limit.saturating_sub(started.elapsed())
             })
+    }
+
+    /// When the relay must look again with no chunk in between: the client's next ping, the
+    /// idle timeout, or the stream timeout, whichever is first (at least a millisecond away,
+    /// so a zero interval cannot spin).
+    fn due(self, started: Instant, last_output: Instant, last_sent: Instant) -> Instant {
+        let now = Instant::now();
+        let far = now + Duration::from_secs(86_400);
+        let after = |from: Instant, wait: Duration| from.checked_add(wait).unwrap_or(far);
+        let mut due =
+            after(last_output, self.idle_timeout).min(after(last_sent, self.ping_interval));
+        if let Some(limit) = self.stream_timeout {
+            due = due.min(after(started, limit));
+        }
+        due.max(now + Duration::from_millis(1))
     }
 
     fn stream_timeout_message(self) -> String {
