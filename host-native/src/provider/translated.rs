@@ -46,51 +46,6 @@ fn first_time(field: &str) -> bool {
 /// Most upstream bytes gathered into one translation run (and so one write to the client).
 const COALESCE_LIMIT: usize = 64 << 10;
 
-/// Whether to give the upstream's connection a turn before translating what was gathered.
-///
-/// A turn (a `yield_now`) lets the connection task decode frames it already read, so a bridge
-/// that is behind translates and writes them as one run. It costs a poll of the driver and of
-/// the relay, which an upstream that sends its chunks apart (a model generating one token at a
-/// time) pays on every chunk for nothing. So a turn that found nothing is followed by gathers
-/// without one, twice as many after each further empty turn (up to [`Turns::MOST_SKIPPED`]), and
-/// a turn that found a frame brings the turns back on every gather:
-///
-/// ```text
-///   turn found a frame ──► skip 0 (a turn every gather)
-///   turn found nothing ──► skip 1, 2, 4, 8, 8, … gathers before the next turn
-/// ```
-#[derive(Debug, Default)]
-struct Turns {
-    /// Gathers still to go without a turn.
-    skip: u8,
-    /// Gathers skipped after the last empty turn.
-    after_empty: u8,
-}
-
-impl Turns {
-    /// Most gathers without a turn between two turns.
-    const MOST_SKIPPED: u8 = 8;
-
-    /// Whether this gather gives a turn (counting a skipped one).
-    fn give(&mut self) -> bool {
-        if self.skip == 0 {
-            return true;
-        }
-        self.skip -= 1;
-        false
-    }
-
-    fn found(&mut self) {
-        self.skip = 0;
-        self.after_empty = 0;
-    }
-
-    fn found_nothing(&mut self) {
-        self.after_empty = (self.after_empty * 2).clamp(1, Self::MOST_SKIPPED);
-        self.skip = self.after_empty;
-    }
-}
-
 /// How an upstream body ended.
 enum Ending {
     /// Its last frame came.
@@ -119,8 +74,6 @@ pub struct TranslatedSource {
     started: bool,
     /// Something translated from the upstream's frames went out: gather from now on.
     gathering: bool,
-    /// Gathers left before the connection is given a turn again ([`Turns`]).
-    turns: Turns,
     done: bool,
 }
 
@@ -146,7 +99,6 @@ impl TranslatedSource {
             ending: None,
             started: false,
             gathering: false,
-            turns: Turns::default(),
             done: false,
         }
     }
@@ -191,22 +143,14 @@ impl TranslatedSource {
             match self.body.frame().now_or_never() {
                 Some(frame) => {
                     self.take(frame);
-                    if gave_a_turn {
-                        self.turns.found();
-                    }
                     gave_a_turn = false;
                 }
                 // The connection task decodes what it already read on its next turn.
-                None if !gave_a_turn && self.turns.give() => {
+                None if !gave_a_turn => {
                     tokio::task::yield_now().await;
                     gave_a_turn = true;
                 }
-                None => {
-                    if gave_a_turn {
-                        self.turns.found_nothing();
-                    }
-                    break;
-                }
+                None => break,
             }
         }
     }
