@@ -150,6 +150,13 @@ async fn the_dashboard_shows_each_key_its_own_and_the_admin_everything() {
     // Another key does not see alice's session; the admin does.
     let line = status_line(&base, "bob-secret", "alice-session").await;
     assert_eq!(line, "⇄ claude-bridge · no request yet");
+    // A session with no request yet is what the status line expects to hear: no warning.
+    let log = bridge.log();
+    assert!(
+        !log.lines()
+            .any(|l| l.contains("WARN") && l.contains("/ui/api/session/")),
+        "{log}"
+    );
     let line = status_line(&base, "admin-secret", "alice-session").await;
     assert!(line.starts_with("⇄ local,m1 · 303 in 33 out"), "{line}");
 

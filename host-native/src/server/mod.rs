@@ -33,7 +33,7 @@ use hyper::service::service_fn;
 use hyper_util::rt::TokioIo;
 use subtle::ConstantTimeEq;
 use tokio::net::TcpListener;
-use tracing::{Instrument, info, warn};
+use tracing::{Instrument, debug, info, warn};
 
 use self::body::{ResponseBody, empty, full};
 use crate::engine::Engine;
@@ -436,11 +436,20 @@ async fn route(
         Ok(response) => response,
         Err(error) => {
             let fault = error.fault();
-            warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
+            // The status line asks for its session before the session's first request: that
+            // 404 is an answer it expects, not a failure worth a warning.
+            if matches!(error, BridgeError::NotFound { .. }) && path.starts_with(SESSION_API) {
+                debug!(kind = error.kind().as_str(), ?fault, %error, "no such session yet");
+            } else {
+                warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
+            }
             error_response::error_response_in(envelope, error, request_id)
         }
     }
 }
+
+/// Where the status line reads one Claude Code session's totals.
+const SESSION_API: &str = "/ui/api/session/";
 
 /// An endpoint that needs a caller (every one but the probes and `/metrics`).
 async fn serve_endpoint(
