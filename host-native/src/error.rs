@@ -75,6 +75,14 @@ pub enum BridgeError {
         /// Path.
         path: String,
     },
+    /// No request of this Claude Code session reached this bridge (with the caller's key) yet:
+    /// what the status line hears before a session's first request, so it is logged at debug
+    /// ([`BridgeError::expected`]).
+    #[error("no request of Claude Code session {id} reached this bridge with your key yet")]
+    NoSuchSession {
+        /// The session's id.
+        id: String,
+    },
     /// A known path asked with a method it does not answer.
     #[error("{path} does not answer {method}; it answers {allow}")]
     MethodNotAllowed {
@@ -211,7 +219,7 @@ impl BridgeError {
     pub fn kind(&self) -> ErrorKind {
         match self {
             Self::Engine(e) => e.kind(),
-            Self::NotFound { .. } => ErrorKind::NotFound,
+            Self::NotFound { .. } | Self::NoSuchSession { .. } => ErrorKind::NotFound,
             Self::MethodNotAllowed { .. } => ErrorKind::InvalidRequest,
             Self::AtCapacity { .. } | Self::BodiesBusy { .. } => ErrorKind::Overloaded,
             Self::Refused(refusal) if refusal.status() == StatusCode::FORBIDDEN => {
@@ -258,6 +266,12 @@ impl BridgeError {
         StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR)
     }
 
+    /// An answer the client expects in its normal course (logged at debug, not as a failure).
+    #[must_use]
+    pub fn expected(&self) -> bool {
+        matches!(self, Self::NoSuchSession { .. })
+    }
+
     /// Whose fault it was.
     #[must_use]
     pub fn fault(&self) -> Fault {
@@ -274,6 +288,7 @@ impl BridgeError {
             }
             Self::Engine(_)
             | Self::NotFound { .. }
+            | Self::NoSuchSession { .. }
             | Self::MethodNotAllowed { .. }
             | Self::Refused(_)
             | Self::Gateway(

@@ -75,12 +75,7 @@ pub async fn serve(
                     Scope::All => true,
                     Scope::Key(key) => s.key.as_deref() == Some(key),
                 })
-                .ok_or_else(|| BridgeError::NotFound {
-                    method: String::from("GET"),
-                    path: format!(
-                        "{path} (no request of this session reached this bridge with your key)"
-                    ),
-                })?;
+                .ok_or_else(|| BridgeError::NoSuchSession { id: id.to_owned() })?;
             let budgets = match (&state.gateway, &totals.key) {
                 (Some(gateway), Some(key)) => budgets(gateway, key, now).await?,
                 _ => Vec::new(),

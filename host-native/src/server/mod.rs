@@ -436,10 +436,8 @@ async fn route(
         Ok(response) => response,
         Err(error) => {
             let fault = error.fault();
-            // The status line asks for its session before the session's first request: that
-            // 404 is an answer it expects, not a failure worth a warning.
-            if matches!(error, BridgeError::NotFound { .. }) && path.starts_with(SESSION_API) {
-                debug!(kind = error.kind().as_str(), ?fault, %error, "no such session yet");
+            if error.expected() {
+                debug!(kind = error.kind().as_str(), ?fault, %error, "request answered with an error it expects");
             } else {
                 warn!(kind = error.kind().as_str(), ?fault, %error, "request failed");
             }
@@ -447,9 +445,6 @@ async fn route(
         }
     }
 }
-
-/// Where the status line reads one Claude Code session's totals.
-const SESSION_API: &str = "/ui/api/session/";
 
 /// An endpoint that needs a caller (every one but the probes and `/metrics`).
 async fn serve_endpoint(
