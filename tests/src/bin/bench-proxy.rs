@@ -746,6 +746,17 @@ fn seen(tail: &[u8], data: &[u8], needle: &[u8]) -> bool {
     contains(&joined, needle)
 }
 
+/// A `POST` of `body` to `target`, with the target's headers (the gateway's key among them).
+fn request(target: &Target, body: &Bytes) -> hyper::http::Result<Request<Full<Bytes>>> {
+    let mut req = Request::post(target.path)
+        .header("host", "127.0.0.1")
+        .header("content-type", "application/json");
+    for (k, v) in &target.headers {
+        req = req.header(*k, *v);
+    }
+    req.body(Full::new(body.clone()))
+}
+
 async fn one(sender: &mut Sender, target: &Target, body: &Bytes, streaming: bool) -> Shot {
     let started = Instant::now();
     let failed = |started: Instant| Shot {
@@ -753,13 +764,7 @@ async fn one(sender: &mut Sender, target: &Target, body: &Bytes, streaming: bool
         total: started.elapsed(),
         ok: false,
     };
-    let mut req = Request::post(target.path)
-        .header("host", "127.0.0.1")
-        .header("content-type", "application/json");
-    for (k, v) in &target.headers {
-        req = req.header(*k, *v);
-    }
-    let Ok(req) = req.body(Full::new(body.clone())) else {
+    let Ok(req) = request(target, body) else {
         return failed(started);
     };
     if sender.ready().await.is_err() {
@@ -939,11 +944,8 @@ async fn hold_streams(
         let mut sender = connect(target.addr).await?;
         let (open, target, body) = (Arc::clone(&open), Arc::clone(target), body.clone());
         tasks.push(tokio::spawn(async move {
-            let Ok(req) = Request::post(target.path)
-                .header("host", "127.0.0.1")
-                .header("content-type", "application/json")
-                .body(Full::new(body))
-            else {
+            // With the target's headers: a gateway bridge refuses a stream without its key.
+            let Ok(req) = request(&target, &body) else {
                 return;
             };
             let Ok(resp) = sender.send_request(req).await else {
