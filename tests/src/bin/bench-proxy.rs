@@ -56,8 +56,9 @@
 //! `BENCH_PROXY_GATEWAY_ROUNDS` (9: alternating rounds of a `+sqlite`, `+postgres` or `+config`
 //! engine against its plain one, small streams, each result the median of its rounds),
 //! `BENCH_PROXY_PAIRS`
-//! (`native:wasm`: `baseline:subject` engine pairs measured the same way on the small, paced and
-//! large streams at 1 and 64 concurrent, CPU per request as a ratio) and
+//! (`native:wasm,pass:native`: `baseline:subject` engine pairs measured the same way on the
+//! small, paced and large streams at 1 and 64 concurrent, CPU per request as a ratio; `pass` is
+//! the pass-through floor, sent the request the bridge sends upstream) and
 //! `BENCH_PROXY_PAIR_ROUNDS` (5). Writes `tests/bench/results/proxy-<UTC time>.json`.
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
@@ -538,11 +539,29 @@ struct Paired {
     subject_cpu: f64,
 }
 
+/// One side of a [`Paired`] measurement: a process, how it is asked, and what it is sent (a
+/// bridge gets the client's request; the pass-through floor the one the bridge sends upstream).
+struct Side<'a> {
+    proc: &'a BridgeProc,
+    target: Arc<Target>,
+    body: Bytes,
+}
+
+impl<'a> Side<'a> {
+    /// A bridge, sent the client's `body`.
+    fn bridge(proc: &'a BridgeProc, body: &Bytes) -> Self {
+        Self {
+            proc,
+            target: bridge_target(proc),
+            body: body.clone(),
+        }
+    }
+}
+
 impl Paired {
     async fn measure(
         sc: &Scenario<'_>,
-        [base, subject]: [&BridgeProc; 2],
-        body: &Bytes,
+        [base, subject]: [&Side<'_>; 2],
         rounds: usize,
         tck: f64,
     ) -> Result<Self> {
@@ -554,22 +573,22 @@ impl Paired {
                 order.reverse();
             }
             let mut results = Vec::new();
-            for bridge in order {
+            for side in order {
                 let r = run(
                     sc,
-                    &bridge_target(bridge),
-                    body,
+                    &side.target,
+                    &side.body,
                     true,
-                    Some(bridge.child.id()),
+                    Some(side.proc.child.id()),
                     tck,
                 )
                 .await?;
-                results.push((bridge.engine.clone(), r));
+                results.push((side.proc.engine.clone(), r));
             }
-            let of = |b: &BridgeProc, field: &str| {
+            let of = |side: &Side<'_>, field: &str| {
                 results
                     .iter()
-                    .find(|(e, _)| *e == b.engine)
+                    .find(|(e, _)| *e == side.proc.engine)
                     .and_then(|(_, r)| r[field].as_f64())
                     .unwrap_or(f64::NAN)
             };
@@ -1480,7 +1499,11 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
                 concurrency: conc,
                 requests: small_requests.max(2 * conc),
             };
-            let pair = Paired::measure(&sc, [plain, b], &small_stream_body, rounds, tck).await?;
+            let sides = [
+                &Side::bridge(plain, &small_stream_body),
+                &Side::bridge(b, &small_stream_body),
+            ];
+            let pair = Paired::measure(&sc, sides, rounds, tck).await?;
             println!(
                 "  gateway {} stream small c={conc}, median of {rounds} alternating rounds: TTFT p50 {:+.3} ms, {:.2}x the streams/s of {plain_name}, {:+.1} ms CPU per 1000 requests (rounds: {})",
                 b.engine,
@@ -1503,19 +1526,47 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     // time, in alternating rounds, each the median of its rounds (issue 34's targets).
     let mut engines_paired = serde_json::Map::new();
     let pair_rounds: usize = env_or("BENCH_PROXY_PAIR_ROUNDS", 5);
-    for spec in env_list("BENCH_PROXY_PAIRS", "native:wasm") {
+    for spec in env_list("BENCH_PROXY_PAIRS", "native:wasm,pass:native") {
         let Some((base_name, subject_name)) = spec.split_once(':') else {
             return Err(err(format!(
                 "BENCH_PROXY_PAIRS: `{spec}` is not baseline:subject"
             )));
         };
-        let find = |name: &str| bridges.iter().find(|b| b.engine == name);
+        // `pass` is the pass-through floor, sent what the bridge sends upstream.
+        let find = |name: &str| {
+            if name == floor.engine {
+                Some(&floor)
+            } else {
+                bridges.iter().find(|b| b.engine == name)
+            }
+        };
         let (Some(base), Some(subject)) = (find(base_name), find(subject_name)) else {
-            println!("  pair {spec}: both must be in BENCH_PROXY_ENGINES; skipped");
+            println!(
+                "  pair {spec}: both must be in BENCH_PROXY_ENGINES (or be `{}`); skipped",
+                floor.engine
+            );
             continue;
         };
         for size in ["small", "paced", "300KB"] {
             let Ok(body) = body_of(size) else { continue };
+            let Some(upstream_body) = bodies
+                .iter()
+                .find(|b| b.0 == size && b.1)
+                .map(|b| b.3.clone())
+            else {
+                continue;
+            };
+            let sides = [base, subject].map(|proc| {
+                if std::ptr::eq(proc, &floor) {
+                    Side {
+                        proc,
+                        target: Arc::clone(&pass),
+                        body: upstream_body.clone(),
+                    }
+                } else {
+                    Side::bridge(proc, &body)
+                }
+            });
             pace(size);
             for conc in concurrency.iter().copied().filter(|c| [1, 64].contains(c)) {
                 // A paced stream lasts ~0.1 s: one at a time, a third of the scenario's.
@@ -1529,7 +1580,7 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
                     concurrency: conc,
                     requests: requests.max(2 * conc),
                 };
-                let pair = Paired::measure(&sc, [base, subject], &body, pair_rounds, tck).await?;
+                let pair = Paired::measure(&sc, [&sides[0], &sides[1]], pair_rounds, tck).await?;
                 println!(
                     "  {subject_name} vs {base_name}, stream {size} c={conc}, median of {pair_rounds} alternating rounds: CPU per request {:.2}x ({:.3} vs {:.3} ms), TTFT p50 {:+.3} ms, {:.2}x the streams/s (CPU ratios: {})",
                     pair.cpu_ratio,
