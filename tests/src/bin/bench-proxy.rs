@@ -59,7 +59,8 @@
 //! (`native:wasm,pass:native`: `baseline:subject` engine pairs measured the same way on the
 //! small, paced and large streams at 1 and 64 concurrent, CPU per request as a ratio; `pass` is
 //! the pass-through floor, sent the request the bridge sends upstream) and
-//! `BENCH_PROXY_PAIR_ROUNDS` (5). Writes `tests/bench/results/proxy-<UTC time>.json`.
+//! `BENCH_PROXY_PAIR_ROUNDS` (5; 0 measures no pairs, as `BENCH_PROXY_GATEWAY_ROUNDS=0` no
+//! gateway rounds). Writes `tests/bench/results/proxy-<UTC time>.json`.
 
 #![expect(clippy::print_stdout, reason = "a measurement tool prints its results")]
 
@@ -1487,7 +1488,11 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
             .ok_or_else(|| err(format!("no streaming {size} body")))
     };
     let small_stream_body = body_of("small")?;
-    for b in bridges.iter().filter(|b| b.engine.contains('+')) {
+    // `BENCH_PROXY_GATEWAY_ROUNDS=0`: none.
+    for b in bridges
+        .iter()
+        .filter(|b| rounds > 0 && b.engine.contains('+'))
+    {
         let (plain_name, _) = b.engine.split_once('+').unwrap_or((&b.engine, ""));
         let Some(plain) = bridges.iter().find(|p| p.engine == plain_name) else {
             continue;
@@ -1526,7 +1531,13 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
     // time, in alternating rounds, each the median of its rounds (issue 34's targets).
     let mut engines_paired = serde_json::Map::new();
     let pair_rounds: usize = env_or("BENCH_PROXY_PAIR_ROUNDS", 5);
-    for spec in env_list("BENCH_PROXY_PAIRS", "native:wasm,pass:native") {
+    // `BENCH_PROXY_PAIR_ROUNDS=0`: no pairs.
+    let pairs = if pair_rounds == 0 {
+        Vec::new()
+    } else {
+        env_list("BENCH_PROXY_PAIRS", "native:wasm,pass:native")
+    };
+    for spec in pairs {
         let Some((base_name, subject_name)) = spec.split_once(':') else {
             return Err(err(format!(
                 "BENCH_PROXY_PAIRS: `{spec}` is not baseline:subject"
