@@ -189,6 +189,10 @@ impl Relay {
         let mut tally = Tally::default();
         let mut folded = 0usize;
         let started = Instant::now();
+        let mut last_output = started;
+        // One timer for the whole answer, as the streamed relay keeps (no pings here).
+        let timer = tokio::time::sleep_until(self.due(started, last_output, None).into());
+        tokio::pin!(timer);
         let mut take = |folder: &mut Folder, sse: String| {
             tally.saw(&sse);
             folder.feed(sse);
@@ -199,9 +203,14 @@ impl Relay {
                 take(&mut folder, last);
                 break;
             }
-            let wait = self.idle_timeout.min(self.time_left(started));
-            match tokio::time::timeout(wait, source.next()).await {
-                Ok(Next::Sse(sse)) => {
+            let next = tokio::select! {
+                biased;
+                next = source.next() => Some(next),
+                () = &mut timer => None,
+            };
+            match next {
+                Some(Next::Sse(sse)) => {
+                    last_output = Instant::now();
                     folded += sse.len();
                     if folded > MAX_FOLDED_BYTES {
                         let message = format!(
@@ -222,13 +231,17 @@ impl Relay {
                     }
                     take(&mut folder, sse);
                 }
-                Ok(Next::End) => break,
-                Err(_) if self.out_of_time(started) => {}
-                Err(_) => {
+                Some(Next::End) => break,
+                // The timer fired: what is due now, if anything (a chunk may have moved it).
+                None if self.out_of_time(started) => {}
+                None if last_output.elapsed() >= self.idle_timeout => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     take(&mut folder, last);
                     break;
                 }
+                None => timer
+                    .as_mut()
+                    .reset(self.due(started, last_output, None).into()),
             }
         }
         let (status, mut body) = folder.finish();
@@ -271,7 +284,8 @@ impl Relay {
         // One timer for the whole answer, set to the earliest thing due (a ping, the idle
         // timeout, the stream timeout) and moved only when it fires: a chunk only notes the
         // time, so a stream of many chunks does not arm and disarm a timer for each.
-        let timer = tokio::time::sleep_until(self.due(started, last_output, last_sent).into());
+        let timer =
+            tokio::time::sleep_until(self.due(started, last_output, Some(last_sent)).into());
         tokio::pin!(timer);
         // A client that leaves is noticed at once (not at the next send), so the upstream
         // request and the engine instance are freed at once. The watch is made once.
@@ -329,13 +343,13 @@ impl Relay {
                     last_sent = Instant::now();
                     timer
                         .as_mut()
-                        .reset(self.due(started, last_output, last_sent).into());
+                        .reset(self.due(started, last_output, Some(last_sent)).into());
                     sent
                 }
                 None => {
                     timer
                         .as_mut()
-                        .reset(self.due(started, last_output, last_sent).into());
+                        .reset(self.due(started, last_output, Some(last_sent)).into());
                     continue;
                 }
             };
@@ -372,23 +386,17 @@ impl Relay {
             .is_some_and(|limit| started.elapsed() >= limit)
     }
 
-    /// Time left before `--stream-timeout` (a long time when there is none).
-    fn time_left(self, started: Instant) -> Duration {
-        self.stream_timeout
-            .map_or(Duration::from_secs(86_400), |limit| {
-                limit.saturating_sub(started.elapsed())
-            })
-    }
-
-    /// When the relay must look again with no chunk in between: the client's next ping, the
-    /// idle timeout, or the stream timeout, whichever is first (at least a millisecond away,
-    /// so a zero interval cannot spin).
-    fn due(self, started: Instant, last_output: Instant, last_sent: Instant) -> Instant {
+    /// When the relay must look again with no chunk in between: the client's next ping (a
+    /// streaming client's, sent last at `last_sent`), the idle timeout, or the stream timeout,
+    /// whichever is first (at least a millisecond away, so a zero interval cannot spin).
+    fn due(self, started: Instant, last_output: Instant, last_sent: Option<Instant>) -> Instant {
         let now = Instant::now();
         let far = now + Duration::from_secs(86_400);
         let after = |from: Instant, wait: Duration| from.checked_add(wait).unwrap_or(far);
-        let mut due =
-            after(last_output, self.idle_timeout).min(after(last_sent, self.ping_interval));
+        let mut due = after(last_output, self.idle_timeout);
+        if let Some(sent) = last_sent {
+            due = due.min(after(sent, self.ping_interval));
+        }
         if let Some(limit) = self.stream_timeout {
             due = due.min(after(started, limit));
         }
