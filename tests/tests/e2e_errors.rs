@@ -749,7 +749,7 @@ async fn idle_timeout_ends_the_stream_with_an_error_event() {
         let r = http::post_messages(&bridge.base_url(), &request(stream), T)
             .await
             .unwrap();
-        let c = ctx(&r, &upstream, &bridge);
+        let c = ctx(&r, upstream, bridge);
         assert!(
             start.elapsed() < Duration::from_secs(4),
             "took {:?}\n{c}",
