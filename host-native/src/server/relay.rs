@@ -188,29 +188,26 @@ impl Relay {
     ) -> (Response<ResponseBody>, Tally) {
         let mut tally = Tally::default();
         let mut folded = 0usize;
-        let started = Instant::now();
-        let mut last_output = started;
-        // One timer for the whole answer, as the streamed relay keeps (no pings here).
-        let timer = tokio::time::sleep_until(self.due(started, last_output, None).into());
-        tokio::pin!(timer);
+        // No pings: nothing reaches a folding client before the end.
+        let mut deadlines = Deadlines::new(self, false);
         let mut take = |folder: &mut Folder, sse: String| {
             tally.saw(&sse);
             folder.feed(sse);
         };
         loop {
-            if self.out_of_time(started) {
+            if deadlines.out_of_time() {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
                 take(&mut folder, last);
                 break;
             }
             let next = tokio::select! {
                 biased;
-                next = source.next() => Some(next),
-                () = &mut timer => None,
+                next = source.next() => Ok(next),
+                due = deadlines.next_due() => Err(due),
             };
             match next {
-                Some(Next::Sse(sse)) => {
-                    last_output = Instant::now();
+                Ok(Next::Sse(sse)) => {
+                    deadlines.output();
                     folded += sse.len();
                     if folded > MAX_FOLDED_BYTES {
                         let message = format!(
@@ -231,17 +228,16 @@ impl Relay {
                     }
                     take(&mut folder, sse);
                 }
-                Some(Next::End) => break,
-                // The timer fired: what is due now, if anything (a chunk may have moved it).
-                None if self.out_of_time(started) => {}
-                None if last_output.elapsed() >= self.idle_timeout => {
+                Ok(Next::End) => break,
+                // Ended at the top of the loop.
+                Err(Due::StreamTimeout) => {}
+                Err(Due::Idle) => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     take(&mut folder, last);
                     break;
                 }
-                None => timer
-                    .as_mut()
-                    .reset(self.due(started, last_output, None).into()),
+                // Not asked for (a fold has no pings).
+                Err(Due::Ping) => deadlines.pinged(),
             }
         }
         let (status, mut body) = folder.finish();
@@ -278,22 +274,14 @@ impl Relay {
         tally: &mut Tally,
         outcome: &mut Option<Outcome>,
     ) {
-        let started = Instant::now();
-        let mut last_output = started;
-        let mut last_sent = started;
-        // One timer for the whole answer, set to the earliest thing due (a ping, the idle
-        // timeout, the stream timeout) and moved only when it fires: a chunk only notes the
-        // time, so a stream of many chunks does not arm and disarm a timer for each.
-        let timer =
-            tokio::time::sleep_until(self.due(started, last_output, Some(last_sent)).into());
-        tokio::pin!(timer);
+        let mut deadlines = Deadlines::new(self, true);
         // A client that leaves is noticed at once (not at the next send), so the upstream
         // request and the engine instance are freed at once. The watch is made once.
         let client = out.tx.clone();
         let client_gone = client.closed();
         tokio::pin!(client_gone);
         loop {
-            if self.out_of_time(started) {
+            if deadlines.out_of_time() {
                 let last = source.fail(ErrorKind::Timeout, &self.stream_timeout_message());
                 tally.saw(&last);
                 out.last(last).await;
@@ -302,19 +290,19 @@ impl Relay {
             // `next` is cancel-safe: a ping in between loses nothing.
             let next = tokio::select! {
                 biased;
-                next = source.next() => Some(next),
+                next = source.next() => Ok(next),
                 () = &mut client_gone => {
                     info!(
-                        ms = started.elapsed().as_millis() as u64,
+                        ms = deadlines.started.elapsed().as_millis() as u64,
                         "client disconnected; upstream request cancelled"
                     );
                     return;
                 }
-                () = &mut timer => None,
+                due = deadlines.next_due() => Err(due),
             };
             let sent = match next {
-                Some(Next::Sse(sse)) => {
-                    last_output = Instant::now();
+                Ok(Next::Sse(sse)) => {
+                    deadlines.output();
                     let seen = tally.saw(&sse);
                     // An upstream's error may quote a key back.
                     let sent = if seen.error {
@@ -323,34 +311,25 @@ impl Relay {
                     } else {
                         out.sse(sse, seen.ends).await
                     };
-                    last_sent = Instant::now();
+                    deadlines.sent();
                     sent
                 }
-                Some(Next::End) => {
+                Ok(Next::End) => {
                     out.end().await;
                     return;
                 }
-                // The timer fired: what is due now, if anything (a chunk may have moved it).
-                None if self.out_of_time(started) => continue,
-                None if last_output.elapsed() >= self.idle_timeout => {
+                // Ended at the top of the loop.
+                Err(Due::StreamTimeout) => continue,
+                Err(Due::Idle) => {
                     let last = source.fail(ErrorKind::Timeout, &self.idle_message());
                     tally.saw(&last);
                     out.last(last).await;
                     return;
                 }
-                None if last_sent.elapsed() >= self.ping_interval => {
+                Err(Due::Ping) => {
                     let sent = out.ping().await;
-                    last_sent = Instant::now();
-                    timer
-                        .as_mut()
-                        .reset(self.due(started, last_output, Some(last_sent)).into());
+                    deadlines.pinged();
                     sent
-                }
-                None => {
-                    timer
-                        .as_mut()
-                        .reset(self.due(started, last_output, Some(last_sent)).into());
-                    continue;
                 }
             };
             if out.finished {
@@ -372,35 +351,12 @@ impl Relay {
                     return;
                 }
                 info!(
-                    ms = started.elapsed().as_millis() as u64,
+                    ms = deadlines.started.elapsed().as_millis() as u64,
                     "client disconnected; upstream request cancelled"
                 );
                 return;
             }
         }
-    }
-
-    /// Whether the answer has run past `--stream-timeout`.
-    fn out_of_time(self, started: Instant) -> bool {
-        self.stream_timeout
-            .is_some_and(|limit| started.elapsed() >= limit)
-    }
-
-    /// When the relay must look again with no chunk in between: the client's next ping (a
-    /// streaming client's, sent last at `last_sent`), the idle timeout, or the stream timeout,
-    /// whichever is first (at least a millisecond away, so a zero interval cannot spin).
-    fn due(self, started: Instant, last_output: Instant, last_sent: Option<Instant>) -> Instant {
-        let now = Instant::now();
-        let far = now + Duration::from_secs(86_400);
-        let after = |from: Instant, wait: Duration| from.checked_add(wait).unwrap_or(far);
-        let mut due = after(last_output, self.idle_timeout);
-        if let Some(sent) = last_sent {
-            due = due.min(after(sent, self.ping_interval));
-        }
-        if let Some(limit) = self.stream_timeout {
-            due = due.min(after(started, limit));
-        }
-        due.max(now + Duration::from_millis(1))
     }
 
     fn stream_timeout_message(self) -> String {
@@ -415,6 +371,109 @@ impl Relay {
             "the upstream sent nothing for {} s (--idle-timeout)",
             self.idle_timeout.as_secs()
         )
+    }
+}
+
+/// What the one timer of an answer found due.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Due {
+    /// `--stream-timeout` passed.
+    StreamTimeout,
+    /// Nothing for the client for `--idle-timeout`.
+    Idle,
+    /// The client heard nothing for the ping interval (only when pings were asked for).
+    Ping,
+}
+
+/// The deadlines of one answer (its pings, the idle timeout, the stream timeout) under a single
+/// timer, set to the earliest and moved only when it fires: a chunk only notes the time
+/// ([`Self::output`], [`Self::sent`]), so a stream of many chunks does not arm and disarm a
+/// timer for each. The streamed and the folded relay both keep one.
+struct Deadlines {
+    relay: Relay,
+    started: Instant,
+    last_output: Instant,
+    /// When the client was last sent something; `None`: no pings (a fold).
+    last_sent: Option<Instant>,
+    timer: std::pin::Pin<Box<tokio::time::Sleep>>,
+}
+
+impl Deadlines {
+    fn new(relay: Relay, pings: bool) -> Self {
+        let started = Instant::now();
+        let mut deadlines = Self {
+            relay,
+            started,
+            last_output: started,
+            last_sent: pings.then_some(started),
+            timer: Box::pin(tokio::time::sleep_until(started.into())),
+        };
+        deadlines.rearm();
+        deadlines
+    }
+
+    /// Whether the answer has run past `--stream-timeout`.
+    fn out_of_time(&self) -> bool {
+        self.relay
+            .stream_timeout
+            .is_some_and(|limit| self.started.elapsed() >= limit)
+    }
+
+    /// The source gave something.
+    fn output(&mut self) {
+        self.last_output = Instant::now();
+    }
+
+    /// Something reached the client (a chunk).
+    fn sent(&mut self) {
+        if self.last_sent.is_some() {
+            self.last_sent = Some(Instant::now());
+        }
+    }
+
+    /// A ping went out: the next one is a ping interval away.
+    fn pinged(&mut self) {
+        self.sent();
+        self.rearm();
+    }
+
+    /// Waits until something is due (cancel-safe: dropped, it only leaves the timer where it
+    /// is). When the timer fires with nothing due (a chunk moved it), it is set again.
+    async fn next_due(&mut self) -> Due {
+        loop {
+            self.timer.as_mut().await;
+            if self.out_of_time() {
+                return Due::StreamTimeout;
+            }
+            if self.last_output.elapsed() >= self.relay.idle_timeout {
+                return Due::Idle;
+            }
+            if self
+                .last_sent
+                .is_some_and(|sent| sent.elapsed() >= self.relay.ping_interval)
+            {
+                return Due::Ping;
+            }
+            self.rearm();
+        }
+    }
+
+    /// Sets the timer to the earliest thing due: the client's next ping, the idle timeout or
+    /// the stream timeout (at least a millisecond away, so a zero interval cannot spin).
+    fn rearm(&mut self) {
+        let now = Instant::now();
+        let far = now + Duration::from_secs(86_400);
+        let after = |from: Instant, wait: Duration| from.checked_add(wait).unwrap_or(far);
+        let mut due = after(self.last_output, self.relay.idle_timeout);
+        if let Some(sent) = self.last_sent {
+            due = due.min(after(sent, self.relay.ping_interval));
+        }
+        if let Some(limit) = self.relay.stream_timeout {
+            due = due.min(after(self.started, limit));
+        }
+        self.timer
+            .as_mut()
+            .reset(due.max(now + Duration::from_millis(1)).into());
     }
 }
 

@@ -557,6 +557,15 @@ impl<'a> Side<'a> {
             body: body.clone(),
         }
     }
+
+    /// The pass-through floor, sent what the bridge sends upstream (`upstream_body`).
+    fn floor(proc: &'a BridgeProc, pass: &Arc<Target>, upstream_body: &Bytes) -> Self {
+        Self {
+            proc,
+            target: Arc::clone(pass),
+            body: upstream_body.clone(),
+        }
+    }
 }
 
 impl Paired {
@@ -1568,12 +1577,8 @@ async fn bench(cores: usize, pinned: bool) -> Result<()> {
                 continue;
             };
             let sides = [base, subject].map(|proc| {
-                if std::ptr::eq(proc, &floor) {
-                    Side {
-                        proc,
-                        target: Arc::clone(&pass),
-                        body: upstream_body.clone(),
-                    }
+                if proc.engine == floor.engine {
+                    Side::floor(proc, &pass, &upstream_body)
                 } else {
                     Side::bridge(proc, &body)
                 }
