@@ -24,7 +24,7 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use http_body_util::{BodyExt, Limited};
-use tracing::info;
+use tracing::debug;
 
 use bridge_core::api::{AnthropicOptions, ConvertedRequest, Dialect, StreamOptions};
 
@@ -239,7 +239,8 @@ impl Provider for AnthropicPassThrough {
     fn open(&self, call: Call) -> BoxFuture<'_, Result<Answer, BridgeError>> {
         Box::pin(async move {
             let prepared = self.prepare(&call.body)?;
-            info!(
+            // Before the first token: at debug (the request's `request done` line names the target).
+            debug!(
                 upstream = %self.messages.url(),
                 model = %prepared.client_model,
                 upstream_model = %prepared.upstream_model,

@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use hyper::body::Incoming;
-use tracing::{info, warn};
+use tracing::{debug, warn};
 
 use bridge_core::api::{Dialect, StreamOptions};
 
@@ -196,7 +196,8 @@ impl Provider for OpenAi {
             }
             log_warnings(&converted.warnings);
             let counting = self.count_prompt(&converted.upstream_model, &converted.body);
-            info!(
+            // Before the first token: at debug (the request's `request done` line names the target).
+            debug!(
                 model = %converted.client_model,
                 upstream_model = %converted.upstream_model,
                 stream = converted.client_stream,

@@ -124,7 +124,8 @@ impl Relay {
                 let (tx, rx) = mpsc::channel::<Bytes>(CHANNEL_DEPTH);
                 let span = tracing::Span::current();
                 let on_panic = tx.clone();
-                let panic_sse = shape.error_sse(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
+                // Made only if the relay panics: not on every answer's way to its first token.
+                let panic_shape = shape.clone();
                 let out = Outbound {
                     finished: false,
                     tx,
@@ -139,6 +140,8 @@ impl Relay {
                     async move {
                         if let Err(panic) = relay.await {
                             error!(panic = panic_message(&*panic), "relaying a stream panicked");
+                            let panic_sse =
+                                panic_shape.error_sse(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
                             let _ = on_panic.send(Bytes::from(panic_sse)).await;
                             if let Some(outcome) = panicked_outcome {
                                 outcome.finish(
