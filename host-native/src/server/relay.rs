@@ -761,3 +761,43 @@ fn panic_message(panic: &(dyn Any + Send)) -> &str {
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
 }
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt as _;
+
+    use super::*;
+
+    /// A source that panics on its first `next`: a bug in the bridge in the middle of an answer.
+    struct Panicking;
+
+    impl EventSource for Panicking {
+        fn next(&mut self) -> futures_util::future::BoxFuture<'_, Next> {
+            Box::pin(async { panic!("a bug in the source") })
+        }
+
+        fn fail(&mut self, _kind: ErrorKind, _message: &str) -> String {
+            String::new()
+        }
+    }
+
+    #[tokio::test]
+    async fn a_relay_that_panics_ends_the_stream_with_an_error_event() {
+        let relay = Relay {
+            ping_interval: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            stream_timeout: None,
+        };
+        let answer = Answer::Stream {
+            client_stream: true,
+            source: Box::new(Panicking),
+        };
+        let response = relay.respond(answer, None, &ClientShape::Anthropic).await;
+        assert_eq!(response.status(), StatusCode::OK);
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        let expected =
+            ClientShape::Anthropic.error_sse(&ApiError::new(ErrorKind::Api, RELAY_FAILED));
+        assert_eq!(std::str::from_utf8(&body).unwrap(), expected);
+        assert!(expected.starts_with("event: error\n"), "{expected}");
+    }
+}
