@@ -1,5 +1,5 @@
-//! The bridge's other endpoints (DESIGN §5): probes, `/v1/models`, `count_tokens`, CORS, and the
-//! optional client key — through the real binary.
+//! The bridge's other endpoints (DESIGN §5): probes, `/v1/models`, `count_tokens`, CORS, the
+//! optional client key, and the request log lines — through the real binary.
 //!
 //! Needs `cargo build -p claude-bridge`.
 
@@ -336,4 +336,57 @@ fn translate_runs_the_providers_dialect_over_captured_files() {
     let text = run("fabstir", &anthropic, &reply);
     assert!(text.contains(r#""name":"Bash""#), "{text}");
     assert!(text.contains(r#""stop_reason":"tool_use""#), "{text}");
+}
+
+/// DESIGN's log contract (docs/endpoints.md): a model request that is answered writes one INFO
+/// line, `request done`, when its answer ends; nothing at INFO before its first token. A model
+/// request turned away, and every other route, still writes its `handled` line.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_answered_model_request_writes_one_info_line() {
+    let (upstream, bridge) = setup("ep-log-lines").await;
+    let base = bridge.base_url();
+    let body = json!({"model": "claude-sonnet-4-6", "max_tokens": 64, "stream": true,
+                      "messages": [{"role": "user", "content": "hi"}]});
+    let r = http::post_messages(&base, &body, T).await.unwrap();
+    assert_eq!(r.status, 200, "{}", bridge.log());
+    let url = format!("{base}/v1/messages");
+    let bad = http::send("POST", &url, &ANTHROPIC, Some(b"{".to_vec()), T)
+        .await
+        .unwrap();
+    assert_eq!(bad.status, 400, "{}", bridge.log());
+    let models = http::send("GET", &format!("{base}/v1/models"), &ANTHROPIC, None, T)
+        .await
+        .unwrap();
+    assert_eq!(models.status, 200, "{}", bridge.log());
+    let mut waited = Duration::ZERO;
+    while !bridge.log().contains("request done") && waited < Duration::from_secs(3) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        waited += Duration::from_millis(50);
+    }
+    let log = bridge.log();
+    let info = |needle: &str| {
+        log.lines()
+            .filter(|l| l.contains(" INFO ") && l.contains(needle))
+            .count()
+    };
+    assert_eq!(info("request done"), 1, "{log}");
+    assert_eq!(info("forwarding"), 0, "{log}");
+    assert_eq!(
+        info("handled method=POST path=/v1/messages status=200"),
+        0,
+        "{log}"
+    );
+    assert_eq!(
+        info("handled method=POST path=/v1/messages status=400"),
+        1,
+        "{log}"
+    );
+    assert_eq!(
+        info("handled method=GET path=/v1/models status=200"),
+        1,
+        "{log}"
+    );
+    // At debug (as these tests run the bridge) both are still there.
+    assert!(log.contains("forwarding"), "{log}");
+    drop(upstream);
 }

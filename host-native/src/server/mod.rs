@@ -316,11 +316,12 @@ async fn handle(
     let status = response.status();
     span.in_scope(|| {
         let ms = started.elapsed().as_millis() as u64;
-        // A model request writes its one line when its answer ends (`request done`); this one,
-        // written before the first token, is for the other routes.
-        let model_request =
-            Endpoint::of(path.trim_end_matches('/')).is_some_and(|e| e.front().is_some());
-        if model_request {
+        // A model request that is being answered writes its one line when its answer ends
+        // (`request done`); this one, written before the first token, is for the other routes
+        // and for a model request turned away.
+        let answered_model_request = status.is_success()
+            && Endpoint::of(path.trim_end_matches('/')).is_some_and(|e| e.front().is_some());
+        if answered_model_request {
             debug!(%method, %path, status = status.as_u16(), %peer, ms, "handled");
         } else if path != "/health" && method != Method::HEAD {
             info!(%method, %path, status = status.as_u16(), %peer, ms, "handled");
