@@ -141,7 +141,6 @@ pub(crate) fn str_size_hint(text: &str) -> usize {
 
 /// `text` as a JSON string literal, quotes included.
 pub(crate) fn write_str(out: &mut String, text: &str) {
-    const HEX: &[u8; 16] = b"0123456789abcdef";
     let bytes = text.as_bytes();
     if bytes.len() < MEASURED_STRING {
         out.reserve(bytes.len() + 2);
@@ -155,22 +154,32 @@ pub(crate) fn write_str(out: &mut String, text: &str) {
     while let Some(at) = next_escape(bytes, from) {
         // `at` is an ASCII byte, so a character boundary.
         out.push_str(text.get(from..at).unwrap_or_default());
-        let byte = bytes.get(at).copied().unwrap_or_default();
-        match ESCAPE[usize::from(byte)] {
-            b'u' => {
-                out.push_str("\\u00");
-                out.push(char::from(HEX[usize::from(byte >> 4)]));
-                out.push(char::from(HEX[usize::from(byte & 0xf)]));
-            }
-            escape => {
-                out.push('\\');
-                out.push(char::from(escape));
-            }
-        }
+        push_char(out, char::from(bytes.get(at).copied().unwrap_or_default()));
         from = at + 1;
     }
     out.push_str(text.get(from..).unwrap_or_default());
     out.push('"');
+}
+
+/// `ch` as it is written inside a JSON string: escaped if JSON must escape it, else itself.
+pub(crate) fn push_char(out: &mut String, ch: char) {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let Ok(byte) = u8::try_from(ch) else {
+        out.push(ch);
+        return;
+    };
+    match ESCAPE[usize::from(byte)] {
+        0 => out.push(ch),
+        b'u' => {
+            out.push_str("\\u00");
+            out.push(char::from(HEX[usize::from(byte >> 4)]));
+            out.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+        escape => {
+            out.push('\\');
+            out.push(char::from(escape));
+        }
+    }
 }
 
 /// The struct name a `serde_json::value::RawValue` serializes under: its one field is its text,

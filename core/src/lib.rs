@@ -33,6 +33,7 @@ pub mod front;
 pub mod fuzz;
 pub mod hex;
 pub mod ids;
+pub mod json_string;
 pub mod openai;
 pub mod route;
 pub mod server_tools;

@@ -226,9 +226,9 @@ pub struct Tool {
     /// Tool name.
     #[serde(default)]
     pub name: String,
-    /// Description.
+    /// Description (kept as the client's JSON text: see [`crate::json_string`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub description: Option<crate::json_string::JsonString>,
     /// JSON schema of the input (absent for server tools).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_schema: Option<crate::anthropic::tool_schema::ToolSchema>,

@@ -216,7 +216,10 @@ fn tool_instructions(tools: &[&Tool], choice: Option<&Value>, format: ToolFormat
         let mut def = serde_json::Map::new();
         def.insert("name".into(), Value::String(tool.name.clone()));
         if let Some(description) = &tool.description {
-            def.insert("description".into(), Value::String(description.clone()));
+            def.insert(
+                "description".into(),
+                Value::String(description.text().into_owned()),
+            );
         }
         def.insert(
             "parameters".into(),

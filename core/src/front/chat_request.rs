@@ -499,7 +499,7 @@ impl Converter {
             };
             out.push(Tool {
                 name: name.to_owned(),
-                description,
+                description: description.map(crate::json_string::JsonString::new),
                 input_schema: Some(ToolSchema::from_value(&schema)),
                 kind: None,
                 extra: Map::new(),

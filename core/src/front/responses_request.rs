@@ -702,7 +702,7 @@ fn read_tools(
         };
         tools.push(Tool {
             name: sent,
-            description,
+            description: description.map(crate::json_string::JsonString::new),
             input_schema: Some(ToolSchema::from_value(&schema)),
             kind: None,
             extra: Map::new(),

@@ -217,9 +217,9 @@ pub struct FunctionTool {
     pub kind: &'static str,
     /// Tool name.
     pub name: String,
-    /// Description.
+    /// Description (the client's JSON text where it can be: see [`crate::json_string`]).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub description: Option<String>,
+    pub description: Option<crate::json_string::JsonString>,
     /// JSON schema of the arguments.
     pub parameters: CleanedSchema,
     /// Always `false`: Anthropic schemas are not written for OpenAI's strict mode.

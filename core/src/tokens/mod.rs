@@ -52,7 +52,12 @@ pub struct ToolChars(usize);
 impl ToolChars {
     /// `tool`, whose schema is `schema_chars` long as the estimate counts it (0 for none).
     pub fn add(&mut self, tool: &Tool, schema_chars: usize) {
-        self.0 += tool.name.len() + tool.description.as_ref().map_or(0, String::len) + schema_chars;
+        self.0 += tool.name.len()
+            + tool
+                .description
+                .as_ref()
+                .map_or(0, crate::json_string::JsonString::len)
+            + schema_chars;
     }
 
     /// `tool` counted, and its schema taken out of it cleaned for an OpenAI upstream
